@@ -1,0 +1,36 @@
+# Two commands on a fresh machine: `make demo` and `make test`. Both create .venv on first use.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+# One thread per core on the 2-core reference machine; override for bigger machines.
+export OMP_NUM_THREADS ?= 2
+export HF_HUB_OFFLINE := 1
+export HF_DATASETS_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+
+.PHONY: setup test lint demo clean
+
+setup: $(STAMP)
+
+# torch is pinned here only (the CPU wheel that lies on this machine's disk); the package itself
+# asks for a range so GPU users keep their own build.
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q torch==2.13.0
+	$(BIN)/python -m pip install -q -e ".[all,dev]"
+	touch $(STAMP)
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+
+test: lint
+	$(BIN)/python -m pytest -q
+
+demo: $(STAMP)
+	$(BIN)/prh prove
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info src/*.egg-info .pytest_cache .ruff_cache

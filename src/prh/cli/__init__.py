@@ -1,0 +1,59 @@
+"""The ``prh`` command: one entry point, one module per subcommand.
+
+Each subcommand module defines ``add_arguments(parser)`` and ``run(args) -> int`` and imports its
+heavy dependencies (torch, transformers) inside ``run``, so ``prh --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from prh import __version__
+from prh.errors import PrhError
+
+# name -> (module, one-line help). Order is the order of ``prh --help``.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "prove": ("prh.cli.prove", "run executable checks of every theorem statement"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Build the top-level parser with one sub-parser per command."""
+    parser = argparse.ArgumentParser(
+        prog="prh",
+        description="The Platonic Representation Hypothesis, made executable.",
+    )
+    parser.add_argument("--version", action="version", version=f"prh {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name, (module_name, help_text) in COMMANDS.items():
+        module = importlib.import_module(module_name)
+        p = sub.add_parser(name, help=help_text, description=module.__doc__)
+        module.add_arguments(p)
+        p.set_defaults(_run=module.run, _command=name)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse ``argv`` and run the command; return the exit status.
+
+    Any :class:`~prh.errors.PrhError` becomes one line on stderr and status 2 (no traceback).
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args._run(args) or 0)
+    except PrhError as e:
+        print(f"prh {args._command}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"prh {args._command}: interrupted", file=sys.stderr)
+        return 130
+
+
+def entry() -> None:
+    """Console-script entry point."""
+    sys.exit(main())

@@ -1,0 +1,207 @@
+"""Feature files: the one format every command exchanges.
+
+A feature file holds ``features`` of shape ``(N, D)`` or ``(N, L, D)`` (rows are samples, ``L`` layers)
+and optionally ``ids``, one string per row, so two files can be joined by id.
+
+Formats read: ``.npy``, ``.npz`` (key ``features`` or the only array; optional ``ids``),
+``.safetensors`` (tensor ``features``; ``ids`` in the metadata as a JSON list), ``.pt`` (a tensor or a
+dict with ``features``, read only with ``torch.load(weights_only=True)``: never unpickled).
+Format written: safetensors, atomically.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from prh.errors import InputError
+from prh.io import atomic_write
+
+SUFFIXES = (".npy", ".npz", ".safetensors", ".pt")
+
+
+@dataclass(frozen=True)
+class FeatureSet:
+    """Features read from a file.
+
+    Attributes
+    ----------
+    features : np.ndarray
+        ``(N, L, D)`` float32; a file holding ``(N, D)`` is read as ``L = 1``.
+    ids : list of str or None
+        One id per row, when the file (or an ids file) has them.
+    path : str
+        Where the features came from, for error messages.
+    metadata : dict
+        Free-form string metadata (the encoder spec, the world seed, ...).
+    """
+
+    features: np.ndarray
+    ids: list[str] | None = None
+    path: str = ""
+    metadata: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        return int(self.features.shape[0])
+
+    @property
+    def layers(self) -> int:
+        return int(self.features.shape[1])
+
+
+def save_features(
+    path: str | os.PathLike[str],
+    features: np.ndarray,
+    ids: Sequence[str] | None = None,
+    metadata: dict[str, str] | None = None,
+) -> None:
+    """Write ``features`` (``(N, D)`` or ``(N, L, D)``) and ``ids`` to a safetensors file, atomically."""
+    from safetensors.numpy import save
+
+    arr = np.ascontiguousarray(np.asarray(features, dtype=np.float32))
+    if arr.ndim not in (2, 3):
+        raise InputError(f"{path}: features must be (N, D) or (N, L, D), got shape {arr.shape}")
+    meta = {k: str(v) for k, v in (metadata or {}).items()}
+    if ids is not None:
+        ids = [str(i) for i in ids]
+        if len(ids) != arr.shape[0]:
+            raise InputError(f"{path}: {len(ids)} ids for {arr.shape[0]} rows")
+        meta["ids"] = json.dumps(ids)
+    blob = save({"features": arr}, metadata=meta)
+    with atomic_write(path, "wb") as f:
+        f.write(blob)
+
+
+def load_features(
+    path: str | os.PathLike[str], ids_path: str | os.PathLike[str] | None = None
+) -> FeatureSet:
+    """Read a feature file; see the module docstring for formats.
+
+    Raises
+    ------
+    InputError
+        Missing file, unknown suffix, not an array, wrong rank, or an ids file of the wrong length.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"{p}: no such file")
+    suffix = p.suffix.lower()
+    ids: list[str] | None = None
+    metadata: dict[str, str] = {}
+    try:
+        if suffix == ".npy":
+            arr = np.load(p, allow_pickle=False)
+        elif suffix == ".npz":
+            arr, ids = _load_npz(p)
+        elif suffix == ".safetensors":
+            arr, ids, metadata = _load_safetensors(p)
+        elif suffix == ".pt":
+            arr, ids = _load_pt(p)
+        else:
+            raise InputError(f"{p}: unknown feature format {suffix!r}, expected one of {SUFFIXES}")
+    except InputError:
+        raise
+    except Exception as e:  # numpy/safetensors/torch each raise their own types on bad bytes
+        raise InputError(f"{p}: not a readable array file ({type(e).__name__}: {e})") from None
+    arr = np.asarray(arr)
+    if arr.dtype.kind not in "fiub":
+        raise InputError(f"{p}: expected a numeric array, got dtype {arr.dtype}")
+    if arr.ndim == 2:
+        arr = arr[:, None, :]
+    if arr.ndim != 3:
+        raise InputError(f"{p}: expected shape (N, D) or (N, L, D), got {arr.shape}")
+    if ids_path is not None:
+        ids = read_ids(ids_path)
+    if ids is not None and len(ids) != arr.shape[0]:
+        raise InputError(f"{p}: {len(ids)} ids for {arr.shape[0]} rows")
+    return FeatureSet(arr.astype(np.float32, copy=False), ids, str(p), metadata)
+
+
+def read_ids(path: str | os.PathLike[str]) -> list[str]:
+    """Read one id per line (blank lines at the end ignored)."""
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"{p}: no such ids file")
+    lines = p.read_text(encoding="utf-8").splitlines()
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return [line.strip() for line in lines]
+
+
+def join_by_ids(a: FeatureSet, b: FeatureSet) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Rows of ``a`` and ``b`` paired by id, in ``a``'s order.
+
+    Raises
+    ------
+    InputError
+        When either side has no ids, ids repeat, or an id of ``a`` is missing from ``b``.
+    """
+    if a.ids is None or b.ids is None:
+        missing = a.path if a.ids is None else b.path
+        raise InputError(f"{missing}: no ids to join on (pass --ids-a/--ids-b)")
+    index_b = {}
+    for row, i in enumerate(b.ids):
+        if i in index_b:
+            raise InputError(f"{b.path}: id {i!r} appears twice (rows {index_b[i]} and {row})")
+        index_b[i] = row
+    missing_ids = [i for i in a.ids if i not in index_b]
+    if missing_ids:
+        raise InputError(
+            f"{b.path}: {len(missing_ids)} ids of {a.path} are missing, first {missing_ids[0]!r}"
+        )
+    rows_b = np.array([index_b[i] for i in a.ids], dtype=np.int64)
+    return a.features, b.features[rows_b], list(a.ids)
+
+
+def _load_npz(p: Path) -> tuple[np.ndarray, list[str] | None]:
+    with np.load(p, allow_pickle=False) as z:
+        keys = list(z.keys())
+        if "features" in z:
+            arr = z["features"]
+        elif len([k for k in keys if k != "ids"]) == 1:
+            arr = z[next(k for k in keys if k != "ids")]
+        else:
+            raise InputError(f"{p}: npz has keys {keys}, expected 'features' (or a single array)")
+        ids = [str(i) for i in z["ids"].tolist()] if "ids" in z else None
+    return arr, ids
+
+
+def _load_safetensors(p: Path) -> tuple[np.ndarray, list[str] | None, dict[str, str]]:
+    from safetensors import safe_open
+
+    with safe_open(str(p), framework="numpy") as f:
+        keys = list(f.keys())
+        metadata = dict(f.metadata() or {})
+        if "features" in keys:
+            arr = f.get_tensor("features")
+        elif len(keys) == 1:
+            arr = f.get_tensor(keys[0])
+        else:
+            raise InputError(f"{p}: safetensors has tensors {keys}, expected 'features'")
+    ids = json.loads(metadata.pop("ids")) if "ids" in metadata else None
+    return arr, ids, metadata
+
+
+def _load_pt(p: Path) -> tuple[np.ndarray, list[str] | None]:
+    import torch
+
+    if not zipfile.is_zipfile(p):
+        raise InputError(f"{p}: not a torch zip archive (legacy pickles are never loaded)")
+    obj = torch.load(p, map_location="cpu", weights_only=True)
+    ids = None
+    if isinstance(obj, dict):
+        if "features" not in obj:
+            raise InputError(f"{p}: dict has keys {sorted(obj)}, expected 'features'")
+        ids = obj.get("ids")
+        ids = [str(i) for i in ids] if ids is not None else None
+        obj = obj["features"]
+    if not isinstance(obj, torch.Tensor):
+        raise InputError(f"{p}: expected a tensor, got {type(obj).__name__}")
+    return obj.detach().float().cpu().numpy(), ids
