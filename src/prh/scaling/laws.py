@@ -3,8 +3,8 @@
 Every law predicts the **alignment** ``y(rho, S)`` (higher is better, e.g. ``1 - e_cca`` or a
 mutual-kNN score), where ``rho`` in [0, 1] is the fraction of good views among the positive pairs
 and ``S`` the number of sampled pairs seen. A law is a frozen :class:`Law` holding its name,
-parameter names, box bounds, an initial guess and a pure ``predict(params, rho, S)`` function; the fitting
-code (:mod:`prh.scaling.fit`) knows nothing else about it.
+parameter names, box bounds, an initial guess and a pure ``predict(params, rho, S)`` function;
+the fitting code (:mod:`prh.scaling.fit`) knows nothing else about it.
 
 Sample counts enter through ``log10`` scales (``S0 = 10**log_s0``) or relative to ``S_REF = 1000``,
 so that every parameter is of order one and the box bounds are meaningful.
