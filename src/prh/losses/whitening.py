@@ -1,0 +1,138 @@
+"""Whitened JEPA losses: the pair prediction error under batch whitening, and the soft variant.
+
+A whitened JEPA minimises ``E ||f(x) - f(x')||^2`` over positive pairs subject to ``E f = 0`` and
+``E f f^T = I``; its minimisers are the spectral (Laplacian-eigenmap) embedding of the pair graph,
+unique up to a rotation when the eigengap is positive (``THEORY.md`` section 2; Balestriero & LeCun
+2026). In a batch we enforce the constraint by whitening: the two sides of every pair are
+centred and whitened with ONE mean and ONE whitening matrix estimated on both sides together
+(the same function ``f`` sees both sides), then the squared pair distance is averaged.
+
+References
+----------
+[1] Ermolov et al., "Whitening for Self-Supervised Representation Learning", ICML 2021 (W-MSE).
+[2] Kessy, Lewin & Strimmer, "Optimal Whitening and Decorrelation", Am. Stat. 2018 (ZCA, Cholesky).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+METHODS = ("cholesky", "zca")
+
+
+def batch_covariance(z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean ``(E,)`` and unbiased covariance ``(E, E)`` of the rows of ``z`` ``(N, E)``."""
+    mu = z.mean(0)  # (E,)
+    zc = z - mu  # (N, E)
+    return mu, zc.T @ zc / max(z.shape[0] - 1, 1)  # (E, E)
+
+
+def whitening_matrix(
+    cov: torch.Tensor, eps: float = 1e-4, method: str = "cholesky"
+) -> torch.Tensor:
+    """A matrix ``W`` ``(E, E)`` with ``W (cov + eps I) W^T = I``.
+
+    ``method="cholesky"``: ``W = L^-1`` with ``cov + eps I = L L^T`` (cheap, triangular);
+    ``method="zca"``: ``W = U diag(s + eps)^-1/2 U^T`` (symmetric, the whitening closest to the
+    identity [2]). Both whiten; they differ by a rotation, which the pair loss does not see.
+    """
+    if method not in METHODS:
+        raise ValueError(f"unknown whitening method {method!r}; expected one of {METHODS}")
+    E = cov.shape[0]
+    reg = cov + eps * torch.eye(E, dtype=cov.dtype, device=cov.device)  # (E, E)
+    if method == "cholesky":
+        L = torch.linalg.cholesky(reg)  # (E, E) lower
+        eye = torch.eye(E, dtype=cov.dtype, device=cov.device)
+        return torch.linalg.solve_triangular(L, eye, upper=False)  # (E, E) = L^-1
+    s, U = torch.linalg.eigh(reg)  # (E,), (E, E)
+    return U @ torch.diag(s.clamp_min(eps).rsqrt()) @ U.T  # (E, E)
+
+
+def whiten(z: torch.Tensor, eps: float = 1e-4, method: str = "cholesky") -> torch.Tensor:
+    """Rows of ``z`` ``(N, E)`` centred and whitened by their own batch statistics -> ``(N, E)``."""
+    mu, cov = batch_covariance(z)
+    return (z - mu) @ whitening_matrix(cov, eps, method).T  # (N, E)
+
+
+def whitened_jepa_loss(
+    za: torch.Tensor, zb: torch.Tensor, eps: float = 1e-4, method: str = "cholesky"
+) -> torch.Tensor:
+    """Pair prediction error after joint batch whitening.
+
+    ``L = (1/B) sum_i ||W (za_i - mu) - W (zb_i - mu)||^2`` where ``mu`` and ``W`` come from the
+    ``2B`` rows of ``[za; zb]``. At the optimum over all tables ``f``,
+    ``L* = 2 sum_{i=2}^{k+1} (1 - l_i)`` (``THEORY.md`` section 2).
+
+    Parameters
+    ----------
+    za, zb : Tensor
+        ``(B, E)`` embeddings of the two sides of ``B`` positive pairs. Need ``2B > E``.
+    eps : float
+        Ridge added to the covariance before whitening.
+    method : {"cholesky", "zca"}
+
+    Returns
+    -------
+    Tensor
+        Scalar loss (float32 even under autocast).
+    """
+    if za.shape != zb.shape or za.ndim != 2:
+        raise ValueError(f"za and zb must both be (B, E); got {tuple(za.shape)}, {tuple(zb.shape)}")
+    B = za.shape[0]
+    z = torch.cat([za, zb]).float()  # (2B, E)
+    w = whiten(z, eps, method)  # (2B, E)
+    return (w[:B] - w[B:]).square().sum(1).mean()
+
+
+def soft_whitening_loss(
+    za: torch.Tensor, zb: torch.Tensor, beta: float = 1.0
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Pair error plus a soft whitening penalty: ``E ||za - zb||^2 + beta ||Cov - I||_F^2``.
+
+    The mean is removed (the constant direction carries no information). For ``beta = 1`` the
+    minimiser spans the same subspace as the hard constraint, with covariance eigenvalues
+    ``l_2 .. l_{k+1}`` (``THEORY.md`` section 2).
+
+    Returns
+    -------
+    (loss, penalty) : tuple of scalar Tensors
+    """
+    if za.shape != zb.shape or za.ndim != 2:
+        raise ValueError(f"za and zb must both be (B, E); got {tuple(za.shape)}, {tuple(zb.shape)}")
+    z = torch.cat([za, zb]).float()  # (2B, E)
+    mu, cov = batch_covariance(z)
+    B = za.shape[0]
+    pair = (z[:B] - z[B:]).square().sum(1).mean()
+    eye = torch.eye(z.shape[1], dtype=z.dtype, device=z.device)
+    penalty = (cov - eye).square().sum()
+    return pair + beta * penalty + mu.square().sum(), penalty
+
+
+class WhitenedJEPALoss(nn.Module):
+    """:func:`whitened_jepa_loss` as a module (``forward(za, zb) -> scalar``)."""
+
+    higher_is_better = False
+
+    def __init__(self, eps: float = 1e-4, method: str = "cholesky") -> None:
+        super().__init__()
+        if method not in METHODS:
+            raise ValueError(f"unknown whitening method {method!r}; expected one of {METHODS}")
+        self.eps = eps
+        self.method = method
+
+    def forward(self, za: torch.Tensor, zb: torch.Tensor) -> torch.Tensor:
+        return whitened_jepa_loss(za, zb, self.eps, self.method)
+
+
+class SoftWhiteningLoss(nn.Module):
+    """:func:`soft_whitening_loss` as a module (``forward(za, zb) -> scalar``)."""
+
+    higher_is_better = False
+
+    def __init__(self, beta: float = 1.0) -> None:
+        super().__init__()
+        self.beta = beta
+
+    def forward(self, za: torch.Tensor, zb: torch.Tensor) -> torch.Tensor:
+        return soft_whitening_loss(za, zb, self.beta)[0]

@@ -1,0 +1,23 @@
+"""Models: a transformer text encoder (JEPA), a causal LM of the same shape, a small image CNN."""
+
+from prh.models.config import PRESETS, ModelConfig, model_config
+from prh.models.image import ImageEncoder
+from prh.models.transformer import (
+    CausalLM,
+    EncoderOutput,
+    TextEncoder,
+    count_parameters,
+    masked_mean,
+)
+
+__all__ = [
+    "PRESETS",
+    "CausalLM",
+    "EncoderOutput",
+    "ImageEncoder",
+    "ModelConfig",
+    "TextEncoder",
+    "count_parameters",
+    "masked_mean",
+    "model_config",
+]
