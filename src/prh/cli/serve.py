@@ -1,0 +1,176 @@
+"""Serve a web page that captions an image through one rotation.
+
+Loads a demo run (frozen vision encoder, rotation, text-only caption decoder) once, then serves a
+page where you drop an image and see its caption, the five nearest captions with their scores, and
+the run's alignment numbers and bound plot. Binds to 127.0.0.1 unless --host says otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from prh.cli._args import positive_int
+from prh.errors import InputError, PrhError
+
+
+def port_number(text: str) -> int:
+    """A TCP port in [1, 65535]."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port in [1, 65535], got {text!r}") from None
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port in [1, 65535], got {value}")
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Flags of ``prh serve``."""
+    parser.add_argument(
+        "--run",
+        type=Path,
+        help="demo run folder from `prh demo`: encoder, rotation, decoder, summary.json",
+    )
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="interface to bind (default 127.0.0.1: this machine only)",
+    )
+    parser.add_argument("--port", type=port_number, default=8000, help="TCP port (default 8000)")
+    parser.add_argument(
+        "--max-queue",
+        type=positive_int,
+        default=64,
+        help="requests admitted at once, running or waiting; more get HTTP 503; default 64",
+    )
+    parser.add_argument(
+        "--workers",
+        type=positive_int,
+        default=1,
+        help="captions computed concurrently, each in its own thread (default 1)",
+    )
+    parser.add_argument(
+        "--max-upload-mb",
+        type=positive_int,
+        default=10,
+        help="largest accepted upload in MiB; larger gets HTTP 413 (default 10)",
+    )
+    parser.add_argument(
+        "--world-seed",
+        type=int,
+        default=None,
+        help="seed of the world that 'random scene' draws from (default: the run's, else 0)",
+    )
+    parser.add_argument(
+        "--captioner",
+        choices=("run", "colour"),
+        default="run",
+        help="'run': the run's model (default); 'colour': the model-free mean-colour control, "
+        "for trying the server without a trained run",
+    )
+
+
+def _check_port_free(host: str, port: int) -> None:
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as e:
+        raise InputError(f"--host {host}: cannot resolve ({e.strerror})") from None
+    family, _, _, _, addr = infos[0]
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(addr)
+        except OSError as e:
+            raise InputError(
+                f"--port {port}: cannot listen on {host}:{port} ({e.strerror}); pick another --port"
+            ) from None
+
+
+def _world_seed(run_dir: Path | None) -> int:
+    """The run's world seed from ``config.json`` (keys ``world_seed`` or ``world.seed``), else 0."""
+    import json
+
+    if run_dir is None or not (run_dir / "config.json").is_file():
+        return 0
+    try:
+        cfg = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return 0
+    if isinstance(cfg, dict):
+        if isinstance(cfg.get("world_seed"), int):
+            return cfg["world_seed"]
+        world = cfg.get("world")
+        if isinstance(world, dict) and isinstance(world.get("seed"), int):
+            return world["seed"]
+    return 0
+
+
+def load_run_captioner(run_dir: Path) -> Any:
+    """Load the run's captioner once, with one clear line if ``run_dir`` is not a demo run."""
+    if not run_dir.exists():
+        raise InputError(f"--run {run_dir}: no such folder; make one with `prh demo`")
+    if not run_dir.is_dir():
+        raise InputError(f"--run {run_dir}: is a file, expected a demo run folder")
+    try:
+        from prh.caption import load_captioner
+    except ImportError as e:
+        raise PrhError(f"captioning is not available in this install ({e})") from None
+    try:
+        return load_captioner(run_dir)
+    except PrhError:
+        raise
+    except (FileNotFoundError, KeyError) as e:
+        raise InputError(
+            f"--run {run_dir}: not a demo run (missing {e}); make one with `prh demo`"
+        ) from None
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load the models, then serve until interrupted."""
+    import numpy as np
+    import uvicorn
+
+    from prh.serve.app import create_app
+    from prh.serve.colour import ColourCaptioner
+    from prh.serve.scenes import SceneSource
+
+    if args.captioner == "run" and args.run is None:
+        raise InputError("--run RUN is required (a demo run folder), or use --captioner colour")
+    if args.run is not None and not args.run.is_dir():
+        raise InputError(f"--run {args.run}: no such folder; make one with `prh demo`")
+    _check_port_free(args.host, args.port)
+
+    t0 = time.perf_counter()
+    if args.captioner == "colour":
+        captioner, name = ColourCaptioner(), "mean-colour control (no model)"
+    else:
+        captioner, name = load_run_captioner(args.run), f"run {args.run.name}"
+    # One warm-up call so the first visitor does not pay for lazy initialisation.
+    captioner.caption(np.full((224, 224, 3), 127, dtype=np.uint8))
+    load_s = time.perf_counter() - t0
+
+    world_seed = args.world_seed if args.world_seed is not None else _world_seed(args.run)
+    app = create_app(
+        captioner,
+        run_dir=args.run,
+        max_upload_bytes=args.max_upload_mb * 1024 * 1024,
+        max_queue=args.max_queue,
+        workers=args.workers,
+        scenes=SceneSource(world_seed=world_seed),
+        captioner_name=name,
+    )
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    print(f"prh serve: {name} loaded in {load_s:.1f} s", file=sys.stderr)
+    print(f"prh serve: open http://{host}:{args.port}/  (Ctrl-C stops)", file=sys.stderr)
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        print(
+            f"prh serve: warning: listening on {args.host}, reachable from other machines",
+            file=sys.stderr,
+        )
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
+    return 0

@@ -1,0 +1,113 @@
+"""What the page shows about a run: its alignment numbers and the plots it may serve.
+
+Only PNG files that lie directly in the run directory (or its ``plots/`` folder), under a plain
+name, are listed at start-up; a request names a plot by that listed name and nothing else, so no
+request path ever reaches the file system.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from prh.errors import InputError
+
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\.png$")
+# Plots the page looks for first, in this order; any other safe PNG name is served too.
+PREFERRED_PLOTS: tuple[str, ...] = ("bound.png", "alignment.png")
+_MAX_SUMMARY_BYTES = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """The parts of a run directory that ``prh serve`` publishes.
+
+    Attributes
+    ----------
+    name : str or None
+        The run folder's name (None when serving without a run).
+    alignment : dict or None
+        ``summary.json["alignment"]``, e.g. ``{"good": 0.31, "bad": 0.12, ...}``.
+    summary : dict
+        The whole ``summary.json`` (empty without one).
+    plots : dict of str to Path
+        Whitelisted plot name -> file, fixed at start-up.
+    """
+
+    name: str | None = None
+    alignment: dict[str, Any] | None = None
+    summary: dict[str, Any] = field(default_factory=dict)
+    plots: dict[str, Path] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON for ``GET /api/run`` (non-finite numbers become null)."""
+        return _finite(
+            {
+                "run": self.name,
+                "alignment": self.alignment,
+                "plots": list(self.plots),
+                "summary": self.summary,
+            }
+        )
+
+
+def read_run_info(run_dir: str | Path | None) -> RunInfo:
+    """Read ``summary.json`` and list the servable plots of ``run_dir``.
+
+    Raises
+    ------
+    InputError
+        When ``run_dir`` is not a folder or ``summary.json`` is not a JSON object.
+    """
+    if run_dir is None:
+        return RunInfo()
+    root = Path(run_dir)
+    if not root.is_dir():
+        raise InputError(f"--run {root}: no such folder")
+    root = root.resolve()
+    summary: dict[str, Any] = {}
+    path = root / "summary.json"
+    if path.is_file():
+        if path.stat().st_size > _MAX_SUMMARY_BYTES:
+            raise InputError(f"{path}: larger than {_MAX_SUMMARY_BYTES} bytes")
+        try:
+            summary = json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise InputError(f"{path}: not valid JSON ({e})") from None
+        if not isinstance(summary, dict):
+            raise InputError(f"{path}: expected a JSON object, got {type(summary).__name__}")
+    alignment = summary.get("alignment")
+    if alignment is not None and not isinstance(alignment, dict):
+        raise InputError(f"{path}: 'alignment' should be an object, got {type(alignment).__name__}")
+    return RunInfo(root.name, alignment, summary, _list_plots(root))
+
+
+def _list_plots(root: Path) -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for folder in (root, root / "plots"):
+        if not folder.is_dir():
+            continue
+        for p in sorted(folder.iterdir()):
+            if not _SAFE_NAME.match(p.name) or p.name in found or not p.is_file():
+                continue
+            real = p.resolve()
+            if real.parent != folder.resolve():  # a symlink pointing elsewhere is not served
+                continue
+            found[p.name] = real
+    ordered = {n: found[n] for n in PREFERRED_PLOTS if n in found}
+    ordered.update({n: p for n, p in found.items() if n not in ordered})
+    return ordered
+
+
+def _finite(obj: Any) -> Any:
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {str(k): _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_finite(v) for v in obj]
+    return obj
