@@ -17,6 +17,7 @@ from prh.errors import PrhError
 # name -> (module, one-line help). Order is the order of ``prh --help``.
 COMMANDS: dict[str, tuple[str, str]] = {
     "prove": ("prh.cli.prove", "run executable checks of every theorem statement"),
+    "serve": ("prh.cli.serve", "serve a web page that captions an image through one rotation"),
 }
 
 
