@@ -25,9 +25,9 @@ import numpy as np
 
 from prh.errors import InputError
 
-# Formats a browser can show (MPO: the multi-picture JPEG many phones write); anything else (EPS,
-# which shells out to Ghostscript, PSD, ...) is refused.
-ALLOWED_FORMATS: frozenset[str] = frozenset({"PNG", "JPEG", "MPO", "GIF", "WEBP", "BMP"})
+# Formats a browser can show (PIL's JPEG opener also reads MPO, the multi-picture JPEG of many
+# phones); anything else (EPS, which shells out to Ghostscript, PSD, TIFF, ...) is refused.
+ALLOWED_FORMATS: frozenset[str] = frozenset({"PNG", "JPEG", "GIF", "WEBP", "BMP"})
 
 
 class ImageRejected(InputError):
@@ -100,7 +100,9 @@ def decode_image(data: bytes, limits: ImageLimits = ImageLimits()) -> np.ndarray
         except (Image.DecompressionBombError, Image.DecompressionBombWarning):
             raise ImageRejected("image has too many pixels (decompression bomb)", 413) from None
         except Exception as e:  # PIL's parsers raise many types on hostile input
-            raise ImageRejected(f"image header is corrupt: {type(e).__name__}: {e}") from None
+            raise ImageRejected(
+                f"image header is truncated or corrupt: {type(e).__name__}: {e}"
+            ) from None
         with im:
             w, h = im.size
             if w < 1 or h < 1:
