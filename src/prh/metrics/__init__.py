@@ -1,0 +1,1 @@
+"""Alignment metrics of the PRH benchmark: exact, calibrated, fast at large N."""

@@ -1,0 +1,256 @@
+"""Exact k-nearest neighbours by cosine similarity, blockwise, never holding an ``N x N`` matrix.
+
+The neighbour list of row ``i`` is the ``k`` rows ``j != i`` with the largest similarity
+``s_ij = <x_i, x_j>`` (rows L2-normalised first, so this is cosine similarity), ordered by
+``(-s_ij, j)``: equal similarities are broken by the lower index. This is the reference protocol's
+``compute_nearest_neighbors`` (Huh et al. 2024, ``minyoungg/platonic-rep``: Gram matrix, diagonal
+set to ``-1e8``, full descending argsort) with two deliberate differences: ties are broken by index
+(the reference inherits whatever order its GPU sort gives), and results are exact in the following
+sense, independent of the block size and of the backend.
+
+Exactness
+---------
+Float32 matrix products round differently for different block shapes, so the float32 Gram alone
+cannot give block-independent (let alone exact) neighbour lists. We therefore use it only to find
+candidates. For unit rows, any float32 dot product, in any summation order, is within
+``g = gamma_D = D u / (1 - D u)`` (``u = 2^-24``) of the true value [1]_. The *canonical* similarity
+of a pair is the float64 sum (numpy pairwise summation, fixed order) of the float32 products, which
+are exact in float64; it depends only on the two rows. If ``t`` is the k-th largest float32 value of
+a row, every member of the canonical top-k has float32 value at least ``t - 2 g'`` (``g'`` adds the
+float64 error), so re-scoring every candidate above that threshold canonically and sorting by
+``(-score, index)`` gives the exact canonical top-k. Identical rows give identical canonical scores,
+so ties from duplicated rows are resolved by index, exactly. Rows whose ``k + margin`` float32
+candidates do not reach below the threshold (heavy near-ties) are re-scored over all their
+candidates.
+
+Memory: ``N * k`` for the result plus ``block * N`` float32 for one block of similarities.
+
+References
+----------
+.. [1] N. J. Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed., SIAM 2002, ch. 3.
+.. [2] M. Huh, B. Cheung, T. Wang, P. Isola, "The Platonic Representation Hypothesis", ICML 2024.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from prh.errors import InputError
+
+BACKENDS = ("torch", "faiss")
+_U32 = 2.0**-24
+_U64 = 2.0**-53
+_MARGIN = 6  # extra float32 candidates per row beyond k
+_BLOCK_BYTES = 256 * 2**20  # default budget for one (block, N) float32 similarity block
+_RESCORE_BYTES = 4 * 2**20  # budget for the float64 (rows, candidates, D) re-scoring buffer
+
+
+def l2_normalize(x: np.ndarray, name: str = "features") -> np.ndarray:
+    """Rows divided by their Euclidean norm, in float32.
+
+    Parameters
+    ----------
+    x : np.ndarray
+        ``(N, D)``.
+    name : str
+        How to name ``x`` in error messages (a file path).
+
+    Returns
+    -------
+    np.ndarray
+        ``(N, D)`` float32, ``x_i / ||x_i||`` (norm accumulated in float64, then rounded).
+
+    Raises
+    ------
+    InputError
+        When a row is all zeros (it has no direction).
+    """
+    x = np.asarray(x, dtype=np.float32)
+    norms = row_norms(x).astype(np.float32)  # (N,)
+    zero = np.flatnonzero(norms == 0)
+    if zero.size:
+        raise InputError(f"{name}: row {int(zero[0])} is all zeros and cannot be L2-normalised")
+    return x / norms[:, None]
+
+
+def row_norms(x: np.ndarray) -> np.ndarray:
+    """``(N,)`` float64 Euclidean norms of the rows of ``(N, D)`` ``x``, in row chunks."""
+    out = np.empty(x.shape[0], dtype=np.float64)
+    step = max(1, 2**22 // max(x.shape[1], 1))
+    for s0 in range(0, x.shape[0], step):
+        out[s0 : s0 + step] = np.sqrt(np.square(x[s0 : s0 + step], dtype=np.float64).sum(axis=1))
+    return out
+
+
+def default_block_size(n: int) -> int:
+    """Rows per block so that one ``(block, N)`` float32 block takes about 256 MiB."""
+    return int(np.clip(_BLOCK_BYTES // (4 * max(n, 1)), 16, 8192))
+
+
+def knn(
+    x: np.ndarray,
+    k: int = 10,
+    *,
+    normalize: bool = True,
+    block_size: int | None = None,
+    backend: str = "torch",
+    name: str = "features",
+) -> np.ndarray:
+    """Exact k nearest neighbours of every row, self excluded, ties broken by lower index.
+
+    Parameters
+    ----------
+    x : np.ndarray
+        ``(N, D)`` finite features.
+    k : int
+        Neighbours per row, ``1 <= k < N``.
+    normalize : bool
+        L2-normalise rows first (cosine similarity, the reference protocol). ``False`` ranks by the
+        raw inner product.
+    block_size : int, optional
+        Query rows per similarity block; memory is about ``block_size * N * 4`` bytes. Default
+        :func:`default_block_size`. The result does not depend on it.
+    backend : {"torch", "faiss"}
+        Who computes the float32 candidate similarities; ``"faiss"`` uses ``faiss.IndexFlatIP``
+        (needs ``faiss-cpu``). The exact re-scoring makes both give the same result.
+    name : str
+        How to name ``x`` in error messages.
+
+    Returns
+    -------
+    np.ndarray
+        ``(N, k)`` int64; row ``i`` lists its neighbours by decreasing similarity, ties by index.
+    """
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    if x.ndim != 2:
+        raise InputError(f"{name}: expected (N, D) features, got shape {x.shape}")
+    n = x.shape[0]
+    check_k(k, n, name)
+    if backend not in BACKENDS:
+        raise InputError(f"unknown kNN backend {backend!r}, expected one of {BACKENDS}")
+    if normalize:
+        x = l2_normalize(x, name)
+    norms = row_norms(x)  # (N,)
+    d = x.shape[1]
+    gamma = d * _U32 / (1 - d * _U32) + d * _U64 / (1 - d * _U64)
+    slack = 2.0 * gamma * norms * norms.max() * 1.0001 + 1e-300  # (N,) per-row threshold slack
+    c = min(k + _MARGIN, n - 1)
+    if backend == "faiss":
+        return _knn_faiss(x, k, c, slack, block_size)
+    return _knn_torch(x, k, c, slack, np.arange(n), block_size)
+
+
+def check_k(k: int, n: int, name: str = "features") -> None:
+    """Raise :class:`InputError` unless ``N >= 2`` and ``1 <= k < N``."""
+    if n < 2:
+        raise InputError(f"{name}: need at least 2 rows for nearest neighbours, got {n}")
+    if not 1 <= k < n:
+        raise InputError(f"{name}: k must satisfy 1 <= k < N = {n}, got k = {k}")
+
+
+def _knn_torch(
+    x: np.ndarray,
+    k: int,
+    c: int,
+    slack: np.ndarray,
+    rows: np.ndarray,
+    block_size: int | None,
+) -> np.ndarray:
+    """Exact top-k for the query ``rows`` of ``x`` against all of ``x``; ``(len(rows), k)``."""
+    import torch
+
+    n = x.shape[0]
+    bs = block_size or default_block_size(n)
+    xt = torch.from_numpy(x)  # (N, D) shares memory
+    out = np.empty((len(rows), k), dtype=np.int64)
+    for start in range(0, len(rows), bs):
+        q = rows[start : start + bs]  # (b,)
+        qt = torch.from_numpy(q)
+        s = xt[qt] @ xt.T  # (b, N) float32
+        s[torch.arange(len(q)), qt] = -torch.inf  # self is never a neighbour
+        vals, idx = torch.topk(s, c, dim=1)  # (b, c) sorted descending
+        out[start : start + len(q)] = _select(
+            x, q, vals.numpy(), idx.numpy(), k, slack, s.numpy(), n
+        )
+    return out
+
+
+def _knn_faiss(
+    x: np.ndarray,
+    k: int,
+    c: int,
+    slack: np.ndarray,
+    block_size: int | None,
+) -> np.ndarray:
+    """Float32 candidates from ``faiss.IndexFlatIP``; rows faiss cannot settle go to torch."""
+    try:
+        import faiss
+    except ImportError as e:  # pragma: no cover - faiss-cpu is an optional extra
+        raise InputError(
+            "backend 'faiss' needs the faiss-cpu package (pip install faiss-cpu)"
+        ) from e
+    n = x.shape[0]
+    index = faiss.IndexFlatIP(x.shape[1])
+    index.add(x)
+    vals, idx = index.search(x, c + 1)  # (N, c+1); self usually first, duplicates may displace it
+    self_pos = idx == np.arange(n)[:, None]
+    drop = np.where(self_pos.any(axis=1), self_pos.argmax(axis=1), c)  # drop self, else the last
+    keep = np.ones_like(self_pos)
+    keep[np.arange(n), drop] = False
+    vals = vals[keep].reshape(n, c).astype(np.float32)
+    idx = idx[keep].reshape(n, c).astype(np.int64)
+    thr = vals[:, k - 1].astype(np.float64) - slack
+    settled = (vals[:, -1] < thr) | (c == n - 1)
+    settled &= (idx >= 0).all(axis=1)
+    out = np.empty((n, k), dtype=np.int64)
+    ok = np.flatnonzero(settled)
+    out[ok] = _rescore(x, ok, idx[ok], k)
+    bad = np.flatnonzero(~settled)
+    if bad.size:
+        out[bad] = _knn_torch(x, k, c, slack, bad, block_size)
+    return out
+
+
+def _select(
+    x: np.ndarray,
+    q: np.ndarray,
+    vals: np.ndarray,
+    idx: np.ndarray,
+    k: int,
+    slack: np.ndarray,
+    s: np.ndarray,
+    n: int,
+) -> np.ndarray:
+    """Exact top-k of query rows ``q`` from their float32 top-``c`` and the full block ``s``."""
+    c = idx.shape[1]
+    v = vals.astype(np.float64)  # (b, c)
+    thr = v[:, k - 1] - slack[q]  # (b,) every canonical top-k member reaches thr in float32
+    settled = v[:, -1] < thr if c < n - 1 else np.ones(len(q), dtype=bool)
+    # Gaps wider than the slack between consecutive values up to k+1: float32 order is exact.
+    gaps = v[:, :k] - v[:, 1 : k + 1] if c > k else v[:, : k - 1] - v[:, 1:k]
+    clear = settled & (gaps > slack[q][:, None]).all(axis=1)
+    out = np.empty((len(q), k), dtype=np.int64)
+    out[clear] = idx[clear, :k]
+    ok = np.flatnonzero(settled & ~clear)
+    out[ok] = _rescore(x, q[ok], idx[ok], k)
+    for r in np.flatnonzero(~settled):  # heavy near-ties: every row above the threshold
+        cand = np.flatnonzero(s[r] >= thr[r])  # ascending indices
+        out[r] = _rescore(x, q[r : r + 1], cand[None, :], k)[0]
+    return out
+
+
+def _rescore(x: np.ndarray, q: np.ndarray, cand: np.ndarray, k: int) -> np.ndarray:
+    """Sort candidates ``(b, c)`` of rows ``q`` by ``(-canonical score, index)``; keep ``k``."""
+    b, c = cand.shape
+    d = x.shape[1]
+    out = np.empty((b, k), dtype=np.int64)
+    step = max(1, _RESCORE_BYTES // (8 * c * d))
+    for s0 in range(0, b, step):
+        cq = cand[s0 : s0 + step]  # (b', c)
+        # float32 products are exact in float64; the sum over the contiguous last axis is numpy's
+        # pairwise summation, the same for every pair whatever the block: the canonical score.
+        xq = x[q[s0 : s0 + step], None, :].astype(np.float64)  # (b', 1, D)
+        score = (xq * x[cq].astype(np.float64)).sum(axis=-1)  # (b', c)
+        order = np.lexsort((cq, -score), axis=-1)[:, :k]  # (b', k)
+        out[s0 : s0 + step] = np.take_along_axis(cq, order, axis=-1)
+    return out
