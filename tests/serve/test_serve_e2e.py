@@ -1,0 +1,42 @@
+"""End to end: uvicorn on a loopback port, Debian's Chromium driving the page through Playwright."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from serve_helpers import png_bytes, solid
+
+from prh.serve.browser import CHROMIUM, caption_in_page, serve_in_thread
+from prh.serve.colour import PALETTE, ColourCaptioner
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not CHROMIUM.exists(),
+        reason=f"{CHROMIUM} absent: `apt-get install chromium` (make test does it as root)",
+    ),
+]
+
+
+def test_upload_an_image_and_read_its_caption_on_the_page(tmp_path: Path, run_dir: Path):
+    pytest.importorskip("playwright.sync_api", reason="pip install playwright (Python package)")
+    from prh.serve.app import create_app
+
+    image = tmp_path / "purple.png"
+    image.write_bytes(png_bytes(solid(PALETTE["purple"], (160, 120))))
+    shot = tmp_path / "serve.png"
+    app = create_app(ColourCaptioner(), run_dir=run_dir)
+    with serve_in_thread(app) as url:
+        assert url.startswith("http://127.0.0.1:")
+        page = caption_in_page(url, image, screenshot=shot)
+    assert page["error"] == ""
+    assert page["caption"] == "a mostly purple picture"
+    assert len(page["nearest"]) == 5 and page["nearest"][0] == "a mostly purple picture"
+    scores = [float(s) for s in page["scores"]]
+    assert scores == sorted(scores, reverse=True) and scores[0] == pytest.approx(1.0, abs=1e-3)
+    assert ["good", "0.310"] in page["alignment"]
+    assert ["minilm", "0.220 [0.200, 0.240]"] in page["alignment"]
+    assert page["plot_loaded"] is True
+    assert page["blocked"] == []  # the page asked for nothing off the server
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
