@@ -73,7 +73,7 @@ class Encoder(ABC):
         np.ndarray
             ``(N, L, D)`` float32.
         """
-        self._check_modality("text", "texts")
+        self.check_modality("text", "texts")
         texts = list(texts)
         for row, t in enumerate(texts):
             if not isinstance(t, str):
@@ -104,7 +104,7 @@ class Encoder(ABC):
         np.ndarray
             ``(N, L, D)`` float32.
         """
-        self._check_modality("image", "images")
+        self.check_modality("image", "images")
         images = [as_rgb_uint8(im, row) for row, im in enumerate(images)]
         return self._batched(images, self._encode_image_batch, batch_size, progress)
 
@@ -131,16 +131,17 @@ class Encoder(ABC):
     # -- for subclasses ----------------------------------------------------------------------------
 
     def _encode_text_batch(self, texts: list[str]) -> np.ndarray:  # (B, L, D)
-        raise NotImplementedError  # pragma: no cover - guarded by _check_modality
+        raise NotImplementedError  # pragma: no cover - guarded by check_modality
 
     def _encode_image_batch(self, images: list[np.ndarray]) -> np.ndarray:  # (B, L, D)
-        raise NotImplementedError  # pragma: no cover - guarded by _check_modality
+        raise NotImplementedError  # pragma: no cover - guarded by check_modality
 
-    def _check_modality(self, wanted: str, what: str) -> None:
+    def check_modality(self, wanted: str, what: str | None = None) -> None:
+        """Raise :class:`InputError` unless this encoder takes ``wanted`` inputs (text/image)."""
+        what = what or ("texts" if wanted == "text" else "images")
         if self.modality not in (wanted, "any"):
             raise InputError(
-                f"encoder {self.spec!r} is a {self.modality} encoder; it cannot encode {what}"
-                f" (use --modality {self.modality})"
+                f"encoder {self.spec!r} takes {self.modality}s, not {what} (modality mismatch)"
             )
 
     @staticmethod

@@ -71,11 +71,11 @@ class FeatureFileEncoder(Encoder, Features):
         return self._positional(len(items))
 
     def encode_texts(self, texts, *, batch_size: int = 64, progress: Progress | None = None):
-        self._check_modality("text", "texts")
+        self.check_modality("text", "texts")
         return self._positional(len(texts))
 
     def encode_images(self, images, *, batch_size: int = 32, progress: Progress | None = None):
-        self._check_modality("image", "images")
+        self.check_modality("image", "images")
         return self._positional(len(images))
 
 

@@ -1,0 +1,136 @@
+"""Tiny transformers models built and saved by the tests themselves (hermetic, no hub)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+WORDS = (
+    "a the red blue green cube sphere cone small large left of right above below is and "
+    "two three one big tiny scene shows there"
+).split()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _one_thread():
+    import torch
+
+    torch.set_num_threads(1)
+
+
+def _word_tokenizer(folder: Path, *, bert: bool):
+    """A whitespace word-level tokenizer over WORDS, saved as a HF tokenizer folder."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] if bert else ["<unk>", "<eos>"]
+    vocab = {w: i for i, w in enumerate(specials + WORDS)}
+    unk = "[UNK]" if bert else "<unk>"
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token=unk))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    if bert:
+        from tokenizers import processors
+
+        tok.post_processor = processors.TemplateProcessing(
+            single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)]
+        )
+        fast = PreTrainedTokenizerFast(
+            tokenizer_object=tok,
+            unk_token="[UNK]",
+            pad_token="[PAD]",
+            cls_token="[CLS]",
+            sep_token="[SEP]",
+            mask_token="[MASK]",
+        )
+    else:  # GPT-2 style: no pad token, the encoder must fall back to eos
+        fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", eos_token="<eos>")
+    fast.save_pretrained(folder)
+    return len(vocab)
+
+
+def _save(model, folder: Path) -> Path:
+    model.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_bert(tmp_path_factory) -> Path:
+    import torch
+    from transformers import BertConfig, BertModel
+
+    folder = tmp_path_factory.mktemp("tiny-bert")
+    vocab = _word_tokenizer(folder, bert=True)
+    torch.manual_seed(0)
+    cfg = BertConfig(
+        vocab_size=vocab,
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=64,
+    )
+    return _save(BertModel(cfg), folder)
+
+
+@pytest.fixture(scope="session")
+def tiny_gpt2(tmp_path_factory) -> Path:
+    import torch
+    from transformers import GPT2Config, GPT2Model
+
+    folder = tmp_path_factory.mktemp("tiny-gpt2")
+    vocab = _word_tokenizer(folder, bert=False)
+    torch.manual_seed(1)
+    cfg = GPT2Config(vocab_size=vocab, n_embd=16, n_layer=2, n_head=2, n_positions=64)
+    return _save(GPT2Model(cfg), folder)
+
+
+@pytest.fixture(scope="session")
+def tiny_llama(tmp_path_factory) -> Path:
+    import torch
+    from transformers import LlamaConfig, LlamaModel
+
+    folder = tmp_path_factory.mktemp("tiny-llama")
+    vocab = _word_tokenizer(folder, bert=False)
+    torch.manual_seed(2)
+    cfg = LlamaConfig(
+        vocab_size=vocab,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=64,
+    )
+    return _save(LlamaModel(cfg), folder)
+
+
+@pytest.fixture(scope="session")
+def tiny_vit(tmp_path_factory) -> Path:
+    import torch
+    from transformers import ViTConfig, ViTImageProcessor, ViTModel
+
+    folder = tmp_path_factory.mktemp("tiny-vit")
+    torch.manual_seed(3)
+    cfg = ViTConfig(
+        image_size=32,
+        patch_size=8,
+        hidden_size=16,
+        num_hidden_layers=3,
+        num_attention_heads=2,
+        intermediate_size=32,
+    )
+    ViTImageProcessor(size={"height": 32, "width": 32}).save_pretrained(folder)
+    return _save(ViTModel(cfg, add_pooling_layer=False), folder)
+
+
+@pytest.fixture()
+def images():
+    """Three random RGB images of different sizes, (H, W, 3) uint8."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    return [
+        rng.integers(0, 256, size=s, dtype=np.uint8)
+        for s in [(40, 40, 3), (30, 50, 3), (64, 64, 3)]
+    ]
