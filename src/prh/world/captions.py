@@ -1,0 +1,220 @@
+"""Caption grammar of the cave world: many true wordings of one scene.
+
+A caption is drawn from a small probabilistic grammar:
+
+- **noun phrases** with synonyms for shapes, colours and sizes, and several word orders
+  ("a small red cube", "a red cube that is small", "a tiny block coloured red");
+- **verbosity**: the size and the position of an object are said or left out;
+- **positions** in words ("in the top left corner", "on the right", "in the middle");
+- **relations** computed from the cells ("the red cube is to the left of the blue ball"),
+  always true;
+- **object order**: objects are listed in a random order;
+- **partial descriptions**: with probability ``omit_prob`` one object is left out (never all). A
+  caption that leaves an object out is still true; it is the pair mismatch of the theory;
+- **frames**: "there is ...", "a picture of ...", "we see ...", counts only when every object
+  is mentioned, optional capital letter and final full stop.
+
+Every word choice comes from a ``random.Random`` passed in: the grammar is a pure function of the
+scene and that generator's state. Layer: pure functions.
+"""
+
+from __future__ import annotations
+
+import random
+
+from prh.world.scenes import COLOURS, SHAPES, SIZES, Scene, SceneObject
+
+SHAPE_WORDS: dict[str, tuple[str, ...]] = {
+    "cube": ("cube", "block", "box"),
+    "sphere": ("sphere", "ball", "orb"),
+    "cylinder": ("cylinder", "drum", "column"),
+    "cone": ("cone",),
+    "pyramid": ("pyramid",),
+    "torus": ("ring", "torus", "donut"),
+    "star": ("star",),
+    "diamond": ("diamond", "gem", "octahedron"),
+}
+SHAPE_PLURAL: dict[str, str] = {"box": "boxes", "torus": "tori"}
+COLOUR_WORDS: dict[str, tuple[str, ...]] = {
+    "red": ("red", "scarlet"),
+    "orange": ("orange",),
+    "yellow": ("yellow", "golden"),
+    "green": ("green",),
+    "cyan": ("cyan", "turquoise", "teal"),
+    "blue": ("blue",),
+    "purple": ("purple", "violet"),
+    "pink": ("pink",),
+    "brown": ("brown",),
+    "gray": ("gray", "grey", "silver"),
+}
+SIZE_WORDS: dict[str, tuple[str, ...]] = {
+    "small": ("small", "little", "tiny"),
+    "medium": ("medium-sized", "mid-sized", "medium"),
+    "large": ("large", "big", "huge"),
+}
+# Position phrases per (row, col); row 0 is the top.
+_COL = {0: "left", 1: "center", 2: "right"}
+_ROW = {0: "top", 1: "middle", 2: "bottom"}
+
+
+def _position_phrases(row: int, col: int) -> tuple[str, ...]:
+    if row == 1 and col == 1:
+        return ("in the middle", "in the center", "at the centre", "in the middle of the image")
+    if row == 1:
+        side = _COL[col]
+        return (f"on the {side}", f"on the {side} side", f"at the {side}", f"to the {side}")
+    if col == 1:
+        end = _ROW[row]
+        up = "upper" if row == 0 else "lower"
+        return (f"at the {end}", f"near the {end}", f"in the {up} middle", f"at the {end} center")
+    end, side = _ROW[row], _COL[col]
+    up = "upper" if row == 0 else "lower"
+    return (
+        f"in the {end} {side} corner",
+        f"in the {end} {side}",
+        f"at the {up} {side}",
+        f"in the {up} {side} corner",
+    )
+
+
+POSITION_WORDS: dict[tuple[int, int], tuple[str, ...]] = {
+    (r, c): _position_phrases(r, c) for r in range(3) for c in range(3)
+}
+RELATION_WORDS: dict[str, tuple[str, ...]] = {
+    "left of": ("to the left of", "left of", "on the left of"),
+    "right of": ("to the right of", "right of", "on the right of"),
+    "above": ("above", "higher up than", "over"),
+    "below": ("below", "beneath", "lower down than", "under"),
+    "next to": ("next to", "beside", "adjacent to"),
+}
+FRAMES_ANY: tuple[str, ...] = (
+    "{L}",
+    "there is {L}",
+    "a picture of {L}",
+    "an image showing {L}",
+    "we see {L}",
+    "this scene shows {L}",
+    "{L} on a textured background",
+    "a rendering of {L}",
+    "a photo with {L}",
+)
+FRAMES_COUNT: tuple[str, ...] = (
+    "{N} objects: {L}",
+    "a scene with {N} shapes, {L}",
+    "{N} things are visible: {L}",
+)
+FRAMES_ONE_ALL: tuple[str, ...] = ("a single object: {L}", "just {L}", "only {L}")
+NUMBER = {2: "two", 3: "three"}
+
+
+def _article(word: str) -> str:
+    return "an" if word[0] in "aeiou" else "a"
+
+
+def noun_phrase(
+    obj: SceneObject, rng: random.Random, verbosity: int, definite: bool = False
+) -> str:
+    """A true noun phrase for one object.
+
+    ``verbosity`` 0 says colour and shape; 1 adds the size with probability 1/2; 2 always adds the
+    size; 3 adds the size and the position.
+    """
+    shape = rng.choice(SHAPE_WORDS[SHAPES[obj.shape]])
+    colour = rng.choice(COLOUR_WORDS[COLOURS[obj.colour]])
+    say_size = verbosity >= 2 or (verbosity == 1 and rng.random() < 0.5)
+    size = rng.choice(SIZE_WORDS[SIZES[obj.size]]) if say_size else ""
+    form = rng.random()
+    if form < 0.6 or definite:
+        body = f"{size} {colour} {shape}" if size else f"{colour} {shape}"
+        tail = ""
+    elif form < 0.8:
+        body = f"{size} {shape}" if size else shape
+        tail = rng.choice((f" coloured {colour}", f" that is {colour}", f" in {colour}"))
+    else:
+        body = f"{colour} {shape}"
+        tail = rng.choice((f" that is {size}", f", {size} in size")) if size else ""
+    det = "the" if definite else _article(body)
+    phrase = f"{det} {body}{tail}"
+    if verbosity >= 3:
+        phrase += " " + rng.choice(POSITION_WORDS[(obj.row, obj.col)])
+    return phrase
+
+
+def _join(items: list[str], rng: random.Random) -> str:
+    if len(items) == 1:
+        return items[0]
+    conj = rng.choice((" and ", " and ", " as well as ")) if len(items) == 2 else " and "
+    return ", ".join(items[:-1]) + conj + items[-1]
+
+
+def caption(scene: Scene, rng: random.Random, omit_prob: float = 0.2) -> str:
+    """Draw one true caption of ``scene``.
+
+    Parameters
+    ----------
+    scene : Scene
+        The scene to describe.
+    rng : random.Random
+        The source of every word choice.
+    omit_prob : float
+        Probability that one object is left out (scenes with two or more objects).
+
+    Returns
+    -------
+    str
+        One caption; every statement in it holds in the scene.
+    """
+    objs = list(range(len(scene.objects)))
+    if len(objs) >= 2 and rng.random() < omit_prob:
+        objs.pop(rng.randrange(len(objs)))
+    rng.shuffle(objs)
+    complete = len(objs) == len(scene.objects)
+    verbosity = rng.choice((0, 1, 1, 2, 2, 3))
+    phrases = [noun_phrase(scene.objects[j], rng, verbosity) for j in objs]
+    listing = _join(phrases, rng)
+    r = rng.random()
+    if complete and len(objs) >= 2 and r < 0.2:
+        text = rng.choice(FRAMES_COUNT).format(N=NUMBER[len(objs)], L=listing)
+    elif complete and len(objs) == 1 and r < 0.2:
+        text = rng.choice(FRAMES_ONE_ALL).format(L=listing)
+    else:
+        text = rng.choice(FRAMES_ANY).format(L=listing)
+    if len(objs) >= 2 and verbosity >= 1 and rng.random() < 0.6:
+        text += rng.choice((", ", ". ", "; ")) + _relation_sentence(scene, objs, rng)
+    if rng.random() < 0.5:
+        text = text[0].upper() + text[1:]
+    if rng.random() < 0.4:
+        text += "."
+    return text
+
+
+def _relation_sentence(scene: Scene, mentioned: list[int], rng: random.Random) -> str:
+    """One true relation between two mentioned objects, in words."""
+    a, b = rng.sample(mentioned, 2)
+    kinds = [r.kind for r in scene.relations() if r.a == a and r.b == b]
+    kind = rng.choice(kinds)  # two objects in distinct cells always have a relation
+    na = noun_phrase(scene.objects[a], rng, 0, definite=True)
+    nb = noun_phrase(scene.objects[b], rng, 0, definite=True)
+    rel = rng.choice(RELATION_WORDS[kind])
+    verb = rng.choice(("is", "sits", "is placed"))
+    return f"{na} {verb} {rel} {nb}"
+
+
+def captions(scene: Scene, n: int, rng: random.Random, omit_prob: float = 0.2) -> list[str]:
+    """``n`` captions of ``scene`` with pairwise different wording.
+
+    Draws until ``n`` distinct strings are found (at most ``50 n`` draws; the grammar has many
+    thousand wordings per scene, so this never binds in practice).
+    """
+    out: list[str] = []
+    seen: set[str] = set()
+    for _ in range(50 * n + 50):
+        if len(out) == n:
+            break
+        c = caption(scene, rng, omit_prob)
+        if c not in seen:
+            seen.add(c)
+            out.append(c)
+    if len(out) < n:
+        raise RuntimeError(f"scene {scene.index}: only {len(out)} distinct captions")
+    return out
