@@ -1,0 +1,311 @@
+"""Kernel alignment metrics: CKA (linear or RBF kernel, biased or unbiased HSIC) and CKNNA.
+
+CKA [1]_ compares the two ``N x N`` kernel matrices ``K`` (of ``A``) and ``L`` (of ``B``):
+
+    CKA = HSIC(K, L) / sqrt(HSIC(K, K) HSIC(L, L))
+
+with the biased estimator ``HSIC_b = tr(K H L H)``, ``H = I - 11^T / N`` (the original CKA; the
+``1/(N-1)^2`` factor cancels), or the unbiased estimator of Song et al. [2]_ (eq. 5), with ``~``
+marking a zeroed diagonal:
+
+    HSIC_u = [tr(K~ L~) + 1^T K~ 1 1^T L~ 1 / ((N-1)(N-2)) - 2 1^T K~ L~ 1 / (N-2)] / (N (N-3)).
+
+Both need only ``S = sum_ij K_ij L_ij``, the row sums ``K 1``, the diagonals and the totals, so no
+``N x N`` matrix is ever required: for the linear kernel ``S = ||A^T B||_F^2`` and
+``K 1 = A (A^T 1)``; for the RBF kernel ``S`` is accumulated over row blocks. Under a permutation
+``pi`` of ``B``'s rows only ``S`` changes (the row sums are permuted), which makes the permutation
+null cheap. Small ``N`` caches the Gram matrices.
+
+CKNNA (Huh et al. 2024 [3]_) restricts both kernels to the pairs ``(i, j)`` where ``j`` is among the
+``k`` nearest neighbours of ``i`` in both ``A`` and ``B`` (``M = M_A * M_B``) and returns
+``HSIC_u(M K, M L) / sqrt(HSIC_u(M_A K, M_A K) HSIC_u(M_B L, M_B L))``: ``O(N k)`` after the kNN.
+
+Differences from ``minyoungg/platonic-rep``, on purpose: float64 accumulation (the reference uses
+the input dtype, float32 or bf16); ``eps = 0`` in the denominator by default (the reference adds
+1e-6; pass ``eps=1e-6`` for its numbers); CKNNA's neighbours are exact with index ties
+(:mod:`prh.metrics.knn`).
+
+References
+----------
+.. [1] S. Kornblith, M. Norouzi, H. Lee, G. Hinton, "Similarity of Neural Network Representations
+   Revisited", ICML 2019.
+.. [2] L. Song, A. Smola, A. Gretton, J. Bedo, K. Borgwardt, "Feature Selection via Dependence
+   Maximization", JMLR 13, 2012.
+.. [3] M. Huh, B. Cheung, T. Wang, P. Isola, "The Platonic Representation Hypothesis", ICML 2024.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from prh.errors import InputError
+from prh.metrics.knn import knn
+from prh.metrics.neighbors import permute_knn
+
+KERNELS = ("linear", "rbf")
+_GRAM_CACHE_MAX_N = 1448  # cache the N x N Gram (16 MiB float64) up to this N
+_BLOCK = 1024
+
+
+@dataclass(frozen=True)
+class KernelSide:
+    """Everything CKA needs from one representation; built once, reused for every permutation.
+
+    Attributes
+    ----------
+    x : np.ndarray
+        ``(N, D)`` float64 features.
+    kernel : str
+        ``"linear"`` or ``"rbf"``.
+    sigma : float
+        RBF bandwidth: ``K_ij = exp(-||x_i - x_j||^2 / (2 sigma^2))``.
+    sq : np.ndarray
+        ``(N,)`` squared row norms.
+    diag : np.ndarray
+        ``(N,)`` ``K_ii``.
+    rowsum : np.ndarray
+        ``(N,)`` ``K 1`` (diagonal included).
+    gram : np.ndarray or None
+        ``(N, N)`` ``K`` when ``N`` is small enough to cache.
+    self_s : float
+        ``sum_ij K_ij^2``.
+    """
+
+    x: np.ndarray
+    kernel: str
+    sigma: float
+    sq: np.ndarray
+    diag: np.ndarray
+    rowsum: np.ndarray
+    gram: np.ndarray | None
+    self_s: float
+
+    @property
+    def n(self) -> int:
+        return int(self.x.shape[0])
+
+
+def _kernel_rows(x: np.ndarray, sq: np.ndarray, rows: slice, kernel: str, sigma: float):
+    """Rows ``rows`` of the kernel matrix of ``x``: ``(b, N)`` float64."""
+    g = x[rows] @ x.T  # (b, N)
+    if kernel == "linear":
+        return g
+    d2 = np.maximum(sq[rows, None] + sq[None, :] - 2.0 * g, 0.0)  # (b, N) squared distances
+    start = rows.start or 0
+    b = g.shape[0]
+    d2[np.arange(b), np.arange(start, start + b)] = 0.0  # exact zero self-distance
+    return np.exp(-d2 / (2.0 * sigma**2))
+
+
+def kernel_side(x: np.ndarray, kernel: str = "linear", sigma: float = 1.0) -> KernelSide:
+    """Precompute the kernel statistics of ``(N, D)`` features ``x`` for :func:`cka_from_sides`."""
+    if kernel not in KERNELS:
+        raise InputError(f"unknown CKA kernel {kernel!r}, expected one of {KERNELS}")
+    if not sigma > 0:
+        raise InputError(f"RBF sigma must be > 0, got {sigma}")
+    x = np.asarray(x, dtype=np.float64)
+    n = x.shape[0]
+    sq = np.square(x).sum(axis=1)  # (N,)
+    gram = None
+    if kernel == "linear":
+        diag = sq
+        rowsum = x @ x.sum(axis=0)  # (N,) K 1 = X (X^T 1)
+        if n <= _GRAM_CACHE_MAX_N:
+            gram = x @ x.T
+            self_s = float(np.square(gram).sum())
+        else:
+            self_s = float(np.square(x.T @ x).sum())  # ||X^T X||_F^2
+    else:
+        diag = np.ones(n)
+        rowsum = np.zeros(n)
+        self_s = 0.0
+        if n <= _GRAM_CACHE_MAX_N:
+            gram = _kernel_rows(x, sq, slice(0, n), kernel, sigma)
+            rowsum, self_s = gram.sum(axis=1), float(np.square(gram).sum())
+        else:
+            for s in range(0, n, _BLOCK):
+                kb = _kernel_rows(x, sq, slice(s, s + _BLOCK), kernel, sigma)
+                rowsum[s : s + _BLOCK] = kb.sum(axis=1)
+                self_s += float(np.square(kb).sum())
+    return KernelSide(x, kernel, float(sigma), sq, diag, rowsum, gram, self_s)
+
+
+def _cross_sum(a: KernelSide, b: KernelSide, perm: np.ndarray | None) -> float:
+    """``sum_ij K_ij L_{pi(i) pi(j)}``, the only term that a permutation of ``B`` changes."""
+    if a.gram is not None and b.gram is not None:
+        lb = b.gram if perm is None else b.gram[np.ix_(perm, perm)]  # (N, N)
+        return float((a.gram * lb).sum())
+    xb = b.x if perm is None else b.x[perm]
+    if a.kernel == "linear":
+        return float(np.square(a.x.T @ xb).sum())  # ||A^T B||_F^2
+    sqb = b.sq if perm is None else b.sq[perm]
+    total = 0.0
+    for s in range(0, a.n, _BLOCK):
+        rows = slice(s, s + _BLOCK)
+        ka = _kernel_rows(a.x, a.sq, rows, a.kernel, a.sigma)
+        kb = _kernel_rows(xb, sqb, rows, b.kernel, b.sigma)
+        total += float((ka * kb).sum())
+    return total
+
+
+def _hsic(s, da, db, ra, rb, n: int, unbiased: bool) -> float:
+    """HSIC from ``S``, diagonals and row sums (diagonals included); see the module docstring."""
+    if not unbiased:
+        return s - 2.0 / n * float(ra @ rb) + float(ra.sum()) * float(rb.sum()) / n**2
+    s_t = s - float(da @ db)  # tr(K~ L~)
+    ra_t, rb_t = ra - da, rb - db  # K~ 1, L~ 1
+    return (
+        s_t
+        + float(ra_t.sum()) * float(rb_t.sum()) / ((n - 1) * (n - 2))
+        - 2.0 * float(ra_t @ rb_t) / (n - 2)
+    ) / (n * (n - 3))
+
+
+def cka_from_sides(
+    a: KernelSide,
+    b: KernelSide,
+    perm: np.ndarray | None = None,
+    *,
+    unbiased: bool = False,
+    eps: float = 0.0,
+) -> float:
+    """CKA between two precomputed sides, with ``B``'s rows permuted by ``perm`` if given."""
+    n = a.n
+    if unbiased and n < 4:
+        raise InputError(f"unbiased HSIC needs N >= 4 rows, got {n}")
+    db = b.diag if perm is None else b.diag[perm]
+    rb = b.rowsum if perm is None else b.rowsum[perm]
+    kl = _hsic(_cross_sum(a, b, perm), a.diag, db, a.rowsum, rb, n, unbiased)
+    kk = _hsic(a.self_s, a.diag, a.diag, a.rowsum, a.rowsum, n, unbiased)
+    ll = _hsic(b.self_s, b.diag, b.diag, b.rowsum, b.rowsum, n, unbiased)
+    denom = np.sqrt(kk * ll) + eps if kk * ll > 0 else np.nan
+    return float(kl / denom)
+
+
+def cka(
+    a: np.ndarray,
+    b: np.ndarray,
+    *,
+    kernel: str = "linear",
+    sigma: float = 1.0,
+    unbiased: bool = False,
+    eps: float = 0.0,
+) -> float:
+    """Centered kernel alignment of ``(N, D_a)`` and ``(N, D_b)`` features (rows paired).
+
+    Parameters
+    ----------
+    a, b : np.ndarray
+        Features; row ``i`` of each describes sample ``i``.
+    kernel : {"linear", "rbf"}
+        ``K = A A^T`` or ``K_ij = exp(-||a_i - a_j||^2 / (2 sigma^2))``.
+    sigma : float
+        RBF bandwidth (the reference's ``rbf_sigma``, default 1).
+    unbiased : bool
+        Unbiased HSIC (Song et al.); the reference's ``unbiased_cka``. Needs ``N >= 4``.
+    eps : float
+        Added to the denominator; ``1e-6`` reproduces the reference.
+
+    Returns
+    -------
+    float
+        In ``[0, 1]`` for the biased estimator; 1 for representations equal up to rotation and
+        isotropic scaling (linear kernel). NaN when a side has zero kernel variance.
+    """
+    return cka_from_sides(
+        kernel_side(a, kernel, sigma), kernel_side(b, kernel, sigma), unbiased=unbiased, eps=eps
+    )
+
+
+@dataclass(frozen=True)
+class KnnKernelSide:
+    """One CKNNA side: features ``x`` ``(N, D)`` float64, neighbours ``(N, k)``, self ``HSIC_u``."""
+
+    x: np.ndarray
+    nbrs: np.ndarray
+    self_hsic: float
+
+
+def _pair_dots(x: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """``<x_i, x_j>`` for index pairs, float64, in chunks."""
+    out = np.empty(len(i))
+    step = 1 << 16
+    for s in range(0, len(i), step):
+        out[s : s + step] = (x[i[s : s + step]] * x[j[s : s + step]]).sum(axis=1)
+    return out
+
+
+def _masked_hsic(nbrs_a, nbrs_b, xa, xb) -> float:
+    """Unbiased HSIC of ``M * K`` and ``M * L`` with ``M_ij = [j in nbrs_a(i)][j in nbrs_b(i)]``.
+
+    The reference computes ``sum(K~ * L~.T)`` for the first term; with masked (non-symmetric)
+    matrices that is the sum of ``K_ij L_ij`` over pairs kept in both directions.
+    """
+    n, k = nbrs_a.shape
+    keep = np.zeros((n, k), dtype=bool)
+    for s in range(0, n, 1 << 14):
+        a, b = nbrs_a[s : s + (1 << 14)], nbrs_b[s : s + (1 << 14)]
+        keep[s : s + (1 << 14)] = (a[:, :, None] == b[:, None, :]).any(axis=2)  # (n', k)
+    i = np.broadcast_to(np.arange(n)[:, None], (n, k))[keep]  # (P,) pairs (i, j) kept
+    j = nbrs_a[keep]
+    kv, lv = _pair_dots(xa, i, j), _pair_dots(xb, i, j)  # (P,) K_ij, L_ij
+    keys = np.sort(i * n + j)
+    rev = j * n + i
+    pos = np.minimum(np.searchsorted(keys, rev), max(len(keys) - 1, 0))
+    both = keys[pos] == rev if len(keys) else np.zeros(0, dtype=bool)  # (j, i) also kept
+    t1 = float((kv * lv)[both].sum())
+    col_k = np.bincount(j, weights=kv, minlength=n)  # 1^T (M K)
+    row_l = np.bincount(i, weights=lv, minlength=n)  # (M L) 1
+    t3 = float(col_k @ row_l)
+    return (t1 + kv.sum() * lv.sum() / ((n - 1) * (n - 2)) - 2.0 * t3 / (n - 2)) / (n * (n - 3))
+
+
+def knn_kernel_side(
+    x: np.ndarray, k: int = 10, *, block_size: int | None = None, backend: str = "torch"
+) -> KnnKernelSide:
+    """Precompute one CKNNA side: neighbours by the inner product ``K`` itself, as the reference."""
+    if k < 2:
+        raise InputError(f"CKNNA needs k >= 2, got k = {k}")
+    if x.shape[0] < 4:
+        raise InputError(f"CKNNA (unbiased HSIC) needs N >= 4 rows, got {x.shape[0]}")
+    nbrs = knn(x, k, normalize=False, block_size=block_size, backend=backend)
+    x64 = np.asarray(x, dtype=np.float64)
+    return KnnKernelSide(x64, nbrs, _masked_hsic(nbrs, nbrs, x64, x64))
+
+
+def cknna_from_sides(
+    a: KnnKernelSide, b: KnnKernelSide, perm: np.ndarray | None = None, *, eps: float = 0.0
+) -> float:
+    """CKNNA between two precomputed sides, with ``B``'s rows permuted by ``perm`` if given."""
+    nb, xb = (b.nbrs, b.x) if perm is None else (permute_knn(b.nbrs, perm), b.x[perm])
+    kl = _masked_hsic(a.nbrs, nb, a.x, xb)
+    prod = a.self_hsic * b.self_hsic
+    return float(kl / (np.sqrt(prod) + eps)) if prod > 0 else float("nan")
+
+
+def cknna(
+    a: np.ndarray,
+    b: np.ndarray,
+    k: int = 10,
+    *,
+    eps: float = 0.0,
+    block_size: int | None = None,
+    backend: str = "torch",
+) -> float:
+    """CKNNA: CKA restricted to mutual ``k``-nearest-neighbour pairs (Huh et al. 2024).
+
+    Parameters
+    ----------
+    a, b : np.ndarray
+        ``(N, D_a)``, ``(N, D_b)``, rows paired, ``N >= 4``; L2-normalise them first for the
+        reference protocol (then ``K`` is the cosine similarity).
+    k : int
+        Neighbours, ``2 <= k < N``.
+    eps : float
+        Added to the denominator; ``1e-6`` reproduces the reference.
+    """
+    sa = knn_kernel_side(a, k, block_size=block_size, backend=backend)
+    sb = knn_kernel_side(b, k, block_size=block_size, backend=backend)
+    return cknna_from_sides(sa, sb, eps=eps)

@@ -1,0 +1,117 @@
+"""Input checks and the reference protocol's feature preprocessing.
+
+Huh et al. (``minyoungg/platonic-rep``, ``measure_alignment.prepare_features`` and
+``metrics.remove_outliers``) clamp every feature file to ``[-t, t]`` with ``t`` the 0.95 quantile
+of ``|x|``, then L2-normalise each layer's rows. By default (its ``--precise`` flag off) ``t``
+is the mean over samples of each sample's quantile of ``|x_i|`` over all its layers and dimensions
+(linear interpolation, ``torch.quantile``); ``exact=True`` is its ``--precise`` variant, the
+``floor(q * size)``-th smallest ``|x|`` of the whole array.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from prh.errors import InputError
+from prh.metrics.knn import l2_normalize
+
+
+def as_layers(x: object, name: str = "features") -> np.ndarray:
+    """Check features and return them as ``(N, L, D)`` float32.
+
+    Parameters
+    ----------
+    x : array-like
+        ``(N, D)`` or ``(N, L, D)`` numbers.
+    name : str
+        How to name ``x`` in error messages (a file path).
+
+    Raises
+    ------
+    InputError
+        Not a numeric array, wrong rank, fewer than 2 rows, or a NaN/inf (the first bad row named).
+    """
+    if not isinstance(x, np.ndarray):
+        try:
+            x = np.asarray(x)
+        except Exception as e:  # ragged lists and the like
+            raise InputError(f"{name}: not an array ({type(e).__name__})") from None
+    if x.dtype.kind not in "fiub":
+        raise InputError(f"{name}: expected a numeric array, got dtype {x.dtype}")
+    if x.ndim == 2:
+        x = x[:, None, :]
+    if x.ndim != 3:
+        raise InputError(f"{name}: expected shape (N, D) or (N, L, D), got {x.shape}")
+    if x.shape[0] < 2:
+        raise InputError(f"{name}: need at least 2 rows (samples), got {x.shape[0]}")
+    if 0 in x.shape[1:]:
+        raise InputError(f"{name}: empty feature dimension, shape {x.shape}")
+    x = np.asarray(x, dtype=np.float32)
+    finite = np.isfinite(x).all(axis=(1, 2))  # (N,)
+    if not finite.all():
+        row = int(np.argmin(finite))
+        bad = x[row][~np.isfinite(x[row])][0]
+        raise InputError(f"{name}: row {row} contains {bad} (features must be finite)")
+    return x
+
+
+def check_nonzero_rows(x: np.ndarray, name: str = "features") -> None:
+    """Raise :class:`InputError` naming the first all-zero row (and layer) of ``(N, L, D)`` x."""
+    zero = ~np.any(x != 0, axis=2)  # (N, L)
+    if zero.any():
+        row, layer = np.argwhere(zero)[0]
+        where = f"row {row}" if x.shape[1] == 1 else f"row {row} (layer {layer})"
+        raise InputError(f"{name}: {where} is all zeros and cannot be L2-normalised")
+
+
+def check_pair(a: np.ndarray, b: np.ndarray, name_a: str = "A", name_b: str = "B") -> None:
+    """Raise :class:`InputError` unless ``a`` and ``b`` have the same number of rows."""
+    if a.shape[0] != b.shape[0]:
+        raise InputError(
+            f"row counts differ: {name_a} has {a.shape[0]} rows, {name_b} has {b.shape[0]} "
+            "(rows must be paired; join by id with --ids-a/--ids-b)"
+        )
+
+
+def outlier_threshold(x: np.ndarray, q: float = 0.95, exact: bool = False) -> float:
+    """The reference's clamp threshold ``t`` for ``(N, ...)`` features (see the module doc)."""
+    if not 0.0 < q <= 1.0:
+        raise InputError(f"outlier quantile must be in (0, 1], got {q}")
+    mag = np.abs(x.reshape(x.shape[0], -1))  # (N, L*D)
+    if exact:
+        flat = np.sort(mag, axis=None)
+        return float(flat[min(int(q * flat.size), flat.size - 1)])
+    return float(np.quantile(mag, q, axis=1).mean())
+
+
+def preprocess(
+    x: np.ndarray, q: float = 0.95, exact: bool = False, name: str = "features"
+) -> np.ndarray:
+    """Clamp at the ``q`` quantile of ``|x|``, then L2-normalise each layer's rows.
+
+    Parameters
+    ----------
+    x : np.ndarray
+        ``(N, L, D)`` finite features.
+    q : float
+        Quantile; ``q = 1`` skips the clamp (as the reference does).
+    exact : bool
+        The reference's ``--precise`` threshold (one quantile over the whole array).
+    name : str
+        How to name ``x`` in error messages.
+
+    Returns
+    -------
+    np.ndarray
+        ``(N, L, D)`` float32, unit rows per layer.
+    """
+    check_nonzero_rows(x, name)
+    if q < 1.0:
+        t = outlier_threshold(x, q, exact)
+        if t <= 0:
+            raise InputError(f"{name}: the {q} quantile of |x| is 0 (mostly zeros); cannot clamp")
+        x = np.clip(x, -t, t)
+    out = np.empty_like(x, dtype=np.float32)
+    for layer in range(x.shape[1]):
+        out[:, layer] = l2_normalize(x[:, layer], name)
+    return out
