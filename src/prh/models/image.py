@@ -55,7 +55,9 @@ class ImageEncoder(nn.Module):
         )
         self.stages = nn.ModuleList(ResStage(c) for _ in range(cfg.image_stages))
         self.norm = nn.GroupNorm(_groups(c), c)
-        self.head = nn.Sequential(nn.Linear(c, c), nn.GELU(), nn.Linear(c, cfg.embed_dim))
+        self.head = nn.Sequential(
+            nn.Linear(c, c), nn.GELU(), nn.Linear(c, cfg.embed_dim, bias=False)
+        )
         _init_weights(self)
 
     def forward(self, images: torch.Tensor) -> EncoderOutput:

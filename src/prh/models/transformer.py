@@ -156,8 +156,12 @@ class TextEncoder(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.trunk = Trunk(cfg, causal=False)
+        # No output bias: whitening removes the mean, so its gradient would be rounding noise
+        # that Adam amplifies into lr-sized random steps.
         self.head = nn.Sequential(
-            nn.Linear(cfg.d_model, cfg.d_model), nn.GELU(), nn.Linear(cfg.d_model, cfg.embed_dim)
+            nn.Linear(cfg.d_model, cfg.d_model),
+            nn.GELU(),
+            nn.Linear(cfg.d_model, cfg.embed_dim, bias=False),
         )
         _init_weights(self)
 

@@ -1,0 +1,137 @@
+"""Training configuration: one frozen dataclass, presets per model size, CLI overrides last."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from prh.errors import InputError
+
+VIEWS = ("good", "bad", "next-token", "mixture")
+OBJECTIVES = ("whitened", "soft", "sigreg")
+
+# Optimiser defaults per model size (smaller models tolerate larger steps).
+PRESET_DEFAULTS: dict[str, dict[str, Any]] = {
+    "tiny": {"lr": 1e-3, "batch_size": 64},
+    "small": {"lr": 5e-4, "batch_size": 128},
+    "base": {"lr": 2e-4, "batch_size": 256},
+}
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything that determines a training run (with the code revision and the seed).
+
+    Attributes
+    ----------
+    world, corpus : str or None
+        Exactly one: ``"cave"`` (the embedded world's training scenes) or a caption-corpus path.
+    views : {"good", "bad", "next-token", "mixture"}
+        Positive-pair policy; ``next-token`` trains the causal LM baseline instead of a JEPA.
+    rho : float
+        Fraction of good views (``mixture`` only; good = 1, bad = 0).
+    samples : int
+        Budget: pairs (JEPA) or sequences (LM) seen. ``steps = ceil(samples / batch_size)``.
+    preset : {"tiny", "small", "base"}
+        Model size (see :mod:`prh.models.config`).
+    seed : int
+        Seeds the model initialisation, the data order and the tokenizer corpus.
+    batch_size : int
+        Global batch (pairs or sequences per step, over all data-parallel ranks).
+    lr, weight_decay, warmup_frac, min_lr_frac, grad_clip : float
+        AdamW with linear warm-up over ``warmup_frac`` of the steps, then cosine decay to
+        ``min_lr_frac * lr``; gradient norm clipped at ``grad_clip`` (0 disables).
+    max_len : int
+        Tokens per sequence (longer captions are truncated).
+    objective : {"whitened", "soft", "sigreg"}
+        JEPA anti-collapse: hard batch whitening, soft penalty ``beta``, or SIGReg
+        (weight ``sigreg_lambda``).
+    vocab_size : int
+        Tokenizer vocabulary trained on the corpus.
+    world_seed, captions_per_scene, train_scenes : int
+        Which world, how many captions per scene, how many training scenes (0 = the whole split).
+    eval_features : str or None
+        Feature file to measure alignment against during training (ids ``scene_{i}``).
+    eval_every, checkpoint_every, log_every : int
+        In steps (0 = only at the end).
+    """
+
+    world: str | None = "cave"
+    corpus: str | None = None
+    views: str = "good"
+    rho: float = 1.0
+    samples: int = 64_000
+    preset: str = "tiny"
+    seed: int = 0
+    batch_size: int = 64
+    lr: float = 1e-3
+    weight_decay: float = 0.01
+    warmup_frac: float = 0.05
+    min_lr_frac: float = 0.1
+    grad_clip: float = 1.0
+    max_len: int = 48
+    objective: str = "whitened"
+    whiten_eps: float = 1e-4
+    beta: float = 1.0
+    sigreg_lambda: float = 0.05
+    sigreg_slices: int = 256
+    vocab_size: int = 2048
+    world_seed: int = 0
+    captions_per_scene: int = 5
+    train_scenes: int = 0
+    eval_features: str | None = None
+    eval_every: int = 0
+    checkpoint_every: int = 200
+    log_every: int = 10
+    model_overrides: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if (self.world is None) == (self.corpus is None):
+            raise InputError("give exactly one of --world and --corpus")
+        if self.world is not None and self.world != "cave":
+            raise InputError(f"unknown world {self.world!r}; expected 'cave'")
+        if self.views not in VIEWS:
+            raise InputError(f"unknown views {self.views!r}; expected one of {list(VIEWS)}")
+        if self.objective not in OBJECTIVES:
+            raise InputError(
+                f"unknown objective {self.objective!r}; expected one of {list(OBJECTIVES)}"
+            )
+        if not 0.0 <= self.rho <= 1.0:
+            raise InputError(f"rho must be in [0, 1], got {self.rho}")
+        for name in ("samples", "batch_size", "max_len", "vocab_size"):
+            if getattr(self, name) < 1:
+                raise InputError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.lr <= 0:
+            raise InputError(f"lr must be > 0, got {self.lr}")
+
+    @property
+    def steps(self) -> int:
+        return math.ceil(self.samples / self.batch_size)
+
+    @property
+    def is_lm(self) -> bool:
+        return self.views == "next-token"
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["steps"] = self.steps
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TrainConfig:
+        return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
+
+
+def train_config(preset: str = "tiny", **overrides: Any) -> TrainConfig:
+    """Defaults, then the preset's optimiser defaults, then ``overrides`` (``None`` = keep)."""
+    if preset not in PRESET_DEFAULTS:
+        raise InputError(f"unknown preset {preset!r}; expected one of {sorted(PRESET_DEFAULTS)}")
+    unknown = set(overrides) - set(TrainConfig.__dataclass_fields__)
+    if unknown:
+        raise InputError(f"unknown TrainConfig field(s) {sorted(unknown)}")
+    given = {k: v for k, v in overrides.items() if v is not None}
+    base = {"preset": preset, **PRESET_DEFAULTS[preset]}
+    if "corpus" in given:
+        base["world"] = None
+    return TrainConfig(**{**base, **given})

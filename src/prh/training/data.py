@@ -1,0 +1,96 @@
+"""Where training data comes from: the cave world or a caption corpus, tokenised, as views.
+
+This is the only place in :mod:`prh.training` that knows about :mod:`prh.world`, :mod:`prh.data`
+and :mod:`prh.views`; tests may inject their own ``data_factory`` with the same signature.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from prh.errors import InputError
+from prh.training.config import TrainConfig
+
+TOKENIZER_FILE = "tokenizer.json"
+
+
+def build_corpus(cfg: TrainConfig) -> Any:
+    """The training :class:`prh.data.CaptionCorpus` of a config (fixed by the world seed)."""
+    if cfg.world is not None:
+        from prh.world import CaveWorld, WorldConfig
+
+        world = CaveWorld(WorldConfig(seed=cfg.world_seed))
+        ids = world.split("train")
+        if cfg.train_scenes:
+            ids = ids[: cfg.train_scenes]
+        return world.corpus(ids, captions_per_scene=cfg.captions_per_scene, seed=cfg.world_seed)
+    from prh.data import load_corpus
+
+    corpus = load_corpus(cfg.corpus)
+    return corpus.split("train") if "train" in getattr(corpus, "splits", {}) else corpus
+
+
+def check_corpus_size(corpus: Any, cfg: TrainConfig, where: str) -> None:
+    if len(corpus) < cfg.batch_size:
+        raise InputError(
+            f"{where}: {len(corpus)} images in the corpus, fewer than the batch size "
+            f"{cfg.batch_size}; give a larger corpus or a smaller --batch-size"
+        )
+
+
+def default_data_factory(
+    cfg: TrainConfig, run_dir: Path, rank: int, world_size: int, is_main: bool, barrier: Any
+) -> tuple[Any, Any]:
+    """``(tokenizer, ViewDataset)`` for this rank.
+
+    Rank 0 trains the tokenizer on the corpus (or reloads it on resume) and writes
+    ``tokenizer.json``; the other ranks wait at ``barrier`` and load it.
+    """
+    from prh.views import TextTokenizer, make_view_dataset
+
+    corpus = build_corpus(cfg)
+    check_corpus_size(corpus, cfg, cfg.corpus or f"world {cfg.world}")
+    path = run_dir / TOKENIZER_FILE
+    if is_main and not path.exists():
+        tok = TextTokenizer.train(corpus.texts(), vocab_size=cfg.vocab_size)
+        tok.save(path)
+    barrier()
+    tok = TextTokenizer.load(path)
+    kind = "mixture" if cfg.views == "mixture" else cfg.views
+    ds = make_view_dataset(
+        corpus,
+        kind,
+        tok,
+        rho=cfg.rho,
+        batch_size=cfg.batch_size,
+        max_len=cfg.max_len,
+        seed=cfg.seed,
+        rank=rank,
+        world_size=world_size,
+    )
+    return tok, ds
+
+
+def eval_texts(cfg: TrainConfig, ids: list[str]) -> list[str]:
+    """One caption per id (``scene_{i}``) to embed for evaluation against a feature file."""
+    if cfg.world is not None:
+        from prh.world import CaveWorld, WorldConfig
+
+        world = CaveWorld(WorldConfig(seed=cfg.world_seed))
+        out = []
+        for s in ids:
+            if not s.startswith("scene_") or not s[6:].isdigit():
+                raise InputError(f"--eval-features: id {s!r} is not a world scene id 'scene_<i>'")
+            out.append(world.captions(int(s[6:]), 1, seed=cfg.world_seed + 1)[0])
+        return out
+    from prh.data import load_corpus
+
+    corpus = load_corpus(cfg.corpus)
+    by_id = dict(zip(corpus.image_ids, corpus.captions))
+    missing = [s for s in ids if s not in by_id]
+    if missing:
+        raise InputError(
+            f"--eval-features: {len(missing)} ids not in the corpus, e.g. {missing[0]}"
+        )
+    return [by_id[s][0] for s in ids]

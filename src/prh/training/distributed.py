@@ -1,0 +1,71 @@
+"""Data parallelism with ``torchrun``: process-group set-up and a gradient-exact all-gather.
+
+Every rank computes the JEPA loss on the GLOBAL batch (whitening statistics need the whole batch),
+so the loss value is identical on all ranks. The gradient of that shared loss with respect to a
+rank's own embeddings is then already on the rank; :class:`GatherRows` passes it back scaled by the
+world size because DDP averages gradients over ranks.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+
+@dataclass(frozen=True)
+class DistInfo:
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    @property
+    def enabled(self) -> bool:
+        return self.world_size > 1
+
+
+def init_distributed(device_type: str) -> DistInfo:
+    """Join the process group that ``torchrun`` describes in the environment (gloo on CPU, NCCL
+    on GPU); a plain ``python`` launch gives a single-process :class:`DistInfo`."""
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    if world_size <= 1:
+        return DistInfo()
+    if not dist.is_initialized():
+        dist.init_process_group(backend="nccl" if device_type == "cuda" else "gloo")
+    return DistInfo(dist.get_rank(), dist.get_world_size(), int(os.environ.get("LOCAL_RANK", "0")))
+
+
+class GatherRows(torch.autograd.Function):
+    """``(b, E)`` per rank -> ``(W b, E)`` in rank order, identical on every rank."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+        ctx.rank, ctx.world, ctx.n = dist.get_rank(), dist.get_world_size(), x.shape[0]
+        out = [torch.empty_like(x) for _ in range(ctx.world)]
+        dist.all_gather(out, x.contiguous())
+        return torch.cat(out)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+        # Every rank holds the same loss, so its gradient for our rows is already here; DDP will
+        # divide by the world size when it averages, so multiply by it.
+        own = grad[ctx.rank * ctx.n : (ctx.rank + 1) * ctx.n]
+        return own * ctx.world
+
+
+def gather_rows(x: torch.Tensor, info: DistInfo) -> torch.Tensor:
+    return GatherRows.apply(x) if info.enabled else x
+
+
+def all_reduce_sum(x: torch.Tensor, info: DistInfo) -> torch.Tensor:
+    """Sum of a (detached) tensor over ranks."""
+    if info.enabled:
+        x = x.clone()
+        dist.all_reduce(x)
+    return x

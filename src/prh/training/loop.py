@@ -1,0 +1,212 @@
+"""The training step, split as ``compute_loss(batch)`` -> ``train_step`` -> ``run_loop``.
+
+Nothing here touches the disk except through the callbacks that :mod:`prh.training.api` passes in
+(checkpointing, metrics, evaluation).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from prh.errors import TrainingError
+from prh.losses import (
+    SIGReg,
+    next_token_loss,
+    sigreg_jepa_loss,
+    soft_whitening_loss,
+    whitened_jepa_loss,
+)
+from prh.training.config import TrainConfig
+from prh.training.distributed import DistInfo, all_reduce_sum, gather_rows
+
+
+def lr_at(step: int, cfg: TrainConfig) -> float:
+    """Learning rate at ``step`` (0-based): linear warm-up, then cosine decay to ``min_lr_frac``."""
+    total = cfg.steps
+    warm = max(1, round(cfg.warmup_frac * total)) if cfg.warmup_frac > 0 else 0
+    if step < warm:
+        return cfg.lr * (step + 1) / warm
+    progress = (step - warm) / max(1, total - warm)
+    floor = cfg.min_lr_frac * cfg.lr
+    return floor + (cfg.lr - floor) * 0.5 * (1.0 + math.cos(math.pi * min(progress, 1.0)))
+
+
+def make_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.AdamW:
+    """AdamW; no weight decay on biases, norms and embeddings' position table (1-D tensors)."""
+    decay = [p for p in model.parameters() if p.requires_grad and p.ndim >= 2]
+    no_decay = [p for p in model.parameters() if p.requires_grad and p.ndim < 2]
+    groups = [
+        {"params": decay, "weight_decay": cfg.weight_decay},
+        {"params": no_decay, "weight_decay": 0.0},
+    ]
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.95), foreach=False)
+
+
+def _pad_to(x: torch.Tensor, T: int, value: int | bool) -> torch.Tensor:
+    return F.pad(x, (0, T - x.shape[1]), value=value) if x.shape[1] < T else x
+
+
+@dataclass
+class LossContext:
+    """What :func:`compute_loss` needs besides the batch."""
+
+    cfg: TrainConfig
+    dist: DistInfo
+    device: torch.device
+    sigreg: SIGReg | None = None
+
+
+def compute_loss(
+    model: nn.Module, batch: dict[str, torch.Tensor], step: int, ctx: LossContext
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """Loss of one (local) batch; for JEPAs the loss is over the global batch (see distributed).
+
+    Returns
+    -------
+    (loss, logs)
+        ``loss`` is what to backpropagate on this rank; ``logs["loss"]`` the global loss value.
+    """
+    cfg = ctx.cfg
+    dev = ctx.device
+    amp = torch.autocast("cuda", dtype=torch.bfloat16, enabled=dev.type == "cuda")
+    if cfg.is_lm:
+        ids = batch["tokens"].to(dev, non_blocking=True)
+        mask = batch["tokens_mask"].to(dev, non_blocking=True)
+        with amp:
+            logits = model(ids, mask)  # (b, T, V)
+        total = next_token_loss(logits, ids, mask, reduction="sum")
+        n_local = mask[:, 1:].sum().to(torch.float32)
+        n_global = all_reduce_sum(n_local.detach(), ctx.dist)
+        # DDP averages gradients over ranks: scale so the result is the global per-token mean.
+        loss = total * ctx.dist.world_size / n_global
+        value = all_reduce_sum(total.detach(), ctx.dist) / n_global
+        return loss, {"loss": float(value)}
+    a, am, b, bm = (batch[k].to(dev, non_blocking=True) for k in ("a", "a_mask", "b", "b_mask"))
+    T = max(a.shape[1], b.shape[1])
+    ids = torch.cat([_pad_to(a, T, 0), _pad_to(b, T, 0)])  # (2b, T): one forward for both sides
+    mask = torch.cat([_pad_to(am, T, False), _pad_to(bm, T, False)])  # (2b, T)
+    with amp:
+        pooled = model(ids, mask).pooled  # (2b, E)
+    n = a.shape[0]
+    za = gather_rows(pooled[:n].float(), ctx.dist)  # (B, E) global
+    zb = gather_rows(pooled[n:].float(), ctx.dist)  # (B, E) global
+    logs: dict[str, float] = {}
+    if cfg.objective == "whitened":
+        loss = whitened_jepa_loss(za, zb, eps=cfg.whiten_eps)
+    elif cfg.objective == "soft":
+        loss, penalty = soft_whitening_loss(za, zb, beta=cfg.beta)
+        logs["whitening_penalty"] = float(penalty)
+    else:
+        assert ctx.sigreg is not None
+        loss, reg = sigreg_jepa_loss(za, zb, step, ctx.sigreg, lam=cfg.sigreg_lambda)
+        logs["sigreg"] = float(reg)
+    logs["loss"] = float(loss.detach())
+    return loss, logs
+
+
+def train_step(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    batch: dict[str, torch.Tensor],
+    step: int,
+    ctx: LossContext,
+) -> dict[str, float]:
+    """One optimisation step at ``lr_at(step)``; raises :class:`TrainingError` on a non-finite
+    loss or gradient BEFORE changing any weight."""
+    lr = lr_at(step, ctx.cfg)
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    loss, logs = compute_loss(model, batch, step, ctx)
+    if not math.isfinite(logs["loss"]):
+        raise TrainingError(f"non-finite loss ({logs['loss']}) at step {step}")
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    params = [p for p in model.parameters() if p.grad is not None]
+    if ctx.cfg.grad_clip > 0:
+        norm = torch.nn.utils.clip_grad_norm_(params, ctx.cfg.grad_clip)
+    else:
+        norm = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in params]))
+    if not torch.isfinite(norm):
+        raise TrainingError(f"non-finite gradient norm at step {step}")
+    optimizer.step()
+    logs.update(lr=lr, grad_norm=float(norm))
+    return logs
+
+
+class Progress:
+    """One stderr line, rewritten in place: step, loss, samples/s, time left."""
+
+    def __init__(self, total: int, batch_size: int, enabled: bool = True) -> None:
+        self.total, self.batch_size, self.enabled = total, batch_size, enabled
+        self.t0 = time.perf_counter()
+        self.first: int | None = None
+        self.last_print = 0.0
+
+    def update(self, step: int, loss: float, force: bool = False) -> float:
+        now = time.perf_counter()
+        if self.first is None:
+            self.first, self.t0 = step, now
+            return 0.0
+        done = step - self.first
+        rate = done * self.batch_size / max(now - self.t0, 1e-9)
+        if self.enabled and (force or now - self.last_print > 0.5):
+            left = (self.total - step) * self.batch_size / max(rate, 1e-9)
+            sys.stderr.write(
+                f"\rstep {step}/{self.total} | loss {loss:.4f} | {rate:,.0f} samples/s | "
+                f"{int(left) // 60}m{int(left) % 60:02d}s left   "
+            )
+            sys.stderr.flush()
+            self.last_print = now
+        return rate
+
+    def close(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\n")
+
+
+def run_loop(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    dataset: Any,
+    start_step: int,
+    ctx: LossContext,
+    *,
+    on_log: Callable[[dict[str, Any]], None] = lambda r: None,
+    on_checkpoint: Callable[[int], None] = lambda s: None,
+    on_eval: Callable[[int], dict[str, float]] | None = None,
+    progress: bool = True,
+    stop_after: int | None = None,
+) -> int:
+    """Train from ``start_step`` to ``cfg.steps``; global batch ``i`` is ``dataset.batch(i)``.
+
+    ``stop_after`` ends the loop after that many steps WITHOUT a checkpoint, exactly like a kill
+    (used by tests of resume). Returns the next step to run.
+    """
+    cfg = ctx.cfg
+    bar = Progress(cfg.steps, cfg.batch_size, progress and ctx.dist.is_main)
+    bar.update(start_step, float("nan"))
+    step = start_step
+    model.train()
+    while step < cfg.steps:
+        if stop_after is not None and step - start_step >= stop_after:
+            break
+        logs = train_step(model, optimizer, dataset.batch(step), step, ctx)
+        step += 1
+        rate = bar.update(step, logs["loss"], force=step == cfg.steps)
+        if cfg.log_every and (step % cfg.log_every == 0 or step == cfg.steps):
+            on_log({"step": step, "samples": step * cfg.batch_size, "samples_per_s": rate, **logs})
+        if on_eval is not None and cfg.eval_every and step % cfg.eval_every == 0:
+            on_log({"step": step, "samples": step * cfg.batch_size, **on_eval(step)})
+        if cfg.checkpoint_every and step % cfg.checkpoint_every == 0 and step < cfg.steps:
+            on_checkpoint(step)
+    bar.close()
+    return step

@@ -1,0 +1,116 @@
+"""A run directory that describes itself.
+
+Layout::
+
+    RUN/
+      config.json          resolved TrainConfig (+ "model": the resolved ModelConfig)
+      meta.json            git revision, package versions, seed, device, threads, world size, times
+      metrics.jsonl        one JSON object per logged step / evaluation
+      tokenizer.json       the tokenizer trained on the run's corpus (prh.views.TextTokenizer)
+      checkpoints/         step_XXXXXXXX.safetensors + step_XXXXXXXX.json (latest two)
+      model.safetensors    final weights (written last: its presence means the run finished)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from prh.io import atomic_write, write_json
+
+PACKAGES = ("prh", "torch", "numpy", "scipy", "safetensors", "tokenizers")
+
+
+def git_revision(cwd: Path | None = None) -> str | None:
+    """``git rev-parse HEAD`` of the source tree (with ``-dirty`` when modified), or None."""
+    here = cwd or Path(__file__).resolve().parent
+    try:
+        rev = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5
+        )
+        if rev.returncode != 0:
+            return None
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=here,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
+        return rev.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def package_versions() -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    for name in PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def write_meta(run_dir: Path, *, seed: int, device: str, threads: int, world_size: int) -> None:
+    """Write ``meta.json`` (kept across resumes: a resume appends to ``resumes``)."""
+    path = run_dir / "meta.json"
+    now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    if path.exists():
+        meta = json.loads(path.read_text())
+        meta.setdefault("resumes", []).append(
+            {"at": now, "git": git_revision(), "device": device, "threads": threads}
+        )
+    else:
+        meta = {
+            "git": git_revision(),
+            "versions": package_versions(),
+            "python": sys.version.split()[0],
+            "platform": platform.platform(),
+            "seed": seed,
+            "device": device,
+            "threads": threads,
+            "world_size": world_size,
+            "cpu_count": os.cpu_count(),
+            "started": now,
+        }
+    write_json(path, meta)
+
+
+class MetricsLog:
+    """Append-only ``metrics.jsonl``; each line is flushed so a killed run keeps its history.
+
+    On resume, lines from steps after the checkpoint are dropped first (they will be redone).
+    """
+
+    def __init__(self, path: Path, resume_step: int | None = None) -> None:
+        self.path = path
+        if resume_step is not None and path.exists():
+            kept = []
+            for line in path.read_text().splitlines():
+                try:
+                    if json.loads(line).get("step", 0) <= resume_step:
+                        kept.append(line)
+                except json.JSONDecodeError:
+                    continue  # a line cut by a kill
+            with atomic_write(path, "w") as f:
+                f.write("".join(k + "\n" for k in kept))
+
+    def write(self, record: dict[str, Any]) -> None:
+        with open(self.path, "a") as f:
+            f.write(json.dumps(record) + "\n")
+            f.flush()
+
+
+def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
+    path = Path(run_dir) / "metrics.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
