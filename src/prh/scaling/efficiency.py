@@ -1,18 +1,17 @@
 """Sample efficiency: how many samples each training objective needs to reach a target alignment.
 
-Given curves of alignment ``y`` against samples ``S`` (one curve per seed) for a method ``a``
-(good-view JEPA) and a method ``b`` (next-token LM), we report ``S_a(target)``,
-``S_b(target)`` and the ratio ``S_b / S_a`` (the paper reports 42x for next-token vs JEPA).
+Given curves of alignment ``y`` against samples ``S`` (one curve per seed) for a method ``a`` (good-
+view JEPA) and a method ``b`` (next-token LM), we report ``S_a(target)``, ``S_b(target)`` and the
+ratio ``S_b / S_a`` (the paper reports 42x for next-token vs JEPA).
 
 ``samples_to_reach`` definition (documented, tested):
 
 1. Make the curve monotone with its running maximum ``m_j = max_{i <= j} y_i`` over increasing ``S``
-   ("the best alignment reached with at most ``S_j`` samples"), so one noisy dip cannot create two
-   crossings.
-2. Find the first ``j`` with ``m_j >= target``. None: the target is never reached -> ``inf``
-   (reported, never extrapolated). ``j = 0``: reached at the smallest budget -> ``S_0`` (an upper
-   bound; a note says so).
-3. Otherwise interpolate linearly in ``log S`` between ``(S_{j-1}, m_{j-1})`` and ``(S_j, m_j)``.
+("the best alignment reached with at most ``S_j`` samples"), so one noisy dip cannot create two
+crossings. 2. Find the first ``j`` with ``m_j >= target``. None: the target is never reached ->
+``inf`` (reported, never extrapolated). ``j = 0``: reached at the smallest budget -> ``S_0`` (an
+upper bound; a note says so). 3. Otherwise interpolate linearly in ``log S`` between ``(S_{j-1},
+m_{j-1})`` and ``(S_j, m_j)``.
 
 Point estimate: ``samples_to_reach`` on the seed-mean curve of each method. Interval: a percentile
 bootstrap over seeds: resample each method's seeds with replacement (independently), recompute both

@@ -6,10 +6,10 @@ The protocol (THEORY.md section 7): fit every form on the *fit* runs, predict th
 - ``heldout_rmse = sqrt(mean_i (law(rho_i, S_i) - y_i)^2)`` over the held-out runs;
 - ``seed_spread = sqrt(mean_j (y_j - y'_j)^2 / 2)`` over pairs ``(y_j, y'_j)`` of runs at the same
   ``(rho, S)`` that differ only in the seed (each held-out point and its repeat). If a run is
-  ``mu(rho, S) + eps`` with independent ``eps`` of standard deviation ``sigma``, then
-  ``E (y - y')^2 = 2 sigma^2``, so ``seed_spread`` estimates ``sigma``: the RMS error of a *perfect*
-  law on single runs. Hence ``ratio = heldout_rmse / seed_spread`` is about 1 for a law that is as
-  good as the noise allows, and larger by how much the law misses.
+  ``mu(rho, S) + eps`` with independent ``eps`` of standard deviation ``sigma``, then ``E (y - y')^2
+  = 2 sigma^2``, so ``seed_spread`` estimates ``sigma``: the RMS error of a *perfect* law on single
+  runs. Hence ``ratio = heldout_rmse / seed_spread`` is about 1 for a law that is as good as the
+  noise allows, and larger by how much the law misses.
 
 Least squares uses :func:`scipy.optimize.least_squares` (trust-region reflective, box bounds) from
 several starts: the law's own initial guess, then points drawn uniformly inside the bounds from a
@@ -312,3 +312,36 @@ def fit_laws(
     return LawReport(
         tuple(results), chosen, spread, len(fit_data), len(heldout), n_pairs, tuple(notes)
     )
+
+
+def law_data_from_rows(
+    rows: Sequence[dict], key: str = "score"
+) -> tuple[LawData, LawData, tuple[np.ndarray, np.ndarray]]:
+    """Split ``results.jsonl`` rows into fit runs, held-out runs and repeat-seed pairs.
+
+    Fit: ``split == "fit"``; held-out: ``split == "heldout"``; pairs: each held-out run with the
+    ``repeat`` run of the same ``point``. Only ``views == "mixture"`` rows with a ``key`` value
+    count.
+
+    Raises
+    ------
+    InputError
+        When there are no fit or no held-out runs.
+    """
+    by: dict[str, list[dict]] = {"fit": [], "heldout": [], "repeat": []}
+    for r in rows:
+        if r.get("views") == "mixture" and r.get(key) is not None and r.get("split") in by:
+            by[r["split"]].append(r)
+    if not by["fit"] or not by["heldout"]:
+        raise InputError(
+            f"fit-law: need fit and held-out mixture runs with a {key!r} value, got "
+            f"{len(by['fit'])} fit and {len(by['heldout'])} held-out"
+        )
+
+    def data(rs: list[dict]) -> LawData:
+        return LawData([r["rho"] for r in rs], [r["samples"] for r in rs], [r[key] for r in rs])
+
+    repeat = {r["point"]: r[key] for r in by["repeat"]}
+    paired = [(r[key], repeat[r["point"]]) for r in by["heldout"] if r.get("point") in repeat]
+    pairs = (np.array([a for a, _ in paired]), np.array([b for _, b in paired]))
+    return data(by["fit"]), data(by["heldout"]), pairs

@@ -3,8 +3,8 @@
 Every law predicts the **alignment** ``y(rho, S)`` (higher is better, e.g. ``1 - e_cca`` or a
 mutual-kNN score), where ``rho`` in [0, 1] is the fraction of good views among the positive pairs
 and ``S`` the number of sampled pairs seen. A law is a frozen :class:`Law` holding its name,
-parameter names, box bounds, an initial guess and a pure ``predict(params, rho, S)`` function;
-the fitting code (:mod:`prh.scaling.fit`) knows nothing else about it.
+parameter names, box bounds, an initial guess and a pure ``predict(params, rho, S)`` function; the
+fitting code (:mod:`prh.scaling.fit`) knows nothing else about it.
 
 Sample counts enter through ``log10`` scales (``S0 = 10**log_s0``) or relative to ``S_REF = 1000``,
 so that every parameter is of order one and the box bounds are meaningful.
@@ -13,13 +13,18 @@ Forms (``e = 1 - y`` is the misalignment):
 
 - ``additive``: ``e = a + b (1 - rho)^alpha + c (S_REF / S)^beta``. Separable; it cannot express
   misalignment that rises with S at rho = 0 and falls with S at rho = 1 (THEORY.md section 7).
-- ``multiplicative`` (THEORY.md section 7):
-  ``y = (1 - a - b (1 - rho / rho_star)_+^alpha) / (1 + (S0 e^{g rho} / S)^beta)``: a rho-dependent
-  ceiling that vanishes past ``rho_star`` times a saturating factor in S whose scale depends on rho.
-- ``saturating``: ``y = (c0 + c1 rho^alpha) / (1 + (S0 / S)^beta)``: a power-law ceiling in rho
-  and a rho-independent saturation scale (the multiplicative law with ``g = 0``, smooth ceiling).
+- ``multiplicative`` (THEORY.md section 7): ``y = (1 - a - b (1 - rho / rho_star)_+^alpha) / (1 +
+  (S0 e^{g rho} / S)^beta)``: a rho-dependent ceiling that vanishes past ``rho_star`` times a
+  saturating factor in S whose scale depends on rho.
+- ``saturating``: ``y = (c0 + c1 rho^alpha) / (1 + (S0 / S)^beta)``: a power-law ceiling in rho and
+  a rho-independent saturation scale (the multiplicative law with ``g = 0``, smooth ceiling).
 - ``logistic``: ``y = (lo + (hi - lo) sigma((rho - r0) / w)) / (1 + (S0 e^{g rho} / S)^beta)``: a
   smooth step in rho at ``r0`` (the pure-state threshold blurred by finite samples).
+- ``floored``: ``y = f + (c(rho) - f) / (1 + (S0 e^{g rho} / S)^beta)`` with the multiplicative
+  ceiling ``c(rho)``: alignment moves from a small-sample floor ``f`` (what an encoder that has seen
+  few pairs shares with the reference) to the ceiling, so it can *fall* with S where ``c(rho) < f``
+  (rho = 0: the encoder locks onto nuisance) and rise where ``c(rho) > f``: the interaction
+  THEORY.md section 7 says additive forms miss.
 """
 
 from __future__ import annotations
@@ -142,7 +147,29 @@ LOGISTIC = Law(
     formula="y = (lo + (hi - lo) sigmoid((rho - r0) / w)) / (1 + (10^log_s0 e^(g rho) / S)^beta)",
 )
 
-LAWS: dict[str, Law] = {law.name: law for law in (ADDITIVE, MULTIPLICATIVE, SATURATING, LOGISTIC)}
+
+def _floored(theta: np.ndarray, rho: np.ndarray, S: np.ndarray) -> np.ndarray:
+    f, a, b, rho_star, alpha, log_s0, g, beta = theta
+    ceiling = 1.0 - a - b * np.clip(1.0 - rho / rho_star, 0.0, None) ** alpha
+    log_ratio = log_s0 * np.log(10.0) + g * rho - np.log(S)
+    return f + (ceiling - f) / (1.0 + np.exp(np.clip(beta * log_ratio, -700.0, 700.0)))
+
+
+FLOORED = Law(
+    name="floored",
+    params=("f", "a", "b", "rho_star", "alpha", "log_s0", "g", "beta"),
+    lower=(-0.5, -0.5, -2.0, 0.02, 0.05, -2.0, -20.0, 0.05),
+    upper=(1.0, 1.0, 2.0, 2.0, 10.0, 8.0, 20.0, 5.0),
+    init=(0.1, 0.0, 0.5, 0.5, 1.0, 3.0, 0.0, 1.0),
+    predict=_floored,
+    formula=(
+        "y = f + (1 - a - b (1 - rho/rho_star)_+^alpha - f) / (1 + (10^log_s0 e^(g rho) / S)^beta)"
+    ),
+)
+
+LAWS: dict[str, Law] = {
+    law.name: law for law in (ADDITIVE, MULTIPLICATIVE, SATURATING, LOGISTIC, FLOORED)
+}
 
 
 def get_law(name: str) -> Law:

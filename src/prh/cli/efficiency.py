@@ -1,0 +1,62 @@
+"""Sample efficiency: samples each objective needs to reach a target alignment, and their ratio.
+
+Reads a sweep's results.jsonl (its `curve` runs: alignment vs samples per seed for each view kind),
+interpolates each seed-mean curve in log(samples) on its running maximum, and reports S_A, S_B and
+S_B / S_A with a percentile bootstrap interval over seeds. A target never reached is reported as
+such (no extrapolation). Default target: 0.95 x the lower of the two best seed-mean alignments.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from prh.cli._args import nonnegative_int
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("results", help="results.jsonl written by `prh sweep`")
+    parser.add_argument(
+        "--target",
+        type=float,
+        default=None,
+        help="alignment to reach (default: 0.95 x min of the two best means)",
+    )
+    parser.add_argument("--a", default="good", help="reference views (default: good)")
+    parser.add_argument("--b", default="next-token", help="compared views (default: next-token)")
+    parser.add_argument("--metric", choices=["score", "calibrated"], default="score",
+                        help="alignment column (default: score)")  # fmt: skip
+    parser.add_argument("--boot", type=nonnegative_int, default=1000,
+                        help="bootstrap resamples over seeds (default: 1000)")  # fmt: skip
+    parser.add_argument("--seed", type=nonnegative_int, default=0, help="bootstrap seed")
+    parser.add_argument("--json", default=None, help="write the result as JSON here")
+
+
+def _s(x: float | None) -> str:
+    return "never" if x is None else f"{x:.4g}"
+
+
+def run(args: argparse.Namespace) -> int:
+    from prh.io import check_writable, write_json
+    from prh.scaling.efficiency import curves_from_rows, default_target, sample_efficiency
+    from prh.scaling.sweep import read_results
+
+    if args.json:
+        check_writable(args.json, "--json")
+    rows = read_results(args.results)
+    a = curves_from_rows(rows, args.a, args.metric)
+    b = curves_from_rows(rows, args.b, args.metric)
+    target = args.target if args.target is not None else default_target(a, b)
+    res = sample_efficiency(a, b, target, n_boot=args.boot, seed=args.seed)
+    d = res.to_dict()
+    print(f"target alignment {target:.4f} ({args.metric}); seeds: {len(a.seeds)} {args.a}, "
+          f"{len(b.seeds)} {args.b}")  # fmt: skip
+    print(f"samples to reach it: {args.a} {_s(d['samples_a'])}, {args.b} {_s(d['samples_b'])}")
+    lo, hi = d["ci"]
+    print(f"ratio {args.b}/{args.a}: {_s(d['ratio'])}  ({int(res.level * 100)}% interval "
+          f"{_s(lo)} .. {_s(hi)}, bootstrap over seeds, n={res.n_boot})")  # fmt: skip
+    print("per-seed ratios: " + ", ".join(_s(x) for x in d["per_seed_ratio"]))
+    for note in d["notes"]:
+        print(f"note: {note}")
+    if args.json:
+        write_json(args.json, {"results": str(args.results), **d})
+    return 0

@@ -1,0 +1,80 @@
+"""Fit candidate scaling laws of alignment in (rho, samples) and judge them on held-out runs.
+
+Reads a sweep's results.jsonl; fits every form on the `fit` runs by multi-start least squares,
+predicts the `heldout` runs, chooses the converged form with the lowest held-out RMSE, and compares
+it with the seed spread sqrt(mean((y - y_repeat)^2) / 2) over the held-out/repeat pairs. Prints a
+table, writes OUT/law.json and the predicted-vs-measured plot OUT/law_fit.png. A form that does not
+converge is listed with scipy's message, not hidden.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from prh.cli._args import nonnegative_int, positive_int
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from prh.scaling.laws import LAWS
+
+    parser.add_argument("results", help="results.jsonl written by `prh sweep`")
+    parser.add_argument(
+        "--out", default=None, help="folder for law.json and law_fit.png (default: beside RESULTS)"
+    )
+    parser.add_argument("--forms", nargs="+", choices=sorted(LAWS), default=None,
+                        help="law forms to fit (default: all)")  # fmt: skip
+    parser.add_argument("--metric", choices=["score", "calibrated"], default="score",
+                        help="which alignment column to fit (default: score)")  # fmt: skip
+    parser.add_argument("--starts", type=positive_int, default=8,
+                        help="least-squares starts per form (default: 8)")  # fmt: skip
+    parser.add_argument("--seed", type=nonnegative_int, default=0,
+                        help="seed of the random starts (default: 0)")  # fmt: skip
+    parser.add_argument("--json", default=None, help="also write law.json's content here")
+
+
+def _fmt(x: float) -> str:
+    return "nan" if x != x else f"{x:.4f}"
+
+
+def run(args: argparse.Namespace) -> int:
+    from prh.io import check_writable, write_json
+    from prh.scaling.fit import fit_laws, law_data_from_rows
+    from prh.scaling.plot import plot_predicted_vs_measured
+    from prh.scaling.sweep import read_results
+
+    out = Path(args.out) if args.out else Path(args.results).parent
+    out.mkdir(parents=True, exist_ok=True)
+    check_writable(out / "law.json", "--out")
+    if args.json:
+        check_writable(args.json, "--json")
+    rows = read_results(args.results)
+    fit_data, heldout, pairs = law_data_from_rows(rows, args.metric)
+    report = fit_laws(
+        fit_data, heldout, pairs, forms=args.forms, starts=args.starts, seed=args.seed
+    )
+    print(f"{len(fit_data)} fit runs, {len(heldout)} held-out runs, {len(pairs[0])} repeat pairs")
+    print(f"{'form':<16}{'conv':>5}{'train RMSE':>12}{'held-out RMSE':>15}{'/ spread':>10}")
+    for f in report.forms:
+        ratio = f.heldout_rmse / report.seed_spread if report.seed_spread > 0 else float("nan")
+        mark = " *" if f.fit.form == report.chosen else ""
+        conv = "yes" if f.fit.converged else "NO"
+        train, held = _fmt(f.fit.train_rmse), _fmt(f.heldout_rmse)
+        print(f"{f.fit.form:<16}{conv:>5}{train:>12}{held:>15}{_fmt(ratio):>10}{mark}")
+    print(f"seed spread {_fmt(report.seed_spread)} (sqrt(mean((y - y_repeat)^2) / 2))")
+    for note in report.notes:
+        print(f"note: {note}")
+    d = {"results": str(args.results), "metric": args.metric, **report.to_dict()}
+    if report.chosen:
+        chosen = report.form(report.chosen).fit
+        print(f"chosen: {report.chosen}  held-out RMSE {_fmt(report.heldout_rmse)}  "
+              f"ratio {_fmt(report.ratio)}")  # fmt: skip
+        print(f"  {chosen.law.formula}")
+        print("  " + ", ".join(f"{k}={v:.4g}" for k, v in chosen.params.items()))
+        plot_predicted_vs_measured(report, chosen, fit_data, heldout, out / "law_fit.png")
+        d["plot"] = str(out / "law_fit.png")
+    write_json(out / "law.json", d)
+    if args.json:
+        write_json(args.json, d)
+    print(f"wrote {out / 'law.json'}" + (f" and {out / 'law_fit.png'}" if report.chosen else ""))
+    return 0 if report.chosen else 1
