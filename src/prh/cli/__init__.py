@@ -19,6 +19,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "prove": ("prh.cli.prove", "run executable checks of every theorem statement"),
     "serve": ("prh.cli.serve", "serve a web page that captions an image through one rotation"),
     "embed": ("prh.cli.embed", "embed world scenes or a corpus with a frozen encoder or a run"),
+    "sweep": ("prh.cli.sweep", "train and measure a grid of runs (rho x samples x seed)"),
+    "fit-law": ("prh.cli.fit_law", "fit scaling laws of alignment in (rho, samples)"),
+    "efficiency": ("prh.cli.efficiency", "samples each objective needs to reach an alignment"),
 }
 
 
