@@ -6,8 +6,8 @@ Rows, side by side:
 - ``direct``: the same images decoded and captioned in-process, one after another (the floor: no
   HTTP, no queue);
 - ``server``: ``prh serve`` in its own process on 127.0.0.1, ``--concurrency`` clients posting
-  multipart uploads through httpx; latency is per request, from send to parsed reply (so it
-  includes the wait in the server's queue);
+  multipart uploads through httpx; latency is per answered request, from send to parsed reply
+  (so it includes the wait in the server's queue); "refuse ms" is the median time to a refusal;
 - ``overload``: the same load against ``prh serve --max-queue concurrency/4``: the bound must
   answer the rest with 503 at once, not let them pile up.
 
@@ -58,13 +58,14 @@ def bench_direct(captioner: Any, images: list[bytes], n: int) -> dict[str, Any]:
         captioner.caption(decode_image(images[i % len(images)]))
         lat.append(time.perf_counter() - t)
     wall = time.perf_counter() - t0
-    return {"ok": n, "errors": 0, "status": {"200": n}, "lat": lat, "wall": wall}
+    return {"ok": n, "errors": 0, "status": {"200": n}, "lat": lat, "refused": [], "wall": wall}
 
 
 async def _load(url: str, images: list[bytes], n: int, conc: int, limit_s: float) -> dict[str, Any]:
     import httpx
 
-    lat: list[float] = []
+    lat: list[float] = []  # answered requests
+    refused: list[float] = []  # everything else (503 from the queue bound, errors)
     status: dict[str, int] = {}
     sem = asyncio.Semaphore(conc)
     limits = httpx.Limits(max_connections=conc, max_keepalive_connections=conc)
@@ -80,14 +81,21 @@ async def _load(url: str, images: list[bytes], n: int, conc: int, limit_s: float
                     key = str(r.status_code) if ok or r.status_code != 200 else "bad-body"
                 except httpx.HTTPError as e:
                     key = type(e).__name__
-                lat.append(time.perf_counter() - t)
+                (lat if key == "200" else refused).append(time.perf_counter() - t)
                 status[key] = status.get(key, 0) + 1
 
         t0 = time.perf_counter()
         await asyncio.wait_for(asyncio.gather(*(one(i) for i in range(n))), limit_s)
         wall = time.perf_counter() - t0
     ok = status.get("200", 0)
-    return {"ok": ok, "errors": n - ok, "status": status, "lat": lat, "wall": wall}
+    return {
+        "ok": ok,
+        "errors": n - ok,
+        "status": status,
+        "lat": lat,
+        "refused": refused,
+        "wall": wall,
+    }
 
 
 _LAUNCH = (
@@ -161,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     print(f"captioner: {name}; {n} requests, {c} concurrent, 224 px PNG scenes, 127.0.0.1")
     head = f"{'row':<9} {'ok':>4} {'errors':>6} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}"
-    print(head + f" {'req/s':>7}  status")
+    print(head + f" {'req/s':>7} {'refuse ms':>9}  status")
     out = {}
     for key, r in rows.items():
         ms = [x * 1000 for x in r["lat"]]
@@ -174,13 +182,15 @@ def main(argv: list[str] | None = None) -> int:
             "status": r["status"],
             "p50_ms": _pct(ms, 50),
             "p99_ms": _pct(ms, 99),
-            "max_ms": max(ms),
+            "max_ms": max(ms, default=float("nan")),
             "req_per_s": n / r["wall"],
+            "refuse_p50_ms": _pct([x * 1000 for x in r["refused"]], 50),
         }
         o = out[key]
         print(
             f"{key:<9} {o['ok']:>4} {o['errors']:>6} {o['p50_ms']:>8.1f} {o['p99_ms']:>8.1f} "
-            f"{o['max_ms']:>8.1f} {o['req_per_s']:>7.1f}  {json.dumps(o['status'])}"
+            f"{o['max_ms']:>8.1f} {o['req_per_s']:>7.1f} {o['refuse_p50_ms']:>9.1f}  "
+            f"{json.dumps(o['status'])}"
         )
     if args.json is not None:
         args.json.write_text(json.dumps(out, indent=2) + "\n")

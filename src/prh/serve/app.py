@@ -217,17 +217,22 @@ def create_app(
         except ImportError:
             return _error(503, "scene generator unavailable: prh.world is not installed")
 
+    def busy() -> JSONResponse:
+        return _error(
+            503,
+            f"server busy: {gate.admitted} caption requests queued (limit {gate.max_queue})",
+            {"retry-after": "1"},
+        )
+
     @app.post("/api/caption")
     async def caption(request: Request) -> Response:
+        if gate.admitted >= gate.max_queue:  # refuse before reading the body, too
+            return busy()
         data = await _read_upload(request, max_upload_bytes)
         if isinstance(data, Response):
             return data
         if gate.admitted >= gate.max_queue:
-            return _error(
-                503,
-                f"server busy: {gate.admitted} caption requests queued (limit {gate.max_queue})",
-                {"retry-after": "1"},
-            )
+            return busy()
         gate.admitted += 1
         t_arrive = time.perf_counter()
         try:
