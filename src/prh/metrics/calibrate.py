@@ -8,16 +8,24 @@ search is paid for; Groeger et al. 2026 call this out). With ``R`` permutations:
 * p-value ``p = (1 + #{null >= observed}) / (1 + R)`` (valid at finite ``R`` [1]_);
 * calibrated score ``observed - q_{0.95}(null)``: above zero means better than 95% of shuffles.
 
-The bootstrap resamples samples (rows) with replacement and recomputes the statistic; the interval
-is the percentile interval. Neighbour-based metrics use the *distinct* resampled rows: a duplicated
-row would be its own nearest neighbour in both sides and inflate the score. Their bootstrap gallery
-is therefore about ``0.632 N`` rows, and kNN scores depend on gallery size (Koepke et al. 2026):
-read the interval as sampling spread, not as an interval for the score at ``N``.
+The bootstrap resamples samples (rows) with replacement. The interval is the *basic* (reverse
+percentile) interval ``[2 s - q_hi, 2 s - q_lo]`` of Davison & Hinkley [2]_, which corrects, to
+first order, for a statistic whose bootstrap replicates are biased (CKA on a resample with repeated
+rows, or any score on a smaller gallery, is biased upward). A duplicated row would be its own
+nearest neighbour in both sides and inflate a neighbour score, so:
+
+* metrics that are a mean over samples (mutual, cycle, LCS and edit-distance kNN) resample the
+  per-sample scores (the queries) against the fixed gallery of all ``N`` rows: the interval is
+  centred on the reported score and reflects which samples were drawn, not the gallery (kNN scores
+  depend on gallery size, Koepke et al. 2026, so we keep the gallery at ``N``);
+* CKNNA is recomputed on the *distinct* resampled rows (a gallery of about ``0.632 N``);
+* CKA and SVCCA are recomputed on the resample itself, duplicates kept (weighted samples).
 
 References
 ----------
 .. [1] B. Phipson, G. K. Smyth, "Permutation P-values Should Never Be Zero", Stat. Appl. Genet. Mol.
    Biol. 9, 2010.
+.. [2] A. C. Davison, D. V. Hinkley, *Bootstrap Methods and their Application*, CUP 1997, sec. 5.2.
 """
 
 from __future__ import annotations
@@ -87,3 +95,11 @@ def percentile_interval(samples: np.ndarray, level: float = 0.95) -> tuple[float
     """The central ``level`` percentile interval of bootstrap ``samples``."""
     lo, hi = np.quantile(samples, [(1 - level) / 2, (1 + level) / 2])
     return float(lo), float(hi)
+
+
+def basic_interval(
+    observed: float, samples: np.ndarray, level: float = 0.95
+) -> tuple[float, float]:
+    """The basic bootstrap interval ``[2 s - q_{(1+level)/2}, 2 s - q_{(1-level)/2}]``."""
+    lo, hi = percentile_interval(samples, level)
+    return 2 * observed - hi, 2 * observed - lo

@@ -44,8 +44,8 @@ def permute_knn(knn_b: np.ndarray, perm: np.ndarray) -> np.ndarray:
     return inv[knn_b[perm]]
 
 
-def mutual_knn_from_knn(knn_a: np.ndarray, knn_b: np.ndarray) -> float:
-    """Mean over samples of ``|kNN_A(i) & kNN_B(i)| / k``.
+def mutual_knn_rows(knn_a: np.ndarray, knn_b: np.ndarray) -> np.ndarray:
+    """``(N,)`` per-sample ``|kNN_A(i) & kNN_B(i)| / k``.
 
     Parameters
     ----------
@@ -53,26 +53,36 @@ def mutual_knn_from_knn(knn_a: np.ndarray, knn_b: np.ndarray) -> float:
         ``(N, k)`` neighbour lists (entries within a row distinct).
     """
     n, k = knn_a.shape
-    hits = 0
+    hits = np.empty(n)
     for s in range(0, n, _CHUNK):
         a, b = knn_a[s : s + _CHUNK], knn_b[s : s + _CHUNK]
-        hits += int((a[:, :, None] == b[:, None, :]).sum())  # (n', k, k) one match per shared j
-    return hits / (n * k)
+        hits[s : s + _CHUNK] = (a[:, :, None] == b[:, None, :]).sum(axis=(1, 2))  # (n',)
+    return hits / k
 
 
-def cycle_knn_from_knn(knn_a: np.ndarray, knn_b: np.ndarray) -> float:
-    """Fraction of samples ``i`` found among the ``A``-neighbours of one of its ``B``-neighbours.
+def cycle_knn_rows(knn_a: np.ndarray, knn_b: np.ndarray) -> np.ndarray:
+    """``(N,)`` 1 where ``i`` is among the ``A``-neighbours of one of its ``B``-neighbours, else 0.
 
     The reference's ``compute_knn_accuracy(knn_A[knn_B])``: go ``i -> j`` in ``B``, then look for
     ``i`` among ``j``'s neighbours in ``A``.
     """
     n = knn_a.shape[0]
-    found = 0
+    found = np.empty(n)
     for s in range(0, n, _CHUNK):
         rows = np.arange(s, min(s + _CHUNK, n))
         back = knn_a[knn_b[rows]]  # (n', k, k): A-neighbours of each B-neighbour
-        found += int((back == rows[:, None, None]).any(axis=(1, 2)).sum())
-    return found / n
+        found[s : s + _CHUNK] = (back == rows[:, None, None]).any(axis=(1, 2))
+    return found
+
+
+def mutual_knn_from_knn(knn_a: np.ndarray, knn_b: np.ndarray) -> float:
+    """Mean over samples of ``|kNN_A(i) & kNN_B(i)| / k``."""
+    return float(mutual_knn_rows(knn_a, knn_b).mean())
+
+
+def cycle_knn_from_knn(knn_a: np.ndarray, knn_b: np.ndarray) -> float:
+    """Fraction of samples ``i`` found among the ``A``-neighbours of one of its ``B``-neighbours."""
+    return float(cycle_knn_rows(knn_a, knn_b).mean())
 
 
 def lcs_lengths(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -113,14 +123,24 @@ def edit_distances(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return prev[:, m]
 
 
+def lcs_knn_rows(knn_a: np.ndarray, knn_b: np.ndarray) -> np.ndarray:
+    """``(N,)`` LCS length of the ordered neighbour lists, divided by ``k``."""
+    return lcs_lengths(knn_a, knn_b) / knn_a.shape[1]
+
+
+def edit_distance_knn_rows(knn_a: np.ndarray, knn_b: np.ndarray) -> np.ndarray:
+    """``(N,)`` ``1 - edit distance / k`` of the ordered neighbour lists."""
+    return 1.0 - edit_distances(knn_a, knn_b) / knn_a.shape[1]
+
+
 def lcs_knn_from_knn(knn_a: np.ndarray, knn_b: np.ndarray) -> float:
     """Mean LCS length of the ordered neighbour lists, divided by ``k``; in ``[0, 1]``."""
-    return float(lcs_lengths(knn_a, knn_b).mean()) / knn_a.shape[1]
+    return float(lcs_knn_rows(knn_a, knn_b).mean())
 
 
 def edit_distance_knn_from_knn(knn_a: np.ndarray, knn_b: np.ndarray) -> float:
     """``1 - mean(edit distance of the ordered neighbour lists) / k``; in ``[0, 1]``."""
-    return 1.0 - float(edit_distances(knn_a, knn_b).mean()) / knn_a.shape[1]
+    return float(edit_distance_knn_rows(knn_a, knn_b).mean())
 
 
 def _pair(fn, a, b, k, block_size, backend):

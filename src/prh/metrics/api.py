@@ -1,0 +1,343 @@
+"""``measure``: one alignment score between two feature arrays, with its layer search, null and CI.
+
+This is the reference protocol of Huh et al. 2024 (clamp at the 0.95 quantile, L2-normalise, a
+metric on every layer pair, report the best pair) plus what it lacks: a permutation null applied to
+the reported statistic (a p-value and a calibrated score), and a bootstrap interval.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from prh.errors import InputError
+from prh.metrics import calibrate
+from prh.metrics.cca import svcca_basis, svcca_from_bases
+from prh.metrics.kernel import cka_from_sides, cknna_from_sides, kernel_side, knn_kernel_side
+from prh.metrics.knn import check_k, knn
+from prh.metrics.layers import best_pair, layer_scores, resolve_pair
+from prh.metrics.neighbors import (
+    cycle_knn_rows,
+    edit_distance_knn_rows,
+    lcs_knn_rows,
+    mutual_knn_rows,
+    permute_knn,
+)
+from prh.metrics.preprocess import as_layers, check_nonzero_rows, check_pair, preprocess
+
+KNN_METRICS = ("mutual_knn", "cycle_knn", "lcs_knn", "edit_distance_knn")
+METRICS = (*KNN_METRICS, "cka", "unbiased_cka", "cknna", "svcca")
+_ROWS = {
+    "mutual_knn": mutual_knn_rows,
+    "cycle_knn": cycle_knn_rows,
+    "lcs_knn": lcs_knn_rows,
+    "edit_distance_knn": edit_distance_knn_rows,
+}
+
+
+@dataclass(frozen=True)
+class MetricOptions:
+    """Parameters of every metric; each metric reads the ones it uses.
+
+    Attributes
+    ----------
+    k : int
+        Neighbours for the kNN metrics and CKNNA.
+    kernel : str
+        CKA kernel, ``"linear"`` or ``"rbf"``.
+    sigma : float
+        RBF bandwidth.
+    cca_dim : int
+        SVCCA directions per side.
+    eps : float
+        CKA/CKNNA denominator guard (reference: 1e-6).
+    block_size : int or None
+        kNN query rows per block (memory only).
+    backend : str
+        kNN candidate backend, ``"torch"`` or ``"faiss"``.
+    """
+
+    k: int = 10
+    kernel: str = "linear"
+    sigma: float = 1.0
+    cca_dim: int = 10
+    eps: float = 0.0
+    block_size: int | None = None
+    backend: str = "torch"
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A metric split into a per-side ``prepare`` and a pairwise ``score(sa, sb, perm)``.
+
+    ``score`` pairs row ``i`` of ``A`` with row ``perm[i]`` of ``B`` (identity when ``perm`` is
+    None). ``distinct_rows``: the bootstrap passes distinct rows only; ``min_rows``: rows needed.
+    ``rows(sa, sb)``, for metrics that are a mean over samples, gives the ``(N,)`` per-sample
+    scores: their bootstrap resamples queries against the fixed gallery.
+    """
+
+    name: str
+    prepare: Callable[[np.ndarray], Any]
+    score: Callable[[Any, Any, np.ndarray | None], float]
+    uses_k: bool
+    distinct_rows: bool
+    min_rows: int
+    rows: Callable[[Any, Any], np.ndarray] | None = None
+
+
+def get_metric(name: str, options: MetricOptions | None = None) -> Metric:
+    """The :class:`Metric` called ``name`` (one of :data:`METRICS`) with ``options``."""
+    o = options or MetricOptions()
+    if name in KNN_METRICS:
+        fn = _ROWS[name]
+
+        def prep(x: np.ndarray) -> np.ndarray:
+            return knn(x, o.k, block_size=o.block_size, backend=o.backend)
+
+        def score(sa: np.ndarray, sb: np.ndarray, perm: np.ndarray | None) -> float:
+            return float(fn(sa, sb if perm is None else permute_knn(sb, perm)).mean())
+
+        return Metric(name, prep, score, True, True, o.k + 1, fn)
+    if name in ("cka", "unbiased_cka"):
+        unbiased = name == "unbiased_cka"
+
+        def score(sa: Any, sb: Any, perm: np.ndarray | None) -> float:
+            return cka_from_sides(sa, sb, perm, unbiased=unbiased, eps=o.eps)
+
+        return Metric(
+            name,
+            lambda x: kernel_side(x, o.kernel, o.sigma),
+            score,
+            False,
+            False,
+            4 if unbiased else 2,
+        )
+    if name == "cknna":
+        return Metric(
+            name,
+            lambda x: knn_kernel_side(x, o.k, block_size=o.block_size, backend=o.backend),
+            lambda sa, sb, perm: cknna_from_sides(sa, sb, perm, eps=o.eps),
+            True,
+            True,
+            max(o.k + 1, 4),
+        )
+    if name == "svcca":
+        return Metric(
+            name,
+            lambda x: svcca_basis(x, o.cca_dim),
+            svcca_from_bases,
+            False,
+            False,
+            o.cca_dim + 1,
+        )
+    raise InputError(f"unknown metric {name!r}, expected one of {', '.join(METRICS)}")
+
+
+@dataclass(frozen=True)
+class MeasureResult:
+    """The outcome of :func:`measure`.
+
+    Attributes
+    ----------
+    metric : str
+    k : int or None
+        Neighbours (None for metrics without neighbours).
+    n : int
+        Paired samples.
+    score : float
+        The reported statistic: the best layer pair's score, or the fixed pair's.
+    ci : (float, float) or None
+        Basic bootstrap interval (``bootstrap > 0``), see :mod:`prh.metrics.calibrate`.
+    p_value : float or None
+        Permutation p-value of ``score`` (``null > 0``).
+    calibrated : float or None
+        ``score`` minus the null's ``level`` quantile (``null > 0``).
+    layers : (int, int)
+        The layer pair reported (best or fixed).
+    layer_search : str
+        ``"max"`` (every pair searched) or ``"fixed"``.
+    null_critical : float or None
+        The null's ``level`` quantile.
+    level : float
+        Null quantile and interval coverage, 0.95 by default.
+    n_null, n_bootstrap : int
+    bootstrap_kind : str
+        ``"queries"`` (kNN metrics: per-sample scores resampled, gallery fixed at all ``N`` rows),
+        ``"distinct"`` (CKNNA: recomputed on the distinct resampled rows) or ``"rows"`` (CKA,
+        SVCCA: recomputed on the resample, duplicates kept).
+    layer_scores : np.ndarray
+        ``(L_A, L_B)`` observed scores (NaN where not computed).
+    """
+
+    metric: str
+    k: int | None
+    n: int
+    score: float
+    ci: tuple[float, float] | None
+    p_value: float | None
+    calibrated: float | None
+    layers: tuple[int, int]
+    layer_search: str = "max"
+    null_critical: float | None = None
+    level: float = 0.95
+    n_null: int = 0
+    n_bootstrap: int = 0
+    bootstrap_kind: str = "rows"
+    layer_scores: np.ndarray = field(default_factory=lambda: np.zeros((1, 1)), repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able dict: the contract keys first, then details."""
+        return {
+            "metric": self.metric,
+            "k": self.k,
+            "n": self.n,
+            "score": self.score,
+            "ci": list(self.ci) if self.ci is not None else None,
+            "p_value": self.p_value,
+            "calibrated": self.calibrated,
+            "layers": list(self.layers),
+            "layer_search": self.layer_search,
+            "null_critical": self.null_critical,
+            "level": self.level,
+            "null": self.n_null,
+            "bootstrap": self.n_bootstrap,
+            "bootstrap_kind": self.bootstrap_kind,
+            "layer_scores": [
+                [None if np.isnan(v) else float(v) for v in r] for r in self.layer_scores
+            ],
+        }
+
+
+def measure(
+    a: np.ndarray,
+    b: np.ndarray,
+    metric: str = "mutual_knn",
+    k: int = 10,
+    null: int = 0,
+    bootstrap: int = 0,
+    seed: int = 0,
+    layers: tuple[int, int] | None = None,
+    *,
+    preprocess_features: bool = True,
+    quantile: float = 0.95,
+    level: float = 0.95,
+    options: MetricOptions | None = None,
+    name_a: str = "A",
+    name_b: str = "B",
+) -> MeasureResult:
+    """Alignment of two representations of the same samples, with null and interval.
+
+    Parameters
+    ----------
+    a, b : np.ndarray
+        ``(N, D_a)``/``(N, L_A, D_a)`` and ``(N, D_b)``/``(N, L_B, D_b)``; row ``i`` of each
+        describes sample ``i``.
+    metric : str
+        One of :data:`METRICS`.
+    k : int
+        Neighbours for kNN metrics and CKNNA (overrides ``options.k``).
+    null : int
+        Permutations for the null (0: none).
+    bootstrap : int
+        Bootstrap resamples for the interval (0: none).
+    seed : int
+        Seeds the null and the bootstrap (independent streams).
+    layers : (int, int), optional
+        A fixed layer pair (negative counts from the end); default: the maximum over all pairs.
+    preprocess_features : bool
+        The reference preprocessing: clamp at the ``quantile`` of ``|x|``, L2-normalise rows.
+    level : float
+        Null quantile subtracted for ``calibrated``, and bootstrap interval coverage.
+    options : MetricOptions, optional
+        Kernel, bandwidth, SVCCA dimension, kNN block size and backend.
+    name_a, name_b : str
+        How to name the inputs in error messages (file paths).
+
+    Returns
+    -------
+    MeasureResult
+    """
+    if not 0.0 < level < 1.0:
+        raise InputError(f"level must be in (0, 1), got {level}")
+    options = MetricOptions(**{**(options or MetricOptions()).__dict__, "k": k})
+    m = get_metric(metric, options)
+    a = as_layers(a, name_a)
+    b = as_layers(b, name_b)
+    check_pair(a, b, name_a, name_b)
+    n = a.shape[0]
+    if m.uses_k:
+        check_k(k, n, name_a)
+    if preprocess_features:
+        a = preprocess(a, quantile, name=name_a)
+        b = preprocess(b, quantile, name=name_b)
+    elif metric in KNN_METRICS:
+        check_nonzero_rows(a, name_a)
+        check_nonzero_rows(b, name_b)
+    if n < m.min_rows:
+        raise InputError(f"{name_a}: {metric} needs at least {m.min_rows} rows, got {n}")
+    pair = resolve_pair(layers, (a.shape[1], b.shape[1])) if layers is not None else None
+
+    def states(x: np.ndarray, rows: np.ndarray | None, only: int | None) -> list[Any]:
+        xs = x if rows is None else x[rows]
+        return [
+            m.prepare(xs[:, layer]) if only is None or layer == only else None
+            for layer in range(x.shape[1])
+        ]
+
+    def statistic(sa: list[Any], sb: list[Any], perm: np.ndarray | None) -> tuple[float, Any]:
+        scores = layer_scores(m.score, sa, sb, perm, pair)
+        return best_pair(scores)[0], scores
+
+    sa = states(a, None, pair[0] if pair else None)
+    sb = states(b, None, pair[1] if pair else None)
+    obs, scores = statistic(sa, sb, None)
+    best = pair if pair is not None else best_pair(scores)[1]
+
+    null_rng, boot_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2))
+    p = cal = crit = None
+    if null > 0:
+        draws = calibrate.permutation_null(
+            lambda perm: statistic(sa, sb, perm)[0], n, null, null_rng
+        )
+        p = calibrate.p_value(obs, draws)
+        crit = calibrate.critical_value(draws, level)
+        cal = obs - crit
+    ci = None
+    if bootstrap > 0 and m.rows is not None:
+        pairs = [pair] if pair is not None else list(np.ndindex(len(sa), len(sb)))
+        per_row = np.stack([m.rows(sa[i], sb[j]) for i, j in pairs])  # (P, N)
+        draws = calibrate.bootstrap(
+            lambda rows: float(per_row[:, rows].mean(axis=1).max()), n, bootstrap, boot_rng
+        )
+        ci = calibrate.basic_interval(obs, draws, level)
+    elif bootstrap > 0:
+
+        def boot(rows: np.ndarray) -> float:
+            ra = states(a, rows, pair[0] if pair else None)
+            rb = states(b, rows, pair[1] if pair else None)
+            return statistic(ra, rb, None)[0]
+
+        draws = calibrate.bootstrap(
+            boot, n, bootstrap, boot_rng, distinct=m.distinct_rows, min_rows=m.min_rows
+        )
+        ci = calibrate.basic_interval(obs, draws, level)
+    return MeasureResult(
+        metric=metric,
+        k=k if m.uses_k else None,
+        n=n,
+        score=obs,
+        ci=ci,
+        p_value=p,
+        calibrated=cal,
+        layers=best,
+        layer_search="fixed" if pair is not None else "max",
+        null_critical=crit,
+        level=level,
+        n_null=null,
+        n_bootstrap=bootstrap,
+        bootstrap_kind="queries" if m.rows else "distinct" if m.distinct_rows else "rows",
+        layer_scores=scores,
+    )
