@@ -40,3 +40,34 @@ def test_upload_an_image_and_read_its_caption_on_the_page(tmp_path: Path, run_di
     assert page["plot_loaded"] is True
     assert page["blocked"] == []  # the page asked for nothing off the server
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
+
+
+def test_bad_file_then_random_scene_in_the_browser(tmp_path: Path):
+    pytest.importorskip("playwright.sync_api", reason="pip install playwright (Python package)")
+    pytest.importorskip("prh.world", reason="prh.world (the world helper's part) absent")
+    from playwright.sync_api import sync_playwright
+
+    from prh.serve.app import create_app
+    from prh.serve.browser import launch_chromium
+
+    bad = tmp_path / "notes.png"
+    bad.write_bytes(b"%PDF-1.4 this is not a picture" * 10)
+    with serve_in_thread(create_app(ColourCaptioner())) as url, sync_playwright() as pw:
+        browser = launch_chromium(pw)
+        try:
+            page = browser.new_page()
+            page.set_default_timeout(60_000)
+            page.goto(url + "/")
+            page.set_input_files("#file", str(bad))
+            page.wait_for_selector("#error:not([hidden])")
+            assert "not an image" in page.inner_text("#error")
+            assert page.inner_text("#caption") == "No caption."
+            page.click("#random")  # the server kept serving: a generated scene captions
+            page.wait_for_function("() => document.querySelectorAll('#nearest li').length === 5")
+            page.wait_for_selector("#reference:not([hidden])")
+            assert page.inner_text("#caption").startswith("a mostly ")
+            assert page.is_hidden("#error")
+            assert page.inner_text("#reference").startswith("Scene ")
+            assert page.evaluate("() => document.querySelector('#preview').naturalWidth") == 224
+        finally:
+            browser.close()
