@@ -37,7 +37,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--n", type=positive_int, default=None, help="number of scenes/images (default: all)"
     )
     parser.add_argument(
-        "--seed", type=nonnegative_int, default=0, help="world seed (which scenes exist; default 0)"
+        "--seed",
+        type=nonnegative_int,
+        default=None,
+        help="world seed: which scenes exist (default: a run's world_seed, else 0)",
     )
     parser.add_argument(
         "--split",
@@ -153,14 +156,31 @@ def _world_scenes(args):
 
     if args.images or args.format:
         raise InputError("--images/--format apply to --corpus only")
-    world = CaveWorld(WorldConfig(seed=args.seed, image_size=args.image_size))
+    seed = args.seed if args.seed is not None else _run_world_seed(args.model)
+    world = CaveWorld(WorldConfig(seed=seed, image_size=args.image_size))
     split = args.split or "test"
     scene_ids = world.split(split)
     if args.n is not None:
         if args.n > len(scene_ids):
             raise InputError(f"--n {args.n}: split {split!r} has only {len(scene_ids)} scenes")
         scene_ids = scene_ids[: args.n]
-    return world, scene_ids, f"world:cave seed={args.seed} split={split} n={len(scene_ids)}"
+    return world, scene_ids, f"world:cave seed={seed} split={split} n={len(scene_ids)}"
+
+
+def _run_world_seed(model: str) -> int:
+    """The ``world_seed`` a ``prh train`` run was trained on (0 for any other MODEL)."""
+    from pathlib import Path
+
+    from prh.encoders.stored import is_run_dir
+
+    path = Path(model).expanduser()
+    if not is_run_dir(path):
+        return 0
+    try:
+        stored = json.loads((path / "config.json").read_text())
+        return int(stored.get("train", stored).get("world_seed", 0))
+    except (OSError, ValueError, TypeError, AttributeError):
+        return 0  # load_run reports a broken run directory with a clear message
 
 
 def _corpus(args):
