@@ -19,6 +19,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "prove": ("prh.cli.prove", "run executable checks of every theorem statement"),
     "serve": ("prh.cli.serve", "serve a web page that captions an image through one rotation"),
     "embed": ("prh.cli.embed", "embed world scenes or a corpus with a frozen encoder or a run"),
+    "world": ("prh.cli.world", "sample the cave world: scene images, sketches and captions"),
+    "data": ("prh.cli.data", "inspect a caption corpus (COCO, Flickr, CSV, JSONL, HF datasets)"),
     "sweep": ("prh.cli.sweep", "train and measure a grid of runs (rho x samples x seed)"),
     "fit-law": ("prh.cli.fit_law", "fit scaling laws of alignment in (rho, samples)"),
     "efficiency": ("prh.cli.efficiency", "samples each objective needs to reach an alignment"),

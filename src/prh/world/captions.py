@@ -107,6 +107,11 @@ FRAMES_ONE_ALL: tuple[str, ...] = ("a single object: {L}", "just {L}", "only {L}
 NUMBER = {2: "two", 3: "three"}
 
 
+def _pick(rng: random.Random, seq):
+    """``rng.choice(seq)``, about three times faster (one C call to ``random``)."""
+    return seq[int(rng.random() * len(seq))]
+
+
 def _article(word: str) -> str:
     return "an" if word[0] in "aeiou" else "a"
 
@@ -119,31 +124,31 @@ def noun_phrase(
     ``verbosity`` 0 says colour and shape; 1 adds the size with probability 1/2; 2 always adds the
     size; 3 adds the size and the position.
     """
-    shape = rng.choice(SHAPE_WORDS[SHAPES[obj.shape]])
-    colour = rng.choice(COLOUR_WORDS[COLOURS[obj.colour]])
+    shape = _pick(rng, SHAPE_WORDS[SHAPES[obj.shape]])
+    colour = _pick(rng, COLOUR_WORDS[COLOURS[obj.colour]])
     say_size = verbosity >= 2 or (verbosity == 1 and rng.random() < 0.5)
-    size = rng.choice(SIZE_WORDS[SIZES[obj.size]]) if say_size else ""
+    size = _pick(rng, SIZE_WORDS[SIZES[obj.size]]) if say_size else ""
     form = rng.random()
     if form < 0.6 or definite:
         body = f"{size} {colour} {shape}" if size else f"{colour} {shape}"
         tail = ""
     elif form < 0.8:
         body = f"{size} {shape}" if size else shape
-        tail = rng.choice((f" coloured {colour}", f" that is {colour}", f" in {colour}"))
+        tail = _pick(rng, (f" coloured {colour}", f" that is {colour}", f" in {colour}"))
     else:
         body = f"{colour} {shape}"
-        tail = rng.choice((f" that is {size}", f", {size} in size")) if size else ""
+        tail = f" that is {size}" if size else ""
     det = "the" if definite else _article(body)
     phrase = f"{det} {body}{tail}"
     if verbosity >= 3:
-        phrase += " " + rng.choice(POSITION_WORDS[(obj.row, obj.col)])
+        phrase += " " + _pick(rng, POSITION_WORDS[(obj.row, obj.col)])
     return phrase
 
 
 def _join(items: list[str], rng: random.Random) -> str:
     if len(items) == 1:
         return items[0]
-    conj = rng.choice((" and ", " and ", " as well as ")) if len(items) == 2 else " and "
+    conj = _pick(rng, (" and ", " and ", " as well as ")) if len(items) == 2 else " and "
     return ", ".join(items[:-1]) + conj + items[-1]
 
 
@@ -169,18 +174,18 @@ def caption(scene: Scene, rng: random.Random, omit_prob: float = 0.2) -> str:
         objs.pop(rng.randrange(len(objs)))
     rng.shuffle(objs)
     complete = len(objs) == len(scene.objects)
-    verbosity = rng.choice((0, 1, 1, 2, 2, 3))
+    verbosity = _pick(rng, (0, 1, 1, 2, 2, 3))
     phrases = [noun_phrase(scene.objects[j], rng, verbosity) for j in objs]
     listing = _join(phrases, rng)
     r = rng.random()
     if complete and len(objs) >= 2 and r < 0.2:
-        text = rng.choice(FRAMES_COUNT).format(N=NUMBER[len(objs)], L=listing)
+        text = _pick(rng, FRAMES_COUNT).format(N=NUMBER[len(objs)], L=listing)
     elif complete and len(objs) == 1 and r < 0.2:
-        text = rng.choice(FRAMES_ONE_ALL).format(L=listing)
+        text = _pick(rng, FRAMES_ONE_ALL).format(L=listing)
     else:
-        text = rng.choice(FRAMES_ANY).format(L=listing)
+        text = _pick(rng, FRAMES_ANY).format(L=listing)
     if len(objs) >= 2 and verbosity >= 1 and rng.random() < 0.6:
-        text += rng.choice((", ", ". ", "; ")) + _relation_sentence(scene, objs, rng)
+        text += _pick(rng, (", ", ". ", "; ")) + _relation_sentence(scene, objs, rng)
     if rng.random() < 0.5:
         text = text[0].upper() + text[1:]
     if rng.random() < 0.4:
@@ -191,12 +196,12 @@ def caption(scene: Scene, rng: random.Random, omit_prob: float = 0.2) -> str:
 def _relation_sentence(scene: Scene, mentioned: list[int], rng: random.Random) -> str:
     """One true relation between two mentioned objects, in words."""
     a, b = rng.sample(mentioned, 2)
-    kinds = [r.kind for r in scene.relations() if r.a == a and r.b == b]
-    kind = rng.choice(kinds)  # two objects in distinct cells always have a relation
+    kinds = scene.relation_kinds[(a, b)]
+    kind = _pick(rng, kinds)  # two objects in distinct cells always have a relation
     na = noun_phrase(scene.objects[a], rng, 0, definite=True)
     nb = noun_phrase(scene.objects[b], rng, 0, definite=True)
-    rel = rng.choice(RELATION_WORDS[kind])
-    verb = rng.choice(("is", "sits", "is placed"))
+    rel = _pick(rng, RELATION_WORDS[kind])
+    verb = _pick(rng, ("is", "sits", "is placed"))
     return f"{na} {verb} {rel} {nb}"
 
 

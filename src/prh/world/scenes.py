@@ -12,6 +12,7 @@ Layer: pure data and pure functions; no I/O.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -119,6 +120,14 @@ class Scene:
                 if (dc, dr) in ((1, 0), (0, 1)):
                     out.append(Relation(a, "next to", b))
         return out
+
+    @cached_property
+    def relation_kinds(self) -> dict[tuple[int, int], tuple[str, ...]]:
+        """``{(a, b): kinds}``: every true relation kind from object ``a`` to object ``b``."""
+        out: dict[tuple[int, int], list[str]] = {}
+        for r in self.relations():
+            out.setdefault((r.a, r.b), []).append(r.kind)
+        return {k: tuple(v) for k, v in out.items()}
 
     def to_state(self) -> dict:
         """The scene as a JSON-able dict: ``{"index", "objects": [...], "relations": [...]}``."""
