@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sweep": ("prh.cli.sweep", "train and measure a grid of runs (rho x samples x seed)"),
     "fit-law": ("prh.cli.fit_law", "fit scaling laws of alignment in (rho, samples)"),
     "efficiency": ("prh.cli.efficiency", "samples each objective needs to reach an alignment"),
+    "measure": ("prh.cli.measure", "measure alignment of two feature files, with null and CI"),
 }
 
 
