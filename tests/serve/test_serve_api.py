@@ -268,3 +268,41 @@ def test_scene_is_a_deterministic_png_of_a_held_out_scene(client):
     expected = w.render(info["scene"], 7, 224)
     r = upload(client, r1.content)  # the scene captions like any upload
     assert r.status_code == 200 and r.json()["size"] == [expected.shape[1], expected.shape[0]]
+
+
+def test_client_that_disconnects_mid_upload_gets_a_json_answer():
+    app = create_app(ColourCaptioner())
+    sent: list[dict] = []
+    chunks = [
+        {
+            "type": "http.request",
+            "body": b"--x\r\nContent-Disposition: form-data",
+            "more_body": True,
+        },
+        {"type": "http.disconnect"},
+    ]
+
+    async def receive() -> dict:
+        return chunks.pop(0)
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/api/caption",
+        "raw_path": b"/api/caption",
+        "root_path": "",
+        "query_string": b"",
+        "headers": [(b"content-type", b"multipart/form-data; boundary=x")],
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 80),
+    }
+    asyncio.run(app(scope, receive, send))
+    assert sent[0]["status"] == 400
+    assert b"client went away" in sent[1]["body"]
+    assert app.state.gate.admitted == 0

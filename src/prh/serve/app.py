@@ -35,6 +35,7 @@ from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from prh.errors import InputError, PrhError
 from prh.serve.images import ImageLimits, ImageRejected, decode_image
@@ -280,10 +281,13 @@ async def _read_upload(request: Request, max_bytes: int) -> bytes | Response:
             return _error(413, too_big)
     # Count while streaming: a client may lie about, or omit, Content-Length (chunked encoding).
     body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            return _error(413, too_big)
+    try:
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > limit:
+                return _error(413, too_big)
+    except ClientDisconnect:
+        return _error(400, "client went away before the upload was complete")
 
     async def replay() -> dict[str, Any]:
         return {"type": "http.request", "body": bytes(body), "more_body": False}
