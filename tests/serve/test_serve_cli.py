@@ -63,3 +63,40 @@ def test_defaults_bind_loopback():
     parser = prh.cli.build_parser()
     args = parser.parse_args(["serve", "--run", "r"])
     assert (args.host, args.port, args.max_queue, args.workers) == ("127.0.0.1", 8000, 64, 1)
+
+
+@pytest.mark.slow
+def test_prh_serve_process_answers_on_loopback_and_stops(tmp_path):
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    # The serve subcommand alone (other subcommands may be mid-construction in the shared tree).
+    launch = (
+        "import argparse, sys; from prh.cli import serve as s; p = argparse.ArgumentParser(); "
+        "s.add_arguments(p); sys.exit(s.run(p.parse_args(sys.argv[1:])))"
+    )
+    cmd = [sys.executable, "-c", launch, "--captioner", "colour", "--port", str(port)]
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, proc.stderr.read()
+            assert time.monotonic() < deadline, "prh serve did not answer within 60 s"
+            try:
+                health = httpx.get(f"http://127.0.0.1:{port}/api/health", timeout=1)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        assert health.json()["captioner"] == "mean-colour control (no model)"
+        assert httpx.get(f"http://127.0.0.1:{port}/").status_code == 200
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    err = proc.stderr.read()
+    assert f"open http://127.0.0.1:{port}/" in err and "warning" not in err

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from prh.cli._args import positive_int
+from prh.cli._args import nonnegative_int, positive_int
 from prh.errors import InputError, PrhError
 
 
@@ -62,7 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--world-seed",
-        type=int,
+        type=nonnegative_int,
         default=None,
         help="seed of the world that 'random scene' draws from (default: the run's, else 0)",
     )
