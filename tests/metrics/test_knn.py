@@ -1,0 +1,80 @@
+"""Exact blockwise kNN against brute force: random inputs, tie-heavy inputs, every block size."""
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from prh.errors import InputError
+from prh.metrics.knn import knn, l2_normalize
+
+
+def brute_force_float(x: np.ndarray, k: int) -> list[list[int]]:
+    """Sorted lists by (-cosine, index) from a float64 Gram matrix (no ties in random data)."""
+    xn = l2_normalize(x).astype(np.float64)
+    g = xn @ xn.T
+    n = len(x)
+    return [
+        sorted((j for j in range(n) if j != i), key=lambda j: (-g[i, j], j))[:k] for i in range(n)
+    ]
+
+
+def brute_force_exact(x: np.ndarray, k: int) -> list[list[int]]:
+    """Sorted lists by (-exact rational dot product of the float32 unit rows, index)."""
+    xn = l2_normalize(x)
+    fr = [[Fraction(float(v)) for v in row] for row in xn]
+    n = len(x)
+    out = []
+    for i in range(n):
+        s = {j: sum(a * b for a, b in zip(fr[i], fr[j])) for j in range(n) if j != i}
+        out.append(sorted(s, key=lambda j: (-s[j], j))[:k])
+    return out
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_random_matches_brute_force_for_every_block_size(seed):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((120, 12)).astype(np.float32)
+    ref = brute_force_float(x, 7)
+    for bs in (1, 5, 64, 1000):
+        assert knn(x, 7, block_size=bs).tolist() == ref
+    assert knn(x, 7, backend="faiss").tolist() == ref
+
+
+def test_ties_from_duplicates_and_ternary_features_are_broken_by_index():
+    rng = np.random.default_rng(3)
+    x = rng.integers(-1, 2, size=(40, 4)).astype(np.float32)  # many equal cosines
+    x[np.abs(x).sum(1) == 0, 0] = 1.0  # no zero rows
+    x = np.concatenate([x, x[:10], x[5:8]])  # exact duplicates
+    ref = brute_force_exact(x, 6)
+    for bs in (1, 3, 17, 100):
+        assert knn(x, 6, block_size=bs).tolist() == ref
+    assert knn(x, 6, backend="faiss").tolist() == ref
+
+
+def test_all_rows_identical_gives_lowest_indices():
+    x = np.ones((9, 3), dtype=np.float32)
+    got = knn(x, 3, block_size=4)
+    for i, row in enumerate(got.tolist()):
+        assert row == [j for j in range(9) if j != i][:3]
+
+
+def test_k_equal_n_minus_one_and_self_excluded():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((6, 3)).astype(np.float32)
+    got = knn(x, 5)
+    assert got.tolist() == brute_force_float(x, 5)
+    assert all(i not in row for i, row in enumerate(got.tolist()))
+
+
+def test_errors():
+    x = np.ones((5, 3), dtype=np.float32)
+    with pytest.raises(InputError, match=r"k must satisfy 1 <= k < N = 5, got k = 5"):
+        knn(x, 5)
+    with pytest.raises(InputError, match="at least 2 rows"):
+        knn(x[:1], 1)
+    x[2] = 0
+    with pytest.raises(InputError, match="row 2 is all zeros"):
+        knn(x, 2)
+    with pytest.raises(InputError, match="unknown kNN backend"):
+        knn(np.eye(4, dtype=np.float32), 1, backend="annoy")
