@@ -135,13 +135,18 @@ def _init_worker() -> None:
 
 @contextlib.contextmanager
 def _lock(out_dir: Path) -> Iterator[None]:
-    f = open(out_dir / ".lock", "w")  # held for the whole sweep
+    path = out_dir / ".lock"
+    f = open(path, "w")  # held for the whole sweep
     try:
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            f.close()
             raise InputError(f"{out_dir}: another sweep is running in this folder") from None
-        yield
+        try:
+            yield
+        finally:
+            path.unlink(missing_ok=True)  # still held: no other sweep can have taken it
     finally:
         f.close()
 
