@@ -78,3 +78,16 @@ def test_errors():
         knn(x, 2)
     with pytest.raises(InputError, match="unknown kNN backend"):
         knn(np.eye(4, dtype=np.float32), 1, backend="annoy")
+
+
+def test_torch_topk_path_gives_the_same_exact_lists(monkeypatch):
+    import prh.metrics.knn as knn_module
+
+    rng = np.random.default_rng(4)
+    x = rng.integers(-1, 2, size=(50, 4)).astype(np.float32)
+    x[np.abs(x).sum(1) == 0, 1] = 1.0
+    x = np.concatenate([x, x[:12]])
+    ref = brute_force_exact(x, 5)
+    monkeypatch.setattr(knn_module, "_TORCH_TOPK_MIN_N", 8)
+    for bs in (1, 9, 100):
+        assert knn(x, 5, block_size=bs).tolist() == ref

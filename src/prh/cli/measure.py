@@ -82,7 +82,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--block-size", type=positive_int, default=None, help="kNN query rows per block (memory)"
     )
     parser.add_argument(
-        "--backend", choices=("torch", "faiss"), default="torch", help="kNN candidate backend"
+        "--backend", choices=("numpy", "faiss"), default="numpy", help="kNN candidate backend"
     )
     parser.add_argument(
         "--kernel", choices=("linear", "rbf"), default="linear", help="CKA kernel (default linear)"
@@ -92,9 +92,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--cca-dim", type=positive_int, default=10, help="SVCCA directions per side (default 10)"
-    )
-    parser.add_argument(
-        "--threads", type=positive_int, default=None, help="torch CPU threads (default: torch's)"
     )
 
 
@@ -138,10 +135,6 @@ def run(args: argparse.Namespace) -> int:
 
     if args.json:
         check_writable(args.json, "--json")
-    if args.threads:
-        import torch
-
-        torch.set_num_threads(args.threads)
     a, b, _ = _load(args)
     options = MetricOptions(
         k=args.k,

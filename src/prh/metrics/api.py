@@ -57,7 +57,7 @@ class MetricOptions:
     block_size : int or None
         kNN query rows per block (memory only).
     backend : str
-        kNN candidate backend, ``"torch"`` or ``"faiss"``.
+        kNN candidate backend, ``"numpy"`` (BLAS) or ``"faiss"``.
     """
 
     k: int = 10
@@ -66,7 +66,7 @@ class MetricOptions:
     cca_dim: int = 10
     eps: float = 0.0
     block_size: int | None = None
-    backend: str = "torch"
+    backend: str = "numpy"
 
 
 @dataclass(frozen=True)

@@ -263,7 +263,7 @@ def _masked_hsic(nbrs_a, nbrs_b, xa, xb) -> float:
 
 
 def knn_kernel_side(
-    x: np.ndarray, k: int = 10, *, block_size: int | None = None, backend: str = "torch"
+    x: np.ndarray, k: int = 10, *, block_size: int | None = None, backend: str = "numpy"
 ) -> KnnKernelSide:
     """Precompute one CKNNA side: neighbours by the inner product ``K`` itself, as the reference."""
     if k < 2:
@@ -292,7 +292,7 @@ def cknna(
     *,
     eps: float = 0.0,
     block_size: int | None = None,
-    backend: str = "torch",
+    backend: str = "numpy",
 ) -> float:
     """CKNNA: CKA restricted to mutual ``k``-nearest-neighbour pairs (Huh et al. 2024).
 

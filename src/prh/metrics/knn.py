@@ -37,12 +37,13 @@ import numpy as np
 
 from prh.errors import InputError
 
-BACKENDS = ("torch", "faiss")
+BACKENDS = ("numpy", "faiss")
 _U32 = 2.0**-24
 _U64 = 2.0**-53
 _MARGIN = 6  # extra float32 candidates per row beyond k
 _BLOCK_BYTES = 256 * 2**20  # default budget for one (block, N) float32 similarity block
 _RESCORE_BYTES = 4 * 2**20  # budget for the float64 (rows, candidates, D) re-scoring buffer
+_TORCH_TOPK_MIN_N = 4096  # rows longer than this use torch.topk
 
 
 def l2_normalize(x: np.ndarray, name: str = "features") -> np.ndarray:
@@ -93,7 +94,7 @@ def knn(
     *,
     normalize: bool = True,
     block_size: int | None = None,
-    backend: str = "torch",
+    backend: str = "numpy",
     name: str = "features",
 ) -> np.ndarray:
     """Exact k nearest neighbours of every row, self excluded, ties broken by lower index.
@@ -110,7 +111,7 @@ def knn(
     block_size : int, optional
         Query rows per similarity block; memory is about ``block_size * N * 4`` bytes. Default
         :func:`default_block_size`. The result does not depend on it.
-    backend : {"torch", "faiss"}
+    backend : {"numpy", "faiss"}
         Who computes the float32 candidate similarities; ``"faiss"`` uses ``faiss.IndexFlatIP``
         (needs ``faiss-cpu``). The exact re-scoring makes both give the same result.
     name : str
@@ -137,7 +138,7 @@ def knn(
     c = min(k + _MARGIN, n - 1)
     if backend == "faiss":
         return _knn_faiss(x, k, c, slack, block_size)
-    return _knn_torch(x, k, c, slack, np.arange(n), block_size)
+    return _knn_blocks(x, k, c, slack, np.arange(n), block_size)
 
 
 def check_k(k: int, n: int, name: str = "features") -> None:
@@ -148,7 +149,7 @@ def check_k(k: int, n: int, name: str = "features") -> None:
         raise InputError(f"{name}: k must satisfy 1 <= k < N = {n}, got k = {k}")
 
 
-def _knn_torch(
+def _knn_blocks(
     x: np.ndarray,
     k: int,
     c: int,
@@ -157,22 +158,29 @@ def _knn_torch(
     block_size: int | None,
 ) -> np.ndarray:
     """Exact top-k for the query ``rows`` of ``x`` against all of ``x``; ``(len(rows), k)``."""
-    import torch
-
     n = x.shape[0]
     bs = block_size or default_block_size(n)
-    xt = torch.from_numpy(x)  # (N, D) shares memory
     out = np.empty((len(rows), k), dtype=np.int64)
     for start in range(0, len(rows), bs):
         q = rows[start : start + bs]  # (b,)
-        qt = torch.from_numpy(q)
-        s = xt[qt] @ xt.T  # (b, N) float32
-        s[torch.arange(len(q)), qt] = -torch.inf  # self is never a neighbour
-        vals, idx = torch.topk(s, c, dim=1)  # (b, c) sorted descending
-        out[start : start + len(q)] = _select(
-            x, q, vals.numpy(), idx.numpy(), k, slack, s.numpy(), n
-        )
+        s = x[q] @ x.T  # (b, N) float32 (BLAS sgemm)
+        s[np.arange(len(q)), q] = -np.inf  # self is never a neighbour
+        vals, idx = _top(s, c)  # (b, c) sorted descending
+        out[start : start + len(q)] = _select(x, q, vals, idx, k, slack, s, n)
     return out
+
+
+def _top(s: np.ndarray, c: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``c`` largest entries of each row of ``s`` ``(b, N)``, sorted descending (any ties)."""
+    if s.shape[1] > _TORCH_TOPK_MIN_N:  # torch.topk is one pass; argpartition slower on long rows
+        import torch
+
+        vals, idx = torch.topk(torch.from_numpy(s), c, dim=1)
+        return vals.numpy(), idx.numpy()
+    idx = np.argpartition(-s, c - 1, axis=1)[:, :c]  # (b, c) unsorted
+    vals = np.take_along_axis(s, idx, axis=1)
+    order = np.argsort(-vals, axis=1, kind="stable")
+    return np.take_along_axis(vals, order, axis=1), np.take_along_axis(idx, order, axis=1)
 
 
 def _knn_faiss(
@@ -182,7 +190,7 @@ def _knn_faiss(
     slack: np.ndarray,
     block_size: int | None,
 ) -> np.ndarray:
-    """Float32 candidates from ``faiss.IndexFlatIP``; rows faiss cannot settle go to torch."""
+    """Float32 candidates from ``faiss.IndexFlatIP``; rows faiss cannot settle get a full block."""
     try:
         import faiss
     except ImportError as e:  # pragma: no cover - faiss-cpu is an optional extra
@@ -207,7 +215,7 @@ def _knn_faiss(
     out[ok] = _rescore(x, ok, idx[ok], k)
     bad = np.flatnonzero(~settled)
     if bad.size:
-        out[bad] = _knn_torch(x, k, c, slack, bad, block_size)
+        out[bad] = _knn_blocks(x, k, c, slack, bad, block_size)
     return out
 
 

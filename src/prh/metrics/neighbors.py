@@ -155,7 +155,7 @@ def mutual_knn(
     k: int = 10,
     *,
     block_size: int | None = None,
-    backend: str = "torch",
+    backend: str = "numpy",
 ) -> float:
     """Mutual k-nearest-neighbour alignment of two representations of the same samples.
 
@@ -175,21 +175,21 @@ def mutual_knn(
 
 
 def cycle_knn(
-    a: np.ndarray, b: np.ndarray, k: int = 10, *, block_size: int | None = None, backend="torch"
+    a: np.ndarray, b: np.ndarray, k: int = 10, *, block_size: int | None = None, backend="numpy"
 ) -> float:
     """Cycle kNN: fraction of ``i`` reached back from a ``B``-neighbour by its ``A``-neighbours."""
     return _pair(cycle_knn_from_knn, a, b, k, block_size, backend)
 
 
 def lcs_knn(
-    a: np.ndarray, b: np.ndarray, k: int = 10, *, block_size: int | None = None, backend="torch"
+    a: np.ndarray, b: np.ndarray, k: int = 10, *, block_size: int | None = None, backend="numpy"
 ) -> float:
     """Mean longest common subsequence of the ordered neighbour lists, divided by ``k``."""
     return _pair(lcs_knn_from_knn, a, b, k, block_size, backend)
 
 
 def edit_distance_knn(
-    a: np.ndarray, b: np.ndarray, k: int = 10, *, block_size: int | None = None, backend="torch"
+    a: np.ndarray, b: np.ndarray, k: int = 10, *, block_size: int | None = None, backend="numpy"
 ) -> float:
     """``1 - mean Levenshtein distance / k`` between the ordered neighbour lists."""
     return _pair(edit_distance_knn_from_knn, a, b, k, block_size, backend)
