@@ -43,6 +43,15 @@ def test_whitened_loss_is_affine_invariant_and_method_independent():
     torch.testing.assert_close(whitened_jepa_loss(za, zb, eps=0.0, method="zca"), base.float())
 
 
+def test_whitened_loss_cannot_be_lowered_by_shrinking_the_embedding():
+    # An absolute ridge would let a model shrink z until the ridge dominates and the loss -> 0.
+    g = torch.Generator().manual_seed(3)
+    za, zb = torch.randn(256, 8, generator=g), torch.randn(256, 8, generator=g)
+    big = whitened_jepa_loss(za, zb, eps=1e-2)
+    tiny = whitened_jepa_loss(za * 1e-4, zb * 1e-4, eps=1e-2)
+    torch.testing.assert_close(tiny, big, rtol=1e-4, atol=1e-5)
+
+
 def test_whitened_loss_orders_pairs_and_has_the_right_scale():
     g = torch.Generator().manual_seed(2)
     s = torch.randn(2000, 3, generator=g)

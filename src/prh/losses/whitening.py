@@ -31,7 +31,11 @@ def batch_covariance(z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 def whitening_matrix(
     cov: torch.Tensor, eps: float = 1e-4, method: str = "cholesky"
 ) -> torch.Tensor:
-    """A matrix ``W`` ``(E, E)`` with ``W (cov + eps I) W^T = I``.
+    """A matrix ``W`` ``(E, E)`` with ``W (cov + eps' I) W^T = I``, ``eps' = eps tr(cov) / E``.
+
+    The ridge is relative to the mean variance, so the whitened output does not depend on the
+    scale of the embedding (an absolute ridge lets a model shrink its embedding below ``eps`` and
+    drive the pair error to zero: a collapse).
 
     ``method="cholesky"``: ``W = L^-1`` with ``cov + eps I = L L^T`` (cheap, triangular);
     ``method="zca"``: ``W = U diag(s + eps)^-1/2 U^T`` (symmetric, the whitening closest to the
@@ -40,13 +44,14 @@ def whitening_matrix(
     if method not in METHODS:
         raise ValueError(f"unknown whitening method {method!r}; expected one of {METHODS}")
     E = cov.shape[0]
-    reg = cov + eps * torch.eye(E, dtype=cov.dtype, device=cov.device)  # (E, E)
+    ridge = eps * torch.diagonal(cov).mean().detach().clamp_min(torch.finfo(cov.dtype).tiny)
+    reg = cov + ridge * torch.eye(E, dtype=cov.dtype, device=cov.device)  # (E, E)
     if method == "cholesky":
         L = torch.linalg.cholesky(reg)  # (E, E) lower
         eye = torch.eye(E, dtype=cov.dtype, device=cov.device)
         return torch.linalg.solve_triangular(L, eye, upper=False)  # (E, E) = L^-1
     s, U = torch.linalg.eigh(reg)  # (E,), (E, E)
-    return U @ torch.diag(s.clamp_min(eps).rsqrt()) @ U.T  # (E, E)
+    return U @ torch.diag(s.clamp_min(ridge).rsqrt()) @ U.T  # (E, E)
 
 
 def whiten(z: torch.Tensor, eps: float = 1e-4, method: str = "cholesky") -> torch.Tensor:
@@ -69,7 +74,7 @@ def whitened_jepa_loss(
     za, zb : Tensor
         ``(B, E)`` embeddings of the two sides of ``B`` positive pairs. Need ``2B > E``.
     eps : float
-        Ridge added to the covariance before whitening.
+        Ridge added to the covariance before whitening, relative to its mean variance.
     method : {"cholesky", "zca"}
 
     Returns

@@ -5,9 +5,9 @@ Presets (parameter counts with a BERT vocabulary of 30,522 tokens, projection he
 ========  ======  =======  =====  =====  ======  ===========
 preset    layers  d_model  heads  d_ff   embed   parameters
 ========  ======  =======  =====  =====  ======  ===========
-tiny      2       128      4      512    64      ~4.3M (0.5M with a 2k vocabulary)
-small     12      384      12     1536   128     ~33M (MiniLM-L12-H384 shape)
-base      12      768      12     3072   256     ~110M (BERT-base shape)
+tiny      2       128      4      512    32      ~4.3M (0.5M with a 2k vocabulary)
+small     12      384      12     1536   64      ~33M (MiniLM-L12-H384 shape)
+base      12      768      12     3072   128     ~110M (BERT-base shape)
 ========  ======  =======  =====  =====  ======  ===========
 """
 
@@ -88,9 +88,9 @@ class ModelConfig:
 
 
 PRESETS: dict[str, dict[str, int]] = {
-    "tiny": {"d_model": 128, "n_layers": 2, "n_heads": 4, "d_ff": 512, "embed_dim": 64},
-    "small": {"d_model": 384, "n_layers": 12, "n_heads": 12, "d_ff": 1536, "embed_dim": 128},
-    "base": {"d_model": 768, "n_layers": 12, "n_heads": 12, "d_ff": 3072, "embed_dim": 256},
+    "tiny": {"d_model": 128, "n_layers": 2, "n_heads": 4, "d_ff": 512, "embed_dim": 32},
+    "small": {"d_model": 384, "n_layers": 12, "n_heads": 12, "d_ff": 1536, "embed_dim": 64},
+    "base": {"d_model": 768, "n_layers": 12, "n_heads": 12, "d_ff": 3072, "embed_dim": 128},
 }
 
 

@@ -20,7 +20,7 @@ from prh.training import checkpoint as ckpt
 from prh.training.config import TrainConfig
 from prh.training.data import TOKENIZER_FILE, default_data_factory, eval_texts
 from prh.training.distributed import DistInfo, init_distributed
-from prh.training.loop import LossContext, make_optimizer, run_loop
+from prh.training.loop import LossContext, make_optimizer, run_loop, trim
 from prh.training.rundir import MetricsLog, write_meta
 
 MODEL_FILE = "model.safetensors"
@@ -42,10 +42,12 @@ def build_model(cfg: TrainConfig, vocab_size: int) -> tuple[nn.Module, ModelConf
 def check_batch(cfg: TrainConfig, mcfg: ModelConfig | None = None) -> None:
     """Refuse a JEPA batch too small to estimate an ``embed_dim`` covariance."""
     mcfg = mcfg or model_config(cfg.preset, 1, max_len=cfg.max_len, **cfg.model_overrides)
-    if not cfg.is_lm and 2 * cfg.batch_size <= mcfg.embed_dim:
+    # Whitening 2B rows in E dims overfits the batch when E is not small against 2B: with
+    # E >= B the pairs can be made to coincide exactly, a batch-level collapse.
+    if not cfg.is_lm and 2 * cfg.batch_size < 4 * mcfg.embed_dim:
         raise InputError(
             f"batch size {cfg.batch_size} too small to whiten a {mcfg.embed_dim}-dim embedding "
-            f"(need 2 x batch > embed_dim)"
+            f"(need 2 x batch >= 4 x embed_dim)"
         )
 
 
@@ -264,7 +266,7 @@ def encode_texts(
     model.eval()
     out = []
     for i in range(0, len(texts), batch_size):
-        ids, mask = tokenizer.encode_batch(list(texts[i : i + batch_size]), max_len)
+        ids, mask = trim(*tokenizer.encode_batch(list(texts[i : i + batch_size]), max_len))
         enc = model.encode(ids.to(device), mask.to(device))
         layers = enc.layers.float()  # (b, L + 1, D)
         if include_pooled and isinstance(model, TextEncoder):

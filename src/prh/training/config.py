@@ -13,9 +13,9 @@ OBJECTIVES = ("whitened", "soft", "sigreg")
 
 # Optimiser defaults per model size (smaller models tolerate larger steps).
 PRESET_DEFAULTS: dict[str, dict[str, Any]] = {
-    "tiny": {"lr": 1e-3, "batch_size": 64},
-    "small": {"lr": 5e-4, "batch_size": 128},
-    "base": {"lr": 2e-4, "batch_size": 256},
+    "tiny": {"lr": 1e-3, "batch_size": 128},
+    "small": {"lr": 5e-4, "batch_size": 256},
+    "base": {"lr": 2e-4, "batch_size": 512},
 }
 
 
@@ -61,10 +61,10 @@ class TrainConfig:
     corpus: str | None = None
     views: str = "good"
     rho: float = 1.0
-    samples: int = 64_000
+    samples: int = 32_000
     preset: str = "tiny"
     seed: int = 0
-    batch_size: int = 64
+    batch_size: int = 128
     lr: float = 1e-3
     weight_decay: float = 0.01
     warmup_frac: float = 0.05
