@@ -129,6 +129,9 @@ def _train(
         run_dir.mkdir(parents=True, exist_ok=True)
     _barrier(info)
 
+    folder = run_dir / "checkpoints"
+    last = ckpt.latest_checkpoint(folder) if resume else None
+    state = ckpt.load_checkpoint(last) if last is not None else None  # fail before data work
     factory = data_factory or default_data_factory
     tokenizer, dataset = factory(
         cfg, run_dir, info.rank, info.world_size, info.is_main, lambda: _barrier(info)
@@ -137,10 +140,7 @@ def _train(
     model.to(dev)
     optimizer = make_optimizer(model, cfg)
     start = 0
-    folder = run_dir / "checkpoints"
-    last = ckpt.latest_checkpoint(folder) if resume else None
-    if last is not None:
-        state = ckpt.load_checkpoint(last)
+    if state is not None and last is not None:
         ckpt.restore_model(model, state.model, last)
         try:
             optimizer.load_state_dict(state.optimizer)
