@@ -43,7 +43,7 @@ _U64 = 2.0**-53
 _MARGIN = 6  # extra float32 candidates per row beyond k
 _BLOCK_BYTES = 256 * 2**20  # default budget for one (block, N) float32 similarity block
 _RESCORE_BYTES = 4 * 2**20  # budget for the float64 (rows, candidates, D) re-scoring buffer
-_TORCH_TOPK_MIN_N = 4096  # rows longer than this use torch.topk
+_TORCH_TOPK_MIN_N = 2048  # rows longer than this use torch.topk
 
 
 def l2_normalize(x: np.ndarray, name: str = "features") -> np.ndarray:

@@ -1,0 +1,172 @@
+"""Benchmark: mutual kNN in prh vs the reference protocol's dense implementation vs the Gram floor.
+
+One table, one run. For each N (default 1k, 4k, 16k, 64k) at D = 768, k = 10:
+
+* ``prh``: :func:`prh.metrics.mutual_knn` (exact blockwise top-k, memory ``N k + block N``);
+* ``baseline``: the reference protocol as ``minyoungg/platonic-rep`` codes it (float32, in numpy
+  on the CPU, the same BLAS as prh): dense Gram ``A A^T``, diagonal ``-1e8``, full descending
+  ``argsort`` of every row, the first ``k`` columns (a view that keeps the whole index matrix
+  alive), two dense ``N x N`` masks and their product. Sizes whose estimated need (``~28 N^2``
+  bytes) exceeds the memory budget print ``OOM (needs X GiB)`` instead of running;
+* ``floor``: the two Gram products alone (``A A^T`` and ``B B^T``, same blocks, results dropped):
+  what any exact method must pay at this machine's matrix-multiply speed.
+
+Every cell runs in a fresh subprocess. Time is wall-clock of the call. Peak memory is the growth
+of the resident set during the call: the peak RSS counter is reset (``/proc/self/clear_refs``)
+just before the call, and ``VmHWM - VmRSS(before)`` is reported (inputs, 2 x N x D float32, are
+allocated before and not counted). Run with ``python benchmarks/bench_metrics.py [--sizes ...]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+
+def _status_kib(field: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(field)
+
+
+def _inputs(n: int, d: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((n, d), dtype=np.float32)
+    b = 0.5 * a + rng.standard_normal((n, d), dtype=np.float32)  # partly aligned
+    return a, b
+
+
+def _baseline(a: np.ndarray, b: np.ndarray, k: int) -> float:
+    from prh.metrics import l2_normalize
+
+    def nn(f: np.ndarray) -> np.ndarray:
+        g = f @ f.T  # (N, N)
+        np.fill_diagonal(g, -1e8)
+        return np.argsort(-g, axis=1)[:, :k]  # full sort; the view keeps (N, N) indices alive
+
+    knn_a, knn_b = nn(l2_normalize(a)), nn(l2_normalize(b))
+    n = knn_a.shape[0]
+    rows = np.arange(n)[:, None]
+    mask_a = np.zeros((n, n), dtype=np.float32)
+    mask_b = np.zeros((n, n), dtype=np.float32)
+    mask_a[rows, knn_a] = 1.0
+    mask_b[rows, knn_b] = 1.0
+    return float(((mask_a * mask_b).sum(axis=1) / k).mean())
+
+
+def _floor(a: np.ndarray, b: np.ndarray) -> float:
+    from prh.metrics.knn import default_block_size
+
+    bs = default_block_size(a.shape[0])
+    for x in (a, b):
+        for s in range(0, x.shape[0], bs):
+            _ = x[s : s + bs] @ x.T  # (b, N) the only work an exact method cannot skip
+    return float("nan")
+
+
+def worker(method: str, n: int, d: int, k: int, seed: int) -> None:
+    """Run one cell and print one JSON line."""
+    a, b = _inputs(n, d, seed)
+    if method == "prh":
+        from prh.metrics import mutual_knn
+
+        call = lambda: mutual_knn(a, b, k)  # noqa: E731
+    elif method == "baseline":
+        call = lambda: _baseline(a, b, k)  # noqa: E731
+    else:
+        call = lambda: _floor(a, b)  # noqa: E731
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")  # reset the peak RSS counter
+    rss0 = _status_kib("VmRSS")
+    t0 = time.perf_counter()
+    score = call()
+    dt = time.perf_counter() - t0
+    peak = _status_kib("VmHWM") - rss0
+    print(json.dumps({"time": dt, "peak_kib": peak, "score": score}))
+
+
+def _run_cell(method: str, n: int, d: int, k: int, seed: int) -> dict:
+    cmd = [sys.executable, __file__, "--worker", method, str(n), str(d), str(k), str(seed)]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        return {"error": (out.stderr.strip().splitlines() or ["failed"])[-1]}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _cell(r: dict, key: str, scale: float, w: int) -> str:
+    if key in r:
+        return f"{r[key] / scale:>{w}.2f}"
+    return f"{r.get('skip', r.get('error', '?'))[:w]:>{w}}"
+
+
+def _mem_available_gib() -> float:
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) / 2**20
+    return 0.0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sizes", default="1000,4000,16000,64000", help="comma-separated N")
+    p.add_argument("--dim", type=int, default=768, help="feature dimension D")
+    p.add_argument("--k", type=int, default=10, help="neighbours")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--with-100k", action="store_true", help="also run prh (only) at N = 100,000")
+    p.add_argument(
+        "--budget-gib", type=float, default=None, help="baseline memory budget (default: 80%% of"
+        " MemAvailable)"
+    )  # fmt: skip
+    p.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.worker:
+        m, n, d, k, s = args.worker
+        worker(m, int(n), int(d), int(k), int(s))
+        return 0
+    budget = args.budget_gib or 0.8 * _mem_available_gib()
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    print(
+        f"mutual_knn, D = {args.dim}, k = {args.k}, {os.cpu_count()} CPUs, budget {budget:.1f} GiB"
+    )
+    head = (
+        f"{'N':>7} | {'prh s':>8} {'prh MiB':>8} | {'base s':>8} {'base MiB':>9} | {'floor s':>8}"
+    )
+    head += f" | {'prh/floor':>9} {'base/prh':>8} | |score diff|"
+    print(head)
+    print("-" * len(head))
+    rows = [(n, True) for n in sizes] + ([(100_000, False)] if args.with_100k else [])
+    for n, with_baseline in rows:
+        prh = _run_cell("prh", n, args.dim, args.k, args.seed)
+        floor = _run_cell("floor", n, args.dim, args.k, args.seed)
+        need = 28 * n * n / 2**30
+        if not with_baseline:
+            base = {"skip": "not run"}
+        elif need > budget:
+            base = {"skip": f"OOM (needs {need:.0f} GiB)"}
+        else:
+            base = _run_cell("baseline", n, args.dim, args.k, args.seed)
+        line = f"{n:>7} | {_cell(prh, 'time', 1, 8)} {_cell(prh, 'peak_kib', 1024, 8)} | "
+        if "skip" in base and base["skip"].startswith("OOM"):
+            line += f"{base['skip']:>18}"
+        else:
+            line += f"{_cell(base, 'time', 1, 8)} {_cell(base, 'peak_kib', 1024, 9)}"
+        line += f" | {_cell(floor, 'time', 1, 8)} | "
+        ratio = prh["time"] / floor["time"] if "time" in prh and "time" in floor else float("nan")
+        speed = base["time"] / prh["time"] if "time" in base and "time" in prh else float("nan")
+        diff = abs(base["score"] - prh["score"]) if "score" in base and "score" in prh else None
+        line += f"{ratio:>9.2f} {speed:>8.1f} | " + ("-" if diff is None else f"{diff:.1e}")
+        print(line, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
