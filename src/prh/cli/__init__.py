@@ -26,6 +26,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "fit-law": ("prh.cli.fit_law", "fit scaling laws of alignment in (rho, samples)"),
     "efficiency": ("prh.cli.efficiency", "samples each objective needs to reach an alignment"),
     "measure": ("prh.cli.measure", "measure alignment of two feature files, with null and CI"),
+    "bridge": ("prh.cli.bridge", "fit or apply one linear map (rotation) between two encoders"),
+    "match": ("prh.cli.match", "match two unpaired feature files: correspondence without pairs"),
 }
 
 
