@@ -1,0 +1,16 @@
+"""Executable checks of every theorem statement in ``shared/THEORY.md`` (``prh prove``).
+
+Each check is a function ``check_x(config: ProveConfig) -> CheckResult``; :func:`run_checks`
+runs a selection by name.
+"""
+
+from prh.prove.result import (
+    CHECK_NAMES,
+    CheckResult,
+    ProveConfig,
+    run_check,
+    run_checks,
+    select_checks,
+)
+
+__all__ = ["CHECK_NAMES", "CheckResult", "ProveConfig", "run_check", "run_checks", "select_checks"]

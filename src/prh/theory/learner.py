@@ -1,0 +1,165 @@
+"""A gradient-trained whitened JEPA on a finite world (THEORY.md sec. 6).
+
+The encoder sees one-hot observations (a table, or a one-hidden-layer MLP), is trained on
+minibatches of positive pairs sampled from the pair law ``W``, and is kept from collapsing by
+hard batch whitening (``f = (g - mu) L^-T`` with ``L L^T`` the batch covariance) or by the soft
+penalty ``beta ||Cov(g) - I||_F^2``. Adam with a cosine learning-rate decay; sampling noise in
+the final subspace shrinks like ``steps^-1/2``. Optional full-batch steps at the end use the
+exact expectation under ``W`` instead of sampled pairs. Seeded and deterministic on CPU.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from prh.errors import InputError
+
+
+@dataclass(frozen=True)
+class LearnerConfig:
+    """Configuration of :func:`train_jepa`.
+
+    Attributes
+    ----------
+    k : int
+        Embedding dimension.
+    model : {"table", "mlp"}
+        Encoder on one-hot observations.
+    hidden : int
+        MLP width.
+    whitening : {"hard", "soft"}
+        Batch whitening or the soft covariance penalty.
+    beta : float
+        Soft-whitening weight.
+    batch_size : int
+        Sampled pairs per step.
+    steps : int
+        Minibatch steps (cosine decay from ``lr`` to ``lr * final_lr_ratio``).
+    full_batch_steps : int
+        Extra steps on the exact expectation (0: sampled pairs only).
+    lr : float
+        Adam learning rate.
+    seed : int
+    """
+
+    k: int = 3
+    model: str = "table"
+    hidden: int = 64
+    whitening: str = "hard"
+    beta: float = 1.0
+    batch_size: int = 4096
+    steps: int = 1500
+    full_batch_steps: int = 0
+    lr: float = 0.05
+    final_lr_ratio: float = 0.01
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.model not in ("table", "mlp"):
+            raise InputError(f"learner model: expected 'table' or 'mlp', got {self.model!r}")
+        if self.whitening not in ("hard", "soft"):
+            raise InputError(f"whitening: expected 'hard' or 'soft', got {self.whitening!r}")
+        if self.k < 1 or self.batch_size < 2 or self.steps < 0 or self.full_batch_steps < 0:
+            raise InputError("learner: expected k >= 1, batch_size >= 2, steps >= 0")
+
+
+@dataclass(frozen=True, eq=False)
+class LearnerResult:
+    """The trained embedding and its loss curve."""
+
+    embedding: np.ndarray  # (M, k) encoder output on every observation (whitened if hard)
+    losses: np.ndarray  # (steps + full_batch_steps,)
+
+
+def _whiten_torch(z, weights=None):  # z (B, k); weights (B,) summing to 1 or None (uniform)
+    import torch
+
+    if weights is None:
+        mu = z.mean(0, keepdim=True)  # (1, k)
+        zc = z - mu
+        cov = zc.T @ zc / z.shape[0]  # (k, k)
+    else:
+        mu = (weights[:, None] * z).sum(0, keepdim=True)
+        zc = z - mu
+        cov = zc.T @ (weights[:, None] * zc)
+    eye = torch.eye(z.shape[1], dtype=z.dtype)
+    L = torch.linalg.cholesky(cov + 1e-9 * eye)  # (k, k)
+    # f = zc L^-T, so that E f f^T = L^-1 cov L^-T = I; invert the small (k, k) factor once
+    return zc @ torch.linalg.inv(L).T, zc, cov  # (B, k)
+
+
+def train_jepa(W: np.ndarray, config: LearnerConfig) -> LearnerResult:
+    """Train an encoder on pairs sampled from the pair law ``W`` (M, M); see the module doc."""
+    import torch
+
+    from prh.theory.graph import check_pair_law
+
+    W = check_pair_law(W)
+    M, k = W.shape[0], config.k
+    if k >= M:
+        raise InputError(f"learner: expected k < M = {M}, got {k}")
+    g = torch.Generator().manual_seed(config.seed)
+    dtype = torch.float64
+    if config.model == "table":
+        model = torch.nn.Embedding(M, k, dtype=dtype)
+        torch.nn.init.normal_(model.weight, std=1.0, generator=g)
+    else:
+        model = torch.nn.Sequential(
+            torch.nn.Embedding(M, config.hidden, dtype=dtype),  # one-hot @ W1 == a lookup
+            torch.nn.ReLU(),
+            torch.nn.Linear(config.hidden, k, dtype=dtype),
+        )
+        for prm in model.parameters():
+            torch.nn.init.normal_(prm, std=1.0 / math.sqrt(prm.shape[-1]), generator=g)
+    opt = torch.optim.Adam(model.parameters(), lr=config.lr)
+    total = config.steps + config.full_batch_steps
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt,
+        lambda t: (
+            config.final_lr_ratio
+            + (1 - config.final_lr_ratio)
+            * 0.5
+            * (1 + math.cos(math.pi * min(t, total) / max(total, 1)))
+        ),
+    )
+    Wt = torch.as_tensor(W, dtype=dtype)
+    d = Wt.sum(1)  # (M,)
+    probs = (W / W.sum()).ravel()  # (M * M,)
+    pair_rng = np.random.default_rng(config.seed)  # draws the batches' pairs
+    all_x = torch.arange(M)
+    eye = torch.eye(k, dtype=dtype)
+    losses = []
+
+    def batch_law() -> tuple:
+        # B sampled pairs, aggregated: the minibatch mean of ||f(x_a) - f(x_b)||^2 equals
+        # sum_ij What_ij ||f_i - f_j||^2 with What the empirical (symmetrised) pair law, and the
+        # batch covariance is taken under its marginal. Exact, and O(M^2) instead of O(B).
+        counts = torch.as_tensor(pair_rng.multinomial(config.batch_size, probs), dtype=dtype)
+        counts = counts.reshape(M, M)  # how often each ordered pair (x_a, x_b) was drawn
+        What = (counts + counts.T) / (2 * config.batch_size)  # (M, M)
+        return What, What.sum(1)
+
+    for step in range(total):
+        pair_w, w = batch_law() if step < config.steps else (Wt, d)
+        z = model(all_x)  # (M, k): the encoder on every observation, weighted below
+        if config.whitening == "hard":
+            f, _, _ = _whiten_torch(z, w)  # white under the batch marginal
+            loss = 2 * k - 2 * (f * (pair_w @ f)).sum()  # E||f - f'||^2 for white f
+        else:
+            zc = z - w @ z  # (M, k)
+            cov = zc.T @ (w[:, None] * zc)  # (k, k)
+            pred = 2 * (w[:, None] * z * z).sum() - 2 * (z * (pair_w @ z)).sum()
+            loss = pred + config.beta * ((cov - eye) ** 2).sum()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sched.step()
+        losses.append(float(loss.detach()))
+    with torch.no_grad():
+        z = model(all_x)  # (M, k)
+        if config.whitening == "hard":
+            z, _, _ = _whiten_torch(z, d)
+    return LearnerResult(embedding=z.numpy().copy(), losses=np.asarray(losses))
