@@ -134,3 +134,21 @@ def images():
         rng.integers(0, 256, size=s, dtype=np.uint8)
         for s in [(40, 40, 3), (30, 50, 3), (64, 64, 3)]
     ]
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory):
+    """A real (one-step) prh train run on the cave world."""
+    training = pytest.importorskip("prh.training")
+    out = tmp_path_factory.mktemp("runs") / "good"
+    cfg = training.train_config(
+        "tiny",
+        samples=64,
+        batch_size=64,
+        train_scenes=100,
+        world_seed=5,  # not the default: prh embed must pick it up from the run
+        vocab_size=200,
+        checkpoint_every=0,
+        log_every=0,
+    )
+    return training.train(cfg, out, progress=False, threads=1)

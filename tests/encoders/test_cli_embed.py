@@ -204,3 +204,21 @@ def test_efficientnet_on_world_renders(cli, tmp_path):
     fs = load_features(out)
     assert fs.features.shape == (2, 8, 1280) and np.isfinite(fs.features).all()
     assert fs.metadata["encoder"] == "efficientnet-lite0"
+
+
+@pytest.mark.slow
+def test_run_directory_on_its_world(cli, tmp_path, tiny_run):
+    from prh.training import load_run
+    from prh.world import CaveWorld, WorldConfig
+
+    out = tmp_path / "run.safetensors"
+    assert cli(tiny_run, "--world", "cave", "--n", 3, "--modality", "text", "--out", out) == 0
+    fs = load_features(out)
+    seed = load_run(tiny_run).config.world_seed  # --seed defaults to the run's world seed
+    assert seed == 5
+    world = CaveWorld(WorldConfig(seed=seed))
+    scenes = world.split("test")[:3]
+    assert fs.ids == [f"scene_{s}" for s in scenes]
+    assert f"seed={seed} split=test" in fs.metadata["source"]
+    ref = load_run(tiny_run).encode_texts([world.captions(int(s), 1, 0)[0] for s in scenes])
+    np.testing.assert_allclose(fs.features, ref, rtol=1e-4, atol=1e-5)

@@ -49,23 +49,6 @@ def test_features_without_ids_or_modality(tmp_path):
         enc.rows(["scene_1"])
 
 
-@pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory):
-    """A real (one-step) prh train run on the cave world."""
-    training = pytest.importorskip("prh.training")
-    out = tmp_path_factory.mktemp("runs") / "good"
-    cfg = training.train_config(
-        "tiny",
-        samples=64,
-        batch_size=64,
-        train_scenes=100,
-        vocab_size=200,
-        checkpoint_every=0,
-        log_every=0,
-    )
-    return training.train(cfg, out, progress=False, threads=1)
-
-
 @pytest.mark.slow
 def test_run_directory_encoder(tiny_run):
     from prh.training import load_run
