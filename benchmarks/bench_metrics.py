@@ -14,7 +14,8 @@ One table, one run. For each N (default 1k, 4k, 16k, 64k) at D = 768, k = 10:
 Every cell runs in a fresh subprocess. Time is wall-clock of the call. Peak memory is the growth
 of the resident set during the call: the peak RSS counter is reset (``/proc/self/clear_refs``)
 just before the call, and ``VmHWM - VmRSS(before)`` is reported (inputs, 2 x N x D float32, are
-allocated before and not counted). Run with ``python benchmarks/bench_metrics.py [--sizes ...]``.
+allocated before and not counted; so is importing torch, which prh uses for ``topk``).
+Run with ``python benchmarks/bench_metrics.py [--sizes ...] [--with-100k]``.
 """
 
 from __future__ import annotations
@@ -76,6 +77,8 @@ def worker(method: str, n: int, d: int, k: int, seed: int) -> None:
     """Run one cell and print one JSON line."""
     a, b = _inputs(n, d, seed)
     if method == "prh":
+        import torch  # noqa: F401 - imported before timing: knn uses torch.topk on long rows
+
         from prh.metrics import mutual_knn
 
         call = lambda: mutual_knn(a, b, k)  # noqa: E731
