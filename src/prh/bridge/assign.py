@@ -74,14 +74,33 @@ def kmeans(
     return c, nearest_centroid(x, c)
 
 
+def _assign_with_opt_out(cost: np.ndarray, q: float = 0.9) -> tuple[np.ndarray, np.ndarray]:
+    """Hungarian on ``cost (nx, ny)`` where any point may stay unmatched at price ``tau``.
+
+    ``tau`` is the ``q``-quantile of the rows' nearest costs, so a point whose partner lies in
+    another cell (a cell boundary) is left for the next round instead of being forced onto a
+    wrong partner. Returns the matched (row, column) pairs.
+    """
+    nx, ny = cost.shape
+    tau = float(np.quantile(cost.min(1), q)) + 1e-12
+    big = np.zeros((nx + ny, ny + nx))
+    big[:nx, :ny] = cost
+    big[:nx, ny:] = tau  # x -> dummy
+    big[nx:, :ny] = tau  # dummy -> y
+    r, c = linear_sum_assignment(big)
+    keep = (r < nx) & (c < ny)
+    return r[keep], c[keep]
+
+
 def blocked_assignment(
     a: np.ndarray, b: np.ndarray, block: int = 1024, seed: int = 0
 ) -> np.ndarray:
     """Approximately minimise ``sum_i ||a_i - b_p(i)||^2`` over permutations, for large ``N``.
 
     Rounds: partition the still-unmatched points of both sets by their nearest of
-    ``~2 N / block`` k-means centroids (fitted on ``b``); inside each cell solve the exact
-    (rectangular) Hungarian problem and fix those pairs; the leftovers from unequal cell counts go
+    ``~2 N / block`` k-means centroids (fitted on ``b``); inside each cell solve an exact
+    Hungarian problem where a point may stay unmatched at a price (so a point whose partner lies
+    across a cell boundary is not forced onto a wrong one) and fix those pairs; the leftovers go
     to the next round. When at most ``block`` points remain (or a round makes no progress) one
     exact Hungarian problem finishes the job. Exact whenever ``N <= block``.
 
@@ -117,7 +136,7 @@ def blocked_assignment(
             if len(ia) == 0 or len(ib) == 0:
                 continue
             cost = (a[ia] ** 2).sum(1)[:, None] + (b[ib] ** 2).sum(1)[None, :] - 2 * a[ia] @ b[ib].T
-            r, cidx = linear_sum_assignment(cost)
+            r, cidx = _assign_with_opt_out(np.maximum(cost, 0.0))
             perm[ia[r]] = ib[cidx]
             done_a.append(ia[r])
             done_b.append(ib[cidx])
