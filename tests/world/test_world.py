@@ -187,3 +187,21 @@ def test_errors(world):
         world.render(0, 0, size=8)
     with pytest.raises(InputError, match="exceeds"):
         CaveWorld(WorldConfig(num_scenes=10**9, max_objects=1))
+
+
+def test_captions_do_not_depend_on_the_process_hash_seed(world):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import json; from prh.world import CaveWorld, WorldConfig; "
+        "w = CaveWorld(WorldConfig(seed=3, num_scenes=600)); "
+        "print(json.dumps(w.captions(11, 3, seed=5)))"
+    )
+    env = dict(os.environ, PYTHONHASHSEED="12345")
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert json.loads(out.stdout) == world.captions(11, 3, seed=5)

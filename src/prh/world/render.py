@@ -40,7 +40,7 @@ ALBEDO: dict[str, tuple[float, float, float]] = {
     "brown": (0.52, 0.30, 0.12),
     "gray": (0.58, 0.58, 0.58),
 }
-SIZE_RADIUS = (0.085, 0.12, 0.16)  # object radius as a fraction of the image side
+SIZE_RADIUS = (0.1, 0.14, 0.18)  # object radius as a fraction of the image side
 CELL_X = (0.21, 0.5, 0.79)
 CELL_Y = (0.27, 0.52, 0.77)
 SS = 2  # supersampling factor
@@ -248,9 +248,9 @@ def _value_noise(rng: np.random.Generator, size: int, cells: int) -> np.ndarray:
 def _background(rng: np.random.Generator, size: int) -> np.ndarray:
     """A textured background (size, size, 3) float32 in [0, 1]: wall and floor, noise, pattern."""
     hue = rng.random()
-    wall = np.array(colorsys.hsv_to_rgb(hue, rng.uniform(0.05, 0.3), rng.uniform(0.55, 0.92)))
+    wall = np.array(colorsys.hsv_to_rgb(hue, rng.uniform(0.0, 0.12), rng.uniform(0.55, 0.92)))
     hue2 = (hue + rng.uniform(-0.15, 0.15)) % 1.0
-    floor = np.array(colorsys.hsv_to_rgb(hue2, rng.uniform(0.05, 0.35), rng.uniform(0.35, 0.8)))
+    floor = np.array(colorsys.hsv_to_rgb(hue2, rng.uniform(0.0, 0.15), rng.uniform(0.35, 0.8)))
     yy = (np.arange(size, dtype=np.float32) + 0.5) / size
     horizon = rng.uniform(0.3, 0.5)
     t = 1.0 / (1.0 + np.exp(-(yy - horizon) / rng.uniform(0.01, 0.06)))  # soft horizon
