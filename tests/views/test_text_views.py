@@ -144,3 +144,20 @@ def test_errors(corpus, tok):
     make_view_dataset(few, "bad", tok).batch(0)  # bad views need one caption
     with pytest.raises(InputError, match="expected a CaptionCorpus"):
         make_view_dataset(["a"], "good", tok)
+
+
+def test_world_good_pairs_describe_their_scene(world, tok):
+    from prh.world import SHAPES
+    from prh.world.captions import SHAPE_WORDS
+
+    shape_of = {w: k for k, ws in SHAPE_WORDS.items() for w in ws}
+    b = make_view_dataset(world, "good", tok, batch_size=24, seed=9).batch(0)
+    train = set(world.split("train").tolist())
+    for j in range(24):
+        scene = int(b["state"][j])
+        assert scene in train  # training draws from train scenes only
+        shapes = {SHAPES[o.shape] for o in world.scene(scene).objects}
+        for key in ("a", "b"):
+            words = tok.decode(b[key][j]).split()
+            assert {shape_of[w] for w in words if w in shape_of} <= shapes
+        assert tok.decode(b["a"][j]) != tok.decode(b["b"][j])

@@ -39,6 +39,10 @@ class CaptionSource(Protocol):
         """``n`` captions of item ``j`` with distinct nuisance, and their nuisance ids."""
         ...
 
+    def state_of(self, items: np.ndarray) -> np.ndarray:
+        """State ids of items: the image index in a corpus, the scene index in a world."""
+        ...
+
     def all_captions(self, j: int) -> list[str]:
         """Captions of item ``j`` used for documents (next-token over a document)."""
         ...
@@ -77,6 +81,9 @@ class CorpusSource:
 
     def all_captions(self, j: int) -> list[str]:
         return list(self.corpus.captions[j])
+
+    def state_of(self, items: np.ndarray) -> np.ndarray:
+        return np.asarray(items, dtype=np.int64)
 
 
 class WorldCaptionSource:
@@ -134,6 +141,9 @@ class WorldCaptionSource:
 
     def all_captions(self, j: int) -> list[str]:
         return self.world.captions(int(self.scene_ids[j]), self.wordings or 5, seed=0)
+
+    def state_of(self, items: np.ndarray) -> np.ndarray:
+        return self.scene_ids[np.asarray(items)].astype(np.int64)
 
 
 def as_source(obj) -> CaptionSource:

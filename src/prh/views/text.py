@@ -145,7 +145,8 @@ class ViewDataset:
         -------
         dict
             ``a``, ``b``: LongTensor ``(B, T)``; ``a_mask``, ``b_mask``: BoolTensor ``(B, T)``;
-            ``good``: BoolTensor ``(B,)``; ``state``: LongTensor ``(B,)`` item index of both sides;
+            ``good``: BoolTensor ``(B,)``; ``state``: LongTensor ``(B,)`` the state of both sides
+            (image index in a corpus, scene index in the world);
             ``nuisance_a``, ``nuisance_b``: LongTensor ``(B,)`` nuisance ids; ``index``: the
             global row numbers; for next-token also ``tokens``, ``tokens_mask`` ``(B, T)``.
         """
@@ -208,7 +209,7 @@ class ViewDataset:
         if self.kind == "next-token":
             out["tokens"], out["tokens_mask"] = tok.pad(whole, self.max_len)
         out["good"] = torch.from_numpy(good[rows].copy())
-        out["state"] = torch.from_numpy(items[rows].astype(np.int64))
+        out["state"] = torch.from_numpy(self.source.state_of(items[rows]))
         out["nuisance_a"] = torch.tensor(na, dtype=torch.int64)
         out["nuisance_b"] = torch.tensor(nb, dtype=torch.int64)
         out["index"] = torch.tensor(rows, dtype=torch.int64)
