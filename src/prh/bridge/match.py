@@ -206,9 +206,8 @@ def _top_eigen(k: np.ndarray, r: int, rng: np.random.Generator) -> tuple[np.ndar
     return w[::-1][:r], (q @ v)[:, ::-1][:, :r]
 
 
-def _embedding(k: np.ndarray, r: int, rng: np.random.Generator) -> np.ndarray:
+def _embedding(w: np.ndarray, v: np.ndarray) -> np.ndarray:
     """Rows of ``U_r sqrt(lambda_r)``, the best rank-``r`` factor, signs set by third moments."""
-    w, v = _top_eigen(k, r, rng)
     e = v * np.sqrt(np.clip(w, 0.0, None))  # (N, r)
     m3 = (e**3).sum(0)
     return e * np.where(m3 < 0, -1.0, 1.0)
@@ -288,7 +287,7 @@ def match_kernels(
     max_flips: int = 4,
     starts: int = 4,
     refine_iters: int = 20,
-    polish: str = "none",
+    polish: str = "auto",
     restarts: int | None = None,
     truth: np.ndarray | None = None,
     seed: int = 0,
@@ -319,8 +318,9 @@ def match_kernels(
         How many of the best-ranked sign patterns are refined (plus Umeyama's start).
     refine_iters : int
         Procrustes/assignment alternations per start.
-    polish : {"none", "2opt"}
-        Whether to finish with 2-opt on the QAP objective.
+    polish : {"auto", "none", "2opt"}
+        Whether to finish with 2-opt on the QAP objective; ``auto``: only for ``N <= 32``, where
+        a few points leave the spectral start ambiguous and the QAP optimum is the better guess.
     restarts : int, optional
         Iterated-local-search restarts of the 2-opt polish; default 30 for ``N <= 100``, 5 for
         ``N <= 400``, else 0.
@@ -339,17 +339,21 @@ def match_kernels(
     n = len(kx)
     if kx.shape != (n, n) or ky.shape != (n, n):
         raise InputError(f"kernels must be square and of one size, got {kx.shape} and {ky.shape}")
-    if polish not in ("none", "2opt"):
-        raise InputError(f"polish must be 'none' or '2opt', got {polish!r}")
+    if polish not in ("auto", "none", "2opt"):
+        raise InputError(f"polish must be 'auto', 'none' or '2opt', got {polish!r}")
     rng = np.random.default_rng(seed)
     if n == 1:
         perm = np.zeros(1, dtype=np.int64)
         return _result(kx, ky, perm, qap_objective(kx, ky, perm), truth, t0, {})
+    r_max = min(n, 32 if rank is None else rank)
+    wx, vx = _top_eigen(kx, r_max, rng)
+    wy, vy = _top_eigen(ky, r_max, rng)
     if rank is None:
-        w = np.linalg.eigvalsh(kx) if n <= 400 else _top_eigen(kx, min(32, n), rng)[0]
-        rank = int(max(1, min(32, (w > 1e-6 * max(w.max(), 1e-300)).sum())))
-    rank = min(rank, n)
-    ex, ey = _embedding(kx, rank, rng), _embedding(ky, rank, rng)
+        rank = int(max(1, (wx > 1e-6 * max(wx.max(), 1e-300)).sum()))
+    rank = min(rank, r_max)
+    ex, ey = _embedding(wx[:rank], vx[:, :rank]), _embedding(wy[:rank], vy[:, :rank])
+    if polish == "auto":
+        polish = "2opt" if n <= 32 else "none"
 
     starts_list: list[tuple[str, np.ndarray, np.ndarray]] = []
     for s in _sign_candidates(ex, ey, max_flips)[:starts]:
