@@ -20,6 +20,7 @@ scene and that generator's state. Layer: pure functions.
 
 from __future__ import annotations
 
+import itertools
 import random
 
 from prh.world.scenes import COLOURS, SHAPES, SIZES, Scene, SceneObject
@@ -116,6 +117,15 @@ def _article(word: str) -> str:
     return "an" if word[0] in "aeiou" else "a"
 
 
+# Word tables indexed by the integer factors of an object (no name lookups in the hot path).
+_SHAPE_W = tuple(SHAPE_WORDS[k] for k in SHAPES)
+_COLOUR_W = tuple(COLOUR_WORDS[k] for k in COLOURS)
+_SIZE_W = tuple(SIZE_WORDS[k] for k in SIZES)
+_POS_W = tuple(POSITION_WORDS[(r, c)] for r in range(3) for c in range(3))
+_PERMS = {n: tuple(itertools.permutations(range(n))) for n in range(1, 4)}
+_PAIRS = {n: tuple(itertools.permutations(range(n), 2)) for n in range(2, 4)}
+
+
 def noun_phrase(
     obj: SceneObject, rng: random.Random, verbosity: int, definite: bool = False
 ) -> str:
@@ -124,25 +134,31 @@ def noun_phrase(
     ``verbosity`` 0 says colour and shape; 1 adds the size with probability 1/2; 2 always adds the
     size; 3 adds the size and the position.
     """
-    shape = _pick(rng, SHAPE_WORDS[SHAPES[obj.shape]])
-    colour = _pick(rng, COLOUR_WORDS[COLOURS[obj.colour]])
-    say_size = verbosity >= 2 or (verbosity == 1 and rng.random() < 0.5)
-    size = _pick(rng, SIZE_WORDS[SIZES[obj.size]]) if say_size else ""
-    form = rng.random()
+    u = rng.random
+    words = _SHAPE_W[obj.shape]
+    shape = words[int(u() * len(words))]
+    words = _COLOUR_W[obj.colour]
+    colour = words[int(u() * len(words))]
+    size = ""
+    if verbosity >= 2 or (verbosity == 1 and u() < 0.5):
+        words = _SIZE_W[obj.size]
+        size = words[int(u() * 3)]
+    form = u()
     if form < 0.6 or definite:
         body = f"{size} {colour} {shape}" if size else f"{colour} {shape}"
         tail = ""
     elif form < 0.8:
         body = f"{size} {shape}" if size else shape
-        tail = _pick(rng, (f" coloured {colour}", f" that is {colour}", f" in {colour}"))
+        k = int(u() * 3)
+        tail = (f" coloured {colour}", f" that is {colour}", f" in {colour}")[k]
     else:
         body = f"{colour} {shape}"
         tail = f" that is {size}" if size else ""
-    det = "the" if definite else _article(body)
-    phrase = f"{det} {body}{tail}"
+    det = "the" if definite else ("an" if body[0] in "aeiou" else "a")
     if verbosity >= 3:
-        phrase += " " + _pick(rng, POSITION_WORDS[(obj.row, obj.col)])
-    return phrase
+        words = _POS_W[obj.row * 3 + obj.col]
+        return f"{det} {body}{tail} {words[int(u() * len(words))]}"
+    return f"{det} {body}{tail}"
 
 
 def _join(items: list[str], rng: random.Random) -> str:
@@ -169,10 +185,9 @@ def caption(scene: Scene, rng: random.Random, omit_prob: float = 0.2) -> str:
     str
         One caption; every statement in it holds in the scene.
     """
-    objs = list(range(len(scene.objects)))
+    objs = list(_pick(rng, _PERMS[len(scene.objects)]))  # a random object order
     if len(objs) >= 2 and rng.random() < omit_prob:
-        objs.pop(rng.randrange(len(objs)))
-    rng.shuffle(objs)
+        objs.pop()  # leave one (random) object out
     complete = len(objs) == len(scene.objects)
     verbosity = _pick(rng, (0, 1, 1, 2, 2, 3))
     phrases = [noun_phrase(scene.objects[j], rng, verbosity) for j in objs]
@@ -195,7 +210,8 @@ def caption(scene: Scene, rng: random.Random, omit_prob: float = 0.2) -> str:
 
 def _relation_sentence(scene: Scene, mentioned: list[int], rng: random.Random) -> str:
     """One true relation between two mentioned objects, in words."""
-    a, b = rng.sample(mentioned, 2)
+    i, j = _pick(rng, _PAIRS[len(mentioned)])
+    a, b = mentioned[i], mentioned[j]
     kinds = scene.relation_kinds[(a, b)]
     kind = _pick(rng, kinds)  # two objects in distinct cells always have a relation
     na = noun_phrase(scene.objects[a], rng, 0, definite=True)
