@@ -119,7 +119,7 @@ def mesh(shape: str) -> Mesh:
         faces += [((i + 1) % 10, i, 11) for i in range(10)]
         return Mesh(v, tuple(faces), np.zeros((len(faces), 3)))
     if shape == "torus":
-        nu, nv, big, small = 36, 14, 0.68, 0.3
+        nu, nv, big, small = 30, 12, 0.68, 0.3
         u = np.linspace(0, 2 * np.pi, nu, endpoint=False)
         w = np.linspace(0, 2 * np.pi, nv, endpoint=False)
         uu, ww = np.meshgrid(u, w, indexing="ij")
@@ -208,10 +208,10 @@ def _draw_mesh(
     polys, normals = visible_faces(m, rot, centre, radius)
     if not polys:
         return
-    colours = _shade(albedo, normals, light)  # (F, 3)
+    colours = (_shade(albedo, normals, light) * 255 + 0.5).astype(np.int64).tolist()  # (F, 3)
     for xy, c in zip(polys, colours):
-        rgb = tuple(int(255 * x + 0.5) for x in c)
-        draw.polygon(xy, fill=rgb, outline=rgb)
+        rgb = tuple(c)
+        draw.polygon(xy, fill=rgb, outline=rgb)  # the outline closes seams between faces
 
 
 def object_rotation(shape: str, yaw: float, pitch: float, rng: np.random.Generator) -> np.ndarray:
