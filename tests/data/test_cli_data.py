@@ -68,6 +68,7 @@ def test_world_sample(tmp_path, run):
     for x in lines:
         for j in range(2):
             assert (out / f"scene_{x['scene']}_view_{j}.png").is_file()
+    assert run(["data", "inspect", str(out / "captions.jsonl")]) == 0  # readable as a corpus
 
 
 def test_world_errors(tmp_path, run, capsys):

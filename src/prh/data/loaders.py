@@ -15,7 +15,8 @@ Formats (``format=`` names; detected from the path when omitted):
   caption column (``caption``, ``comment``, ``raw``, ...), delimiter ``,``, ``|``, tab or ``;``;
   a caption cell may be a JSON list (the Hugging Face Flickr30k CSV); an optional ``split`` column.
 - ``jsonl``: one object a line, ``{"image", "caption"}`` or ``{"image", "captions": [...]}``, an
-  optional ``"split"``.
+  optional ``"split"`` (``{"scene", "captions"}`` lines of ``prh world sample`` read as
+  ``scene_{i}``).
 - ``hf``: a Hugging Face ``datasets`` folder written by ``save_to_disk`` (a ``DatasetDict``'s keys
   become splits).
 - ``parquet``: a ``.parquet`` file or a folder of them, with the same column names as ``csv``.
@@ -326,6 +327,8 @@ def _read_jsonl(p: Path) -> tuple[Iterator[Row], dict]:
                 rec = json.loads(line)
             except json.JSONDecodeError as e:
                 raise InputError(f"{p} line {n}: malformed JSON ({e.msg})") from None
+            if isinstance(rec, dict) and "image" not in rec and "scene" in rec:
+                rec["image"] = f"scene_{rec['scene']}"  # ``prh world sample``'s captions.jsonl
             if (
                 not isinstance(rec, dict)
                 or "image" not in rec
