@@ -1,0 +1,31 @@
+"""Captioning through one map: a frozen vision encoder, a rotation, a decoder trained on text only.
+
+Public API: :class:`Captioner`, :class:`CaptionResult`, :func:`load_captioner`,
+:func:`build_caption_run` (:mod:`.pipeline`); :func:`evaluate_captioner`,
+:class:`CaptionEvalResult` (:mod:`.evaluate`); the decoder in :mod:`.decoder`. See
+``docs/caption.md``.
+"""
+
+from prh.caption.pipeline import (
+    Captioner,
+    CaptionResult,
+    build_caption_run,
+    load_captioner,
+)
+
+__all__ = [
+    "CaptionEvalResult",
+    "CaptionResult",
+    "Captioner",
+    "build_caption_run",
+    "evaluate_captioner",
+    "load_captioner",
+]
+
+
+def __getattr__(name: str):
+    if name in ("CaptionEvalResult", "evaluate_captioner"):
+        from prh.caption import evaluate
+
+        return getattr(evaluate, name)
+    raise AttributeError(f"module 'prh.caption' has no attribute {name!r}")

@@ -1,0 +1,226 @@
+"""Scoring captions of held-out world scenes: decoder (greedy, beam), retrieval, oracle.
+
+For ``n`` scenes of the world's test split (never seen by the text run, the map or the decoder),
+with the world's ``refs`` reference captions each (wording seed = the run's world seed):
+
+- **decoder greedy / beam K**: render -> vision encoder -> map -> decoder;
+- **retrieval** (baseline): the gallery caption (train scenes) nearest to the mapped image
+  embedding, as in text-only captioning papers' "nearest caption" baseline;
+- **oracle** (upper bound of the decoder): the decoder fed the text JEPA's embedding of one more
+  caption of the scene, with another wording seed and not among the references, so the map is
+  bypassed and no reference is copied.
+
+Scores: BLEU-4, METEOR (optional: it starts a JVM), ROUGE-L, CIDEr(-D) via ``pycocoevalcap``
+(:func:`prh.bridge.caption_metrics.score_captions`). Also the map's image -> caption retrieval
+recall over the ``n`` scenes (R@1/5/10 against the oracle captions' embeddings).
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from prh.errors import InputError
+
+__all__ = ["CaptionEvalResult", "evaluate_captioner"]
+
+
+@dataclass(frozen=True)
+class CaptionEvalResult:
+    """Scores of each captioning method on held-out scenes.
+
+    Attributes
+    ----------
+    n : int
+        Scenes scored.
+    metrics : tuple of str
+        Metric names, in table order.
+    scores : dict
+        Method name -> metric -> corpus score (BLEU/METEOR/ROUGE-L in [0, 1], CIDEr in [0, 10]).
+    recall : dict
+        Image -> caption retrieval recall of the map over the ``n`` scenes (``R@1`` ...).
+    examples : list of dict
+        The first scenes: references and each method's caption.
+    config : dict
+        World seed, beam, tokenizer, references per scene, run info.
+    seconds : dict
+        Wall time of each phase.
+    """
+
+    n: int
+    metrics: tuple[str, ...]
+    scores: dict[str, dict[str, float]]
+    recall: dict[str, float] = field(default_factory=dict)
+    examples: list[dict[str, Any]] = field(default_factory=list)
+    config: dict[str, Any] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["metrics"] = list(self.metrics)
+        return d
+
+    def table(self) -> str:
+        """The scores as an aligned text table (CIDEr x 100 as usually reported, others x 100)."""
+        names = list(self.scores)
+        w = max(len(n) for n in names) + 2
+        head = f"{'method':<{w}}" + "".join(f"{m:>10}" for m in self.metrics)
+        lines = [head, "-" * len(head)]
+        for name in names:
+            row = self.scores[name]
+            lines.append(f"{name:<{w}}" + "".join(f"{100 * row[m]:>10.1f}" for m in self.metrics))
+        lines.append(
+            f"(x100; n = {self.n} held-out scenes, {self.config.get('refs')} references each; "
+            f"map retrieval R@1 {100 * self.recall.get('R@1', float('nan')):.1f} / "
+            f"R@5 {100 * self.recall.get('R@5', float('nan')):.1f} among {self.n})"
+        )
+        return "\n".join(lines)
+
+
+def _oracle_caption(world: Any, scene: int, refs: list[str], seed: int) -> str:
+    for c in world.captions(scene, len(refs) + 1, seed):
+        if c not in refs:
+            return c
+    return world.captions(scene, 1, seed)[0]  # pragma: no cover - wordings are plentiful
+
+
+def evaluate_captioner(
+    captioner: Any,
+    *,
+    n: int = 500,
+    beam: int = 3,
+    refs: int = 5,
+    meteor: bool = False,
+    tokenizer: str | None = None,
+    text_run: Any = None,
+    n_examples: int = 5,
+    progress: bool = False,
+) -> CaptionEvalResult:
+    """Score a :class:`prh.caption.Captioner` on ``n`` held-out scenes of its world.
+
+    Parameters
+    ----------
+    captioner : Captioner
+        From :func:`prh.caption.load_captioner`; its manifest names the world and the text run.
+    n : int
+        Test scenes (the first ``n`` of the world's test split).
+    beam : int
+        Beam width of the beam row (>= 2; the greedy row is always there).
+    refs : int
+        Reference captions per scene.
+    meteor : bool
+        Also compute METEOR (starts a Java process; slow).
+    tokenizer : {"ptb", "simple"}, optional
+        Caption tokenisation before scoring; default ``ptb`` (COCO's) when ``java`` is on the
+        PATH, else ``simple``.
+    text_run : LoadedRun or path, optional
+        The text JEPA for the oracle row; default the run recorded in the manifest (the oracle
+        row is skipped, with a note, when it cannot be found).
+    n_examples : int
+        Scenes kept as examples.
+
+    Raises
+    ------
+    InputError
+        For ``n`` or ``beam`` out of range.
+    """
+    from prh.bridge import retrieval
+    from prh.bridge.caption_metrics import score_captions
+    from prh.caption.pipeline import render_features, resolve_text_run
+    from prh.world import CaveWorld, WorldConfig
+
+    info = captioner.info
+    w = info.get("world", {})
+    world = CaveWorld(WorldConfig(seed=int(w.get("seed", 0))))
+    test = world.split("test")
+    if not 1 <= n <= len(test):
+        raise InputError(f"--n must be in 1..{len(test)} (the world's test scenes), got {n}")
+    if beam < 2:
+        raise InputError(f"--beam for the beam row must be >= 2, got {beam}")
+    if tokenizer is None:
+        tokenizer = "ptb" if shutil.which("java") else "simple"
+    seed = int(w.get("seed", 0))
+    scenes = [int(i) for i in test[:n]]
+    ids = [world.image_id(i) for i in scenes]
+    references = {k: world.captions(i, refs, seed) for k, i in zip(ids, scenes)}
+    secs: dict[str, float] = {}
+
+    def say(msg: str) -> None:
+        if progress:
+            print(f"prh caption: {msg}", file=sys.stderr, flush=True)
+
+    t0 = time.perf_counter()
+    say(f"encoding {n} held-out renders with {info.get('vision')}")
+    feats = render_features(
+        captioner.vision,
+        world,
+        scenes,
+        nuisance_seed=int(w.get("nuisance_seed", 0)),
+        image_size=int(w.get("image_size", 224)),
+        progress=progress,
+    )
+    cond = captioner.conditions(feats)  # (n, E)
+    secs["encode_s"] = time.perf_counter() - t0
+
+    hyps: dict[str, list[str]] = {}
+    t0 = time.perf_counter()
+    hyps["decoder, greedy"] = captioner.generate(cond, beam=1)
+    secs["greedy_s"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    hyps[f"decoder, beam {beam}"] = captioner.generate(cond, beam=beam)
+    secs["beam_s"] = time.perf_counter() - t0
+    hyps["retrieval (nearest train caption)"] = [r[0][0] for r in captioner.nearest(cond, k=1)]
+
+    recall: dict[str, float] = {}
+    notes: list[str] = []
+    run = text_run
+    if run is None or not hasattr(run, "embed_texts"):
+        from prh.training import load_run
+
+        try:
+            if run is None and captioner.folder is None:
+                raise InputError("the captioner has no folder to find its text run from")
+            path = run or resolve_text_run(captioner.folder, info)
+            run = load_run(path, device="cpu")
+        except Exception as e:  # the oracle is optional: a moved text run only drops it
+            run = None
+            notes.append(f"oracle skipped: text run not found ({type(e).__name__}: {e})")
+    if run is not None:
+        t0 = time.perf_counter()
+        oracle_caps = [
+            _oracle_caption(world, i, references[k], seed + 1) for k, i in zip(ids, scenes)
+        ]
+        oc = captioner.normalizer.transform(run.embed_texts(oracle_caps))  # (n, E)
+        hyps["oracle (decoder on the text embedding)"] = captioner.generate(oc, beam=1)
+        r = retrieval(cond, oc, ks=(1, 5, 10))
+        recall = {f"R@{k}": float(v) for k, v in r.x_to_y.items()}
+        secs["oracle_s"] = time.perf_counter() - t0
+
+    metrics = ("BLEU-4", "METEOR", "ROUGE-L", "CIDEr") if meteor else ("BLEU-4", "ROUGE-L", "CIDEr")
+    t0 = time.perf_counter()
+    say(f"scoring {len(hyps)} methods ({', '.join(metrics)}, {tokenizer} tokenizer)")
+    scores = {
+        name: score_captions(references, dict(zip(ids, h)), metrics=metrics, tokenizer=tokenizer)
+        for name, h in hyps.items()
+    }
+    secs["score_s"] = time.perf_counter() - t0
+    examples = [
+        {"scene": scenes[j], "references": references[ids[j]]}
+        | {name: h[j] for name, h in hyps.items()}
+        for j in range(min(n_examples, n))
+    ]
+    config = {
+        "world_seed": seed,
+        "beam": beam,
+        "alpha": captioner.alpha,
+        "refs": refs,
+        "tokenizer": tokenizer,
+        "vision": info.get("vision"),
+        "map": info.get("map"),
+        "text_run": info.get("text_run"),
+        "notes": notes,
+    }
+    return CaptionEvalResult(n, metrics, scores, recall, examples, config, secs)

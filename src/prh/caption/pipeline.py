@@ -1,0 +1,708 @@
+"""Captioning an image through one map: frozen vision encoder -> map -> text-only decoder.
+
+``image -> vision encoder (last layer, pooled) -> PCA to k dims -> fitted map into the text JEPA's
+embedding space -> condition normaliser (centre, whiten, L2) -> decoder``; ``nearest`` are the
+gallery captions (train-scene captions embedded by the text JEPA) closest in cosine to the mapped
+image embedding.
+
+:func:`build_caption_run` makes the ``caption/`` folder of a run directory from a trained text
+run; :func:`load_captioner` reads it back. Layout of ``RUN/caption/`` (every file written
+atomically; ``caption.json`` last, so its presence marks a complete folder):
+
+===========================  ===================================================================
+``caption.json``             manifest: vision spec and layer, text run path, world, map, decoder
+                             and training configs, fit diagnostics, timings
+``vision_pca.safetensors``   ``mean (D_v,)``, ``components (k, D_v)``: PCA of the image features
+``map.safetensors`` (+json)  the fitted map (:func:`prh.bridge.save_map`), PCA coords -> JEPA space
+``normalizer.safetensors``   ``mean (E,)``, ``whiten (E, E)`` of the condition space
+``decoder.safetensors``      the decoder's weights (config in the manifest)
+``tokenizer.json``           the text run's tokenizer (so the folder decodes on its own)
+``gallery.safetensors``      ``embeddings (G, E)`` normalised gallery captions
+``gallery.json``             the ``G`` gallery captions
+``pairs.safetensors``        the fitting pairs: ``x (N, D_v)`` image features, ``y (N, E)`` mean
+                             caption embeddings, ``scenes (N,)`` (to refit or ablate the map)
+===========================  ===================================================================
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from prh.caption.condition import ConditionNormalizer, modality_gap
+from prh.errors import CheckpointError, InputError
+
+__all__ = [
+    "CAPTION_DIR",
+    "CaptionResult",
+    "Captioner",
+    "VisionProjector",
+    "build_caption_run",
+    "check_image",
+    "load_captioner",
+]
+
+CAPTION_DIR = "caption"
+MANIFEST = "caption.json"
+FORMAT = "prh-caption/1"
+MAX_IMAGE_SIDE = 8192  # pixels; larger arrays are refused before any work
+
+
+@dataclass(frozen=True)
+class CaptionResult:
+    """One image's caption.
+
+    Attributes
+    ----------
+    caption : str
+        The decoder's caption.
+    nearest : list of (str, float)
+        The closest gallery captions with their cosine similarity, best first.
+    seconds : float
+        Wall time of the whole call.
+    """
+
+    caption: str
+    nearest: list[tuple[str, float]]
+    seconds: float
+
+
+def check_image(image: Any, max_side: int = MAX_IMAGE_SIDE) -> np.ndarray:
+    """Validate an ``(H, W, 3)`` uint8 RGB array (``max_side`` pixels at most per side)."""
+    if not isinstance(image, np.ndarray):
+        raise InputError(f"expected an image array (H, W, 3) uint8, got {type(image).__name__}")
+    if image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8:
+        raise InputError(
+            f"expected an image (H, W, 3) uint8, got shape {image.shape} dtype {image.dtype}"
+        )
+    h, w = image.shape[:2]
+    if h < 1 or w < 1:
+        raise InputError(f"empty image of shape {image.shape}")
+    if max(h, w) > max_side:
+        raise InputError(f"image {w}x{h} is larger than the limit of {max_side} px per side")
+    return image
+
+
+class VisionProjector:
+    """Image features ``(N, D_v)`` -> JEPA space ``(N, E)``: PCA to ``k`` dims, then a map.
+
+    The PCA (fitted on image features alone) keeps the map's input covariance well estimated
+    when ``D_v`` (1280 for EfficientNet-Lite0) is large against the number of pairs.
+
+    Parameters
+    ----------
+    dims : int
+        PCA dimensions ``k`` kept (at most ``min(N, D_v)``).
+    map_kind : {"semi-orthogonal", "orthogonal", "ridge"}
+        The :mod:`prh.bridge` estimator. The constrained maps whiten both sides.
+    """
+
+    def __init__(self, dims: int = 64, map_kind: str = "semi-orthogonal") -> None:
+        self.dims = dims
+        self.map_kind = map_kind
+
+    def _make_map(self) -> Any:
+        from prh.bridge import make_map
+
+        if self.map_kind == "ridge":
+            return make_map("ridge", alpha=1e-2)
+        return make_map(self.map_kind, whiten=True, eps=1e-3)
+
+    def fit(self, x: np.ndarray, y: np.ndarray) -> VisionProjector:
+        """Fit on paired image features ``x (N, D_v)`` and caption embeddings ``y (N, E)``."""
+        x = np.asarray(x, dtype=np.float64)
+        if x.ndim != 2 or len(x) < 2:
+            raise InputError(f"expected image features (N >= 2, D_v), got shape {x.shape}")
+        k = min(int(self.dims), x.shape[0] - 1, x.shape[1])
+        if k < 1:
+            raise InputError(f"PCA dims must be >= 1, got {self.dims}")
+        self.mean_ = x.mean(0)
+        _, _, vt = np.linalg.svd(x - self.mean_, full_matrices=False)
+        self.components_ = vt[:k]  # (k, D_v)
+        self.map_ = self._make_map().fit(self.reduce(x), y)
+        return self
+
+    def reduce(self, x: np.ndarray) -> np.ndarray:
+        """PCA coordinates ``(N, k)`` of image features ``x (N, D_v)``."""
+        x = np.asarray(x, dtype=np.float64)
+        if x.ndim != 2 or x.shape[1] != self.mean_.shape[0]:
+            raise InputError(
+                f"expected image features with {self.mean_.shape[0]} columns, got {x.shape}"
+            )
+        return (x - self.mean_) @ self.components_.T
+
+    def transform(self, x: np.ndarray) -> np.ndarray:
+        """Image features ``(N, D_v)`` -> predicted raw JEPA embeddings ``(N, E)``."""
+        return self.map_.transform(self.reduce(x))
+
+    def save(self, folder: Path) -> None:
+        from safetensors.numpy import save
+
+        from prh.bridge import save_map
+        from prh.io import atomic_write
+
+        blob = save({"mean": self.mean_, "components": np.ascontiguousarray(self.components_)})
+        with atomic_write(folder / "vision_pca.safetensors", "wb") as f:
+            f.write(blob)
+        save_map(folder / "map.safetensors", self.map_, extra={"input": "vision_pca"})
+
+    @classmethod
+    def load(cls, folder: Path) -> VisionProjector:
+        from prh.bridge import load_map
+
+        pca = _read_tensors(folder / "vision_pca.safetensors")
+        m, config = load_map(folder / "map.safetensors")
+        out = cls(dims=int(pca["components"].shape[0]), map_kind=str(config["kind"]))
+        out.mean_ = pca["mean"].astype(np.float64)
+        out.components_ = pca["components"].astype(np.float64)
+        if out.components_.shape[0] != m.n_features_in_:
+            raise CheckpointError(
+                f"{folder}: PCA keeps {out.components_.shape[0]} dims but the map expects "
+                f"{m.n_features_in_}"
+            )
+        out.map_ = m
+        return out
+
+
+class Captioner:
+    """``caption(image) -> CaptionResult``: vision encoder -> map -> decoder (see module doc).
+
+    Build it with :func:`load_captioner`. Safe to call from several threads (inference only).
+
+    Parameters
+    ----------
+    vision : prh.encoders.Encoder
+        The frozen image encoder; its last layer (unpadded) is the image feature.
+    projector : VisionProjector
+        PCA and map into the text JEPA's space.
+    normalizer : ConditionNormalizer
+        The decoder's condition space.
+    decoder : prh.caption.decoder.PrefixDecoder
+        The text-only decoder.
+    tokenizer : prh.views.TextTokenizer
+        Decodes token ids.
+    gallery : list of str
+        Captions ranked by ``nearest``.
+    gallery_embeddings : np.ndarray
+        ``(G, E)`` their normalised embeddings.
+    beam : int
+        Default beam width (1 = greedy).
+    alpha : float
+        Beam-search length-penalty exponent.
+    k : int
+        How many nearest captions to return.
+    info : dict
+        The manifest (``caption.json``).
+    folder : Path, optional
+        The ``caption/`` folder it was loaded from.
+    """
+
+    def __init__(
+        self,
+        vision: Any,
+        projector: VisionProjector,
+        normalizer: ConditionNormalizer,
+        decoder: Any,
+        tokenizer: Any,
+        gallery: Sequence[str],
+        gallery_embeddings: np.ndarray,
+        *,
+        beam: int = 1,
+        alpha: float = 0.6,
+        k: int = 5,
+        info: dict[str, Any] | None = None,
+        folder: Path | None = None,
+    ) -> None:
+        self.vision = vision
+        self.projector = projector
+        self.normalizer = normalizer
+        self.decoder = decoder
+        self.tokenizer = tokenizer
+        self.gallery = list(gallery)
+        self.gallery_embeddings = np.asarray(gallery_embeddings, dtype=np.float32)
+        self.beam = beam
+        self.alpha = alpha
+        self.k = k
+        self.info = dict(info or {})
+        self.folder = folder
+
+    # -- the steps ----------------------------------------------------------------------------
+    def image_features(self, images: Sequence[np.ndarray], batch_size: int = 32) -> np.ndarray:
+        """The vision encoder's last layer of each image, ``(N, D_v)`` float32."""
+        from prh.encoders import unpad_layer
+
+        images = [check_image(im) for im in images]
+        feats = self.vision.encode_images(images, batch_size=batch_size)  # (N, L, D)
+        dims = self.vision.layer_dims or None
+        return unpad_layer(feats, feats.shape[1] - 1, dims)
+
+    def conditions(self, features: np.ndarray) -> np.ndarray:
+        """Image features ``(N, D_v)`` -> normalised mapped embeddings ``(N, E)``."""
+        return self.normalizer.transform(self.projector.transform(features))
+
+    def embed_images(self, images: Sequence[np.ndarray]) -> np.ndarray:
+        """Images -> normalised mapped embeddings ``(N, E)`` in the decoder's condition space."""
+        return self.conditions(self.image_features(images))
+
+    def generate(self, cond: np.ndarray, beam: int | None = None) -> list[str]:
+        """Decode captions from conditions ``(N, E)`` (greedy for ``beam=1``)."""
+        import torch
+
+        from prh.caption.decoder import beam_search, greedy_decode
+
+        beam = self.beam if beam is None else int(beam)
+        if beam < 1:
+            raise InputError(f"--beam must be >= 1, got {beam}")
+        tok = self.tokenizer
+        out: list[str] = []
+        for i in range(0, len(cond), 256):
+            c = torch.from_numpy(np.ascontiguousarray(cond[i : i + 256], dtype=np.float32))
+            if beam == 1:
+                ids = greedy_decode(self.decoder, c, tok.bos_id, tok.eos_id)
+            else:
+                ids = beam_search(self.decoder, c, tok.bos_id, tok.eos_id, beam, self.alpha)
+            out.extend(tok.decode(row) for row in ids)
+        return out
+
+    def nearest(self, cond: np.ndarray, k: int | None = None) -> list[list[tuple[str, float]]]:
+        """The ``k`` gallery captions of highest cosine with each row of ``cond (N, E)``."""
+        k = min(self.k if k is None else k, len(self.gallery))
+        sims = np.asarray(cond, dtype=np.float32) @ self.gallery_embeddings.T  # (N, G)
+        top = np.argsort(-sims, axis=1, kind="stable")[:, :k]  # (N, k)
+        return [[(self.gallery[j], float(sims[i, j])) for j in row] for i, row in enumerate(top)]
+
+    # -- the contract -------------------------------------------------------------------------
+    def caption(self, image: np.ndarray, beam: int | None = None) -> CaptionResult:
+        """Caption one ``(H, W, 3)`` uint8 image."""
+        return self.caption_batch([image], beam=beam)[0]
+
+    def caption_batch(
+        self, images: Sequence[np.ndarray], beam: int | None = None
+    ) -> list[CaptionResult]:
+        """Caption several images (``seconds`` is the batch's wall time per image)."""
+        t0 = time.perf_counter()
+        cond = self.embed_images(images)
+        texts = self.generate(cond, beam)
+        near = self.nearest(cond)
+        per = (time.perf_counter() - t0) / max(1, len(texts))
+        return [CaptionResult(t, n, per) for t, n in zip(texts, near)]
+
+    def __repr__(self) -> str:
+        return (
+            f"Captioner(vision={self.info.get('vision')!r}, map={self.projector.map_kind!r}, "
+            f"gallery={len(self.gallery)}, beam={self.beam})"
+        )
+
+
+# -- files ------------------------------------------------------------------------------------
+
+
+def _read_tensors(path: Path) -> dict[str, np.ndarray]:
+    from safetensors.numpy import load_file
+
+    if not path.is_file():
+        raise CheckpointError(f"{path}: missing file")
+    try:
+        return load_file(str(path))
+    except Exception as e:  # safetensors raises its own error types on bad bytes
+        raise CheckpointError(f"{path}: not a readable safetensors file ({e})") from None
+
+
+def _write_tensors(path: Path, tensors: dict[str, np.ndarray]) -> None:
+    from safetensors.numpy import save
+
+    from prh.io import atomic_write
+
+    blob = save({k: np.ascontiguousarray(v) for k, v in tensors.items()})
+    with atomic_write(path, "wb") as f:
+        f.write(blob)
+
+
+def caption_folder(run_dir: str | os.PathLike[str]) -> Path:
+    """The folder holding ``caption.json``: ``RUN/caption`` (or ``RUN`` itself).
+
+    Raises
+    ------
+    InputError
+        When ``run_dir`` does not exist or holds no caption model.
+    """
+    run = Path(run_dir)
+    if not run.exists():
+        raise InputError(f"--run {run}: no such folder")
+    if not run.is_dir():
+        raise InputError(f"--run {run}: is a file, expected a run folder")
+    for folder in (run / CAPTION_DIR, run):
+        if (folder / MANIFEST).is_file():
+            return folder
+    raise InputError(
+        f"--run {run}: not a caption run (no {CAPTION_DIR}/{MANIFEST}); make one with "
+        "`prh caption --build` or `prh demo`"
+    )
+
+
+def read_manifest(folder: Path) -> dict[str, Any]:
+    try:
+        info = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise CheckpointError(f"{folder / MANIFEST}: not valid JSON ({e})") from None
+    if not isinstance(info, dict) or info.get("format") != FORMAT:
+        got = info.get("format") if isinstance(info, dict) else type(info).__name__
+        raise CheckpointError(f"{folder / MANIFEST}: format {got!r}, expected {FORMAT!r}")
+    return info
+
+
+def resolve_text_run(folder: Path, info: dict[str, Any]) -> Path:
+    """The text run a caption folder was built from (stored relative to the folder if possible)."""
+    p = Path(info["text_run"])
+    return p if p.is_absolute() else (folder / p).resolve()
+
+
+def load_captioner(
+    run_dir: str | os.PathLike[str],
+    *,
+    beam: int = 1,
+    threads: int | None = None,
+    vision: Any = None,
+) -> Captioner:
+    """Load the captioner of a run directory made by :func:`build_caption_run` (or ``prh demo``).
+
+    Parameters
+    ----------
+    run_dir : path-like
+        The run (holding ``caption/``) or the ``caption/`` folder itself.
+    beam : int
+        Default beam width of :meth:`Captioner.caption`.
+    threads : int, optional
+        Torch threads of the vision encoder.
+    vision : prh.encoders.Encoder, optional
+        An already loaded vision encoder (else built from the recorded spec).
+
+    Raises
+    ------
+    InputError
+        No such folder, or no caption model in it.
+    CheckpointError
+        A missing, corrupt or inconsistent file.
+    """
+    import torch
+
+    from prh.caption.decoder import DecoderConfig, PrefixDecoder
+    from prh.views import TextTokenizer
+
+    folder = caption_folder(run_dir)
+    info = read_manifest(folder)
+    try:
+        dcfg = DecoderConfig.from_dict(info["decoder"])
+        spec = str(info["vision"])
+    except (KeyError, TypeError, InputError) as e:
+        raise CheckpointError(f"{folder / MANIFEST}: bad decoder or vision entry ({e})") from None
+    decoder = PrefixDecoder(dcfg)
+    state = {
+        k: torch.from_numpy(v) for k, v in _read_tensors(folder / "decoder.safetensors").items()
+    }
+    try:
+        decoder.load_state_dict(state)
+    except RuntimeError as e:
+        first = str(e).splitlines()[0]
+        raise CheckpointError(
+            f"{folder}/decoder.safetensors: does not fit the config ({first})"
+        ) from None
+    decoder.eval()
+    normalizer = ConditionNormalizer.from_state_dict(
+        _read_tensors(folder / "normalizer.safetensors")
+    )
+    projector = VisionProjector.load(folder)
+    gallery_emb = _read_tensors(folder / "gallery.safetensors")["embeddings"]
+    try:
+        gallery = json.loads((folder / "gallery.json").read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as e:
+        raise CheckpointError(f"{folder}/gallery.json: unreadable ({e})") from None
+    if len(gallery) != len(gallery_emb) or gallery_emb.shape[1] != dcfg.cond_dim:
+        raise CheckpointError(
+            f"{folder}: gallery of {len(gallery)} captions but embeddings {gallery_emb.shape}"
+        )
+    if (
+        normalizer.mean_.shape[0] != dcfg.cond_dim
+        or projector.map_.n_features_out_ != dcfg.cond_dim
+    ):
+        raise CheckpointError(f"{folder}: map, normalizer and decoder disagree on E")
+    tokenizer = TextTokenizer.load(folder / "tokenizer.json")
+    if tokenizer.vocab_size != dcfg.vocab_size:
+        raise CheckpointError(
+            f"{folder}: tokenizer has {tokenizer.vocab_size} ids, decoder {dcfg.vocab_size}"
+        )
+    if vision is None:
+        from prh.encoders import load_encoder
+
+        vision = load_encoder(spec, efficientnet_layers="head", threads=threads)
+    return Captioner(
+        vision,
+        projector,
+        normalizer,
+        decoder,
+        tokenizer,
+        gallery,
+        gallery_emb,
+        beam=beam,
+        alpha=float(info.get("alpha", 0.6)),
+        info=info,
+        folder=folder,
+    )
+
+
+# -- building ---------------------------------------------------------------------------------
+
+
+def _say(progress: bool, msg: str) -> None:
+    if progress:
+        print(f"prh caption: {msg}", file=sys.stderr, flush=True)
+
+
+def _relative(target: Path, start: Path) -> str:
+    try:
+        return os.path.relpath(target.resolve(), start.resolve())
+    except ValueError:  # another drive on Windows
+        return str(target.resolve())
+
+
+def render_features(
+    vision: Any,
+    world: Any,
+    scenes: Sequence[int],
+    *,
+    nuisance_seed: int = 0,
+    image_size: int = 224,
+    batch_size: int = 32,
+    progress: bool = False,
+) -> np.ndarray:
+    """Last-layer features ``(N, D_v)`` of the world renders of ``scenes``."""
+    from prh.encoders import unpad_layer
+
+    out = []
+    for s in range(0, len(scenes), batch_size):
+        chunk = scenes[s : s + batch_size]
+        images = [world.render(int(i), nuisance_seed, image_size) for i in chunk]
+        f = vision.encode_images(images, batch_size=batch_size)  # (b, L, D)
+        out.append(unpad_layer(f, f.shape[1] - 1, vision.layer_dims or None))
+        if progress and (s // batch_size) % 10 == 0:
+            _say(True, f"  images {s + len(chunk)}/{len(scenes)}")
+    return np.concatenate(out).astype(np.float32)
+
+
+def build_caption_run(
+    text_run: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str],
+    *,
+    vision: str = "efficientnet-lite0",
+    world_seed: int | None = None,
+    n_pairs: int = 1000,
+    decoder_scenes: int = 2000,
+    map_kind: str = "semi-orthogonal",
+    vision_dims: int = 64,
+    decoder_steps: int = 1500,
+    decoder_config: dict[str, Any] | None = None,
+    noise: str | float = "gap",
+    image_size: int = 224,
+    nuisance_seed: int = 0,
+    alpha: float = 0.6,
+    seed: int = 0,
+    threads: int | None = None,
+    progress: bool = True,
+) -> Path:
+    """Fit the map, train the decoder on text, embed the gallery; write ``out_dir/caption/``.
+
+    Parameters
+    ----------
+    text_run : path-like
+        A text JEPA run from ``prh train`` (its embedding ``E`` is the shared space).
+    out_dir : path-like
+        The run folder to write ``caption/`` into (created; an existing ``caption/`` with a
+        manifest is refused).
+    vision : str
+        Frozen image encoder spec (:func:`prh.encoders.load_encoder`); its last layer is used.
+    world_seed : int, optional
+        Cave world seed; default the text run's.
+    n_pairs : int
+        Train scenes whose (render, captions) pairs fit the map. ``y`` is the mean JEPA
+        embedding of the scene's captions.
+    decoder_scenes : int
+        Train scenes whose captions (all of them, as in the text run's corpus) train the decoder
+        and form the nearest-caption gallery.
+    map_kind : {"semi-orthogonal", "orthogonal", "ridge"}
+        The map (``orthogonal`` needs ``vision_dims == E``).
+    vision_dims : int
+        PCA dimensions of the image features before the map.
+    decoder_steps : int
+        Decoder optimiser steps (batch 128).
+    decoder_config : dict, optional
+        Overrides of :class:`prh.caption.decoder.DecoderConfig` fields (``d_model``, ...).
+    noise : "gap" or float
+        CapDec noise: ``"gap"`` sets ``sigma^2`` to :func:`modality_gap` of a map fitted on 80 %
+        of the pairs and measured on the other 20 %; a float is ``sigma`` itself (0: off).
+    image_size : int
+        Render side in pixels (the encoder resizes to its own input).
+    nuisance_seed : int
+        Nuisance seed of the renders.
+    alpha : float
+        Default beam-search length-penalty exponent stored in the manifest.
+    seed : int
+        Decoder initialisation, batch order and noise.
+    threads : int, optional
+        Torch threads.
+    progress : bool
+        Phase lines on stderr.
+
+    Returns
+    -------
+    Path
+        ``out_dir`` (pass it to :func:`load_captioner`).
+    """
+    import torch
+
+    from prh.caption.decoder import DecoderConfig, DecoderTrainConfig, train_decoder
+    from prh.encoders import load_encoder
+    from prh.io import write_json
+    from prh.training import load_run
+    from prh.world import CaveWorld, WorldConfig
+
+    t_start = time.perf_counter()
+    text_run = Path(text_run)
+    out = Path(out_dir)
+    folder = out / CAPTION_DIR
+    if (folder / MANIFEST).exists():
+        raise InputError(f"--out {out}: already holds a caption model ({folder / MANIFEST})")
+    if n_pairs < 4 or decoder_scenes < 2:
+        raise InputError(
+            f"need n_pairs >= 4 and decoder_scenes >= 2, got {n_pairs}, {decoder_scenes}"
+        )
+    if not (noise == "gap" or (isinstance(noise, (int, float)) and noise >= 0)):
+        raise InputError(f"noise must be 'gap' or a number >= 0, got {noise!r}")
+    if threads:
+        torch.set_num_threads(threads)
+    run = load_run(text_run, device="cpu")
+    if run.config.is_lm:
+        raise InputError(f"{text_run}: a next-token run; captioning needs a text JEPA run")
+    wseed = run.config.world_seed if world_seed is None else int(world_seed)
+    world = CaveWorld(WorldConfig(seed=wseed))
+    train_scenes = world.split("train")
+    if max(n_pairs, decoder_scenes) > len(train_scenes):
+        raise InputError(
+            f"the world has {len(train_scenes)} train scenes; asked for "
+            f"{max(n_pairs, decoder_scenes)}"
+        )
+    per_scene = run.config.captions_per_scene
+    timings: dict[str, float] = {}
+
+    # 1. Decoder corpus and gallery: train-scene captions, as in the text run's corpus.
+    t0 = time.perf_counter()
+    dec_scenes = train_scenes[:decoder_scenes]
+    texts = [c for i in dec_scenes for c in world.captions(int(i), per_scene, wseed)]
+    emb = run.embed_texts(texts)  # (M, E)
+    normalizer = ConditionNormalizer().fit(emb)
+    cond = normalizer.transform(emb)  # (M, E)
+    E = emb.shape[1]
+    timings["embed_texts_s"] = time.perf_counter() - t0
+    _say(progress, f"embedded {len(texts)} captions of {len(dec_scenes)} scenes (E = {E})")
+
+    # 2. Pairs: renders of train scenes and the mean embedding of their captions.
+    t0 = time.perf_counter()
+    pair_scenes = train_scenes[:n_pairs]
+    pair_caps = [world.captions(int(i), per_scene, wseed) for i in pair_scenes]
+    y_all = run.embed_texts([c for caps in pair_caps for c in caps]).reshape(n_pairs, per_scene, E)
+    y = y_all.mean(1)  # (N, E)
+    enc = load_encoder(vision, efficientnet_layers="head", threads=threads)
+    if enc.modality != "image":
+        raise InputError(f"--vision {vision}: a {enc.modality} encoder, expected an image encoder")
+    _say(progress, f"encoding {n_pairs} renders with {vision}")
+    x = render_features(
+        enc, world, pair_scenes, nuisance_seed=nuisance_seed, image_size=image_size,
+        progress=progress,
+    )  # fmt: skip
+    timings["encode_images_s"] = time.perf_counter() - t0
+
+    # 3. The map; the modality gap on held-out pairs sets the noise.
+    t0 = time.perf_counter()
+    n_fit = max(2, int(0.8 * n_pairs))
+    probe = VisionProjector(vision_dims, map_kind).fit(x[:n_fit], y[:n_fit])
+    held = normalizer.transform(probe.transform(x[n_fit:]))  # (n_held, E)
+    caps_held = normalizer.transform(y_all[n_fit:].reshape(-1, E))  # (n_held * C, E)
+    gap = modality_gap(np.repeat(held, per_scene, axis=0), caps_held)
+    projector = VisionProjector(vision_dims, map_kind).fit(x, y)
+    sigma = float(np.sqrt(gap)) if noise == "gap" else float(noise)
+    r2 = projector.map_.score(projector.reduce(x), y)
+    timings["fit_map_s"] = time.perf_counter() - t0
+    _say(
+        progress, f"map {map_kind} fitted: R^2 {r2:.3f}, held-out gap {gap:.4f}, sigma {sigma:.3f}"
+    )
+
+    # 4. The decoder, on text only.
+    t0 = time.perf_counter()
+    ids, mask = run.tokenizer.encode_batch(texts, max_len=(decoder_config or {}).get("max_len", 40))
+    dcfg = DecoderConfig(vocab_size=run.tokenizer.vocab_size, cond_dim=E, **(decoder_config or {}))
+    tcfg = DecoderTrainConfig(steps=decoder_steps, noise_std=sigma, seed=seed)
+
+    def report(step: int, loss: float) -> None:
+        if step % 250 == 0 or step == decoder_steps - 1:
+            _say(progress, f"  decoder step {step + 1}/{decoder_steps} loss {loss:.3f}")
+
+    decoder, losses = train_decoder(dcfg, cond, ids, mask, tcfg, report)
+    timings["train_decoder_s"] = time.perf_counter() - t0
+
+    # 5. Write: tensors first, the manifest last.
+    folder.mkdir(parents=True, exist_ok=True)
+    projector.save(folder)
+    _write_tensors(folder / "normalizer.safetensors", normalizer.state_dict())
+    _write_tensors(
+        folder / "decoder.safetensors",
+        {k: v.detach().cpu().numpy() for k, v in decoder.state_dict().items()},
+    )
+    run.tokenizer.save(folder / "tokenizer.json")
+    seen: dict[str, int] = {}
+    for j, t in enumerate(texts):
+        seen.setdefault(t, j)
+    gallery_idx = list(seen.values())
+    _write_tensors(folder / "gallery.safetensors", {"embeddings": cond[gallery_idx]})
+    write_json(folder / "gallery.json", [texts[j] for j in gallery_idx])
+    _write_tensors(
+        folder / "pairs.safetensors",
+        {"x": x, "y": y.astype(np.float32), "scenes": np.asarray(pair_scenes, dtype=np.int64)},
+    )
+    from prh import __version__
+
+    info = {
+        "format": FORMAT,
+        "prh_version": __version__,
+        "text_run": _relative(text_run, folder),
+        "text_run_step": int(run.step),
+        "vision": enc.spec or vision,
+        "vision_layer": (enc.layer_names or ["last"])[-1],
+        "vision_dim": int(x.shape[1]),
+        "embed_dim": int(E),
+        "world": {"name": "cave", "seed": wseed, "image_size": image_size,
+                  "nuisance_seed": nuisance_seed, "captions_per_scene": per_scene},
+        "n_pairs": int(n_pairs),
+        "decoder_scenes": int(decoder_scenes),
+        "map": {"kind": map_kind, "vision_dims": int(projector.components_.shape[0]),
+                "r2_train": float(r2)},
+        "gap": float(gap),
+        "noise": noise if noise == "gap" else float(noise),
+        "noise_std": sigma,
+        "alpha": float(alpha),
+        "decoder": dcfg.to_dict(),
+        "decoder_train": tcfg.to_dict(),
+        "decoder_loss_final": float(np.mean(losses[-50:])),
+        "gallery_size": len(gallery_idx),
+        "seconds": {**{k: round(v, 2) for k, v in timings.items()},
+                    "total_s": round(time.perf_counter() - t_start, 2)},
+    }  # fmt: skip
+    write_json(folder / MANIFEST, info)
+    _say(progress, f"wrote {folder} in {info['seconds']['total_s']:.0f} s")
+    return out
