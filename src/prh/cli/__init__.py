@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "measure": ("prh.cli.measure", "measure alignment of two feature files, with null and CI"),
     "bridge": ("prh.cli.bridge", "fit or apply one linear map (rotation) between two encoders"),
     "match": ("prh.cli.match", "match two unpaired feature files: correspondence without pairs"),
+    "caption": ("prh.cli.caption", "caption an image through one map; score or build a captioner"),
 }
 
 
