@@ -23,7 +23,9 @@ so ties from duplicated rows are resolved by index, exactly. Rows whose ``k + ma
 candidates do not reach below the threshold (heavy near-ties) are re-scored over all their
 candidates.
 
-Memory: ``N * k`` for the result plus ``block * N`` float32 for one block of similarities.
+Each tile ``(I, J)``, ``J >= I``, of the symmetric ``X X^T`` is computed once and updates the
+running top candidates of both its row block and its column block: half the multiply-adds of two
+full Gram products. Memory: ``N (k + 6)`` candidates plus one ``block x block`` float32 tile.
 
 References
 ----------
@@ -43,6 +45,7 @@ _U64 = 2.0**-53
 _MARGIN = 6  # extra float32 candidates per row beyond k
 _BLOCK_BYTES = 256 * 2**20  # default budget for one (block, N) float32 similarity block
 _RESCORE_BYTES = 4 * 2**20  # budget for the float64 (rows, candidates, D) re-scoring buffer
+_TILE = 2048  # default tile side of the symmetric Gram sweep (16 MiB float32)
 _TORCH_TOPK_MIN_N = 2048  # rows longer than this use torch.topk
 
 
@@ -109,8 +112,8 @@ def knn(
         L2-normalise rows first (cosine similarity, the reference protocol). ``False`` ranks by the
         raw inner product.
     block_size : int, optional
-        Query rows per similarity block; memory is about ``block_size * N * 4`` bytes. Default
-        :func:`default_block_size`. The result does not depend on it.
+        Side of the square tiles of ``X X^T`` (default 2048); memory is about
+        ``4 block_size^2 + 12 N (k + 6)`` bytes. The result does not depend on it.
     backend : {"numpy", "faiss"}
         Who computes the float32 candidate similarities; ``"faiss"`` uses ``faiss.IndexFlatIP``
         (needs ``faiss-cpu``). The exact re-scoring makes both give the same result.
@@ -138,7 +141,7 @@ def knn(
     c = min(k + _MARGIN, n - 1)
     if backend == "faiss":
         return _knn_faiss(x, k, c, slack, block_size)
-    return _knn_blocks(x, k, c, slack, np.arange(n), block_size)
+    return _knn_symmetric(x, k, c, slack, block_size)
 
 
 def check_k(k: int, n: int, name: str = "features") -> None:
@@ -168,6 +171,80 @@ def _knn_blocks(
         vals, idx = _top(s, c)  # (b, c) sorted descending
         out[start : start + len(q)] = _select(x, q, vals, idx, k, slack, s, n)
     return out
+
+
+def _knn_symmetric(
+    x: np.ndarray, k: int, c: int, slack: np.ndarray, block_size: int | None
+) -> np.ndarray:
+    """Exact top-k of every row, computing each block of ``X X^T`` once (the Gram is symmetric).
+
+    Block ``(I, J)``, ``J >= I``, updates the running float32 top-``c`` of the rows of ``I`` with
+    ``S_IJ`` and of the rows of ``J`` with ``S_IJ^T``: half the multiply-adds of row blocks.
+    """
+    n = x.shape[0]
+    bs = block_size or _TILE  # tiles of bs x bs float32
+    best_v = np.full((n, c), -np.inf, dtype=np.float32)  # (N, c) running candidates
+    best_i = np.zeros((n, c), dtype=np.int64)
+    starts = range(0, n, bs)
+    for i0 in starts:
+        ri = np.arange(i0, min(i0 + bs, n))
+        for j0 in starts:
+            if j0 < i0:
+                continue
+            rj = np.arange(j0, min(j0 + bs, n))
+            s = x[ri] @ x[rj].T  # (bI, bJ) float32
+            if i0 == j0:
+                np.fill_diagonal(s, -np.inf)  # self is never a neighbour
+            _merge(best_v, best_i, ri, s, rj, c)
+            if j0 != i0:
+                _merge(best_v, best_i, rj, s.T, ri, c)
+    out = np.empty((n, k), dtype=np.int64)
+    step = 1 << 14
+    for s0 in range(0, n, step):
+        q = np.arange(s0, min(s0 + step, n))
+        out[q] = _select(x, q, best_v[q], best_i[q], k, slack, None, n)
+    return out
+
+
+def _merge(
+    best_v: np.ndarray,
+    best_i: np.ndarray,
+    rows: np.ndarray,
+    s: np.ndarray,
+    cols: np.ndarray,
+    c: int,
+) -> None:
+    """Fold similarities ``s`` ``(b, m)`` of ``rows`` against ``cols`` into their top-``c``.
+
+    Only entries above a row's current ``c``-th value can enter, and after the first tiles they are
+    few: those are found with one comparison and merged sparsely, without a top-k of the tile.
+    """
+    cur_v, cur_i = best_v[rows], best_i[rows]  # (b, c)
+    if np.isneginf(cur_v[:, -1]).mean() > 0.5:  # mostly empty lists: a dense top-k is cheaper
+        sv, si = _top(s, min(c, s.shape[1]))  # (b, c')
+        vals = np.concatenate([cur_v, sv], axis=1)  # (b, c + c')
+        idx = np.concatenate([cur_i, cols[si]], axis=1)
+        top_v, pos = _top(vals, c)
+        best_v[rows] = top_v
+        best_i[rows] = np.take_along_axis(idx, pos, axis=1)
+        return
+    r, j = np.nonzero(s > cur_v[:, -1:])  # entries that beat the current c-th value
+    if r.size == 0:
+        return
+    hit = np.unique(r)  # rows to update
+    pos_of = np.full(len(rows), -1)
+    pos_of[hit] = np.arange(len(hit))
+    h = len(hit)
+    # old lists of hit rows and the new entries, as (row, value, column) triplets
+    rr = np.concatenate([np.repeat(np.arange(h), c), pos_of[r]])
+    vv = np.concatenate([cur_v[hit].ravel(), s[r, j]])
+    ii = np.concatenate([cur_i[hit].ravel(), cols[j]])
+    order = np.lexsort((-vv, rr))  # by row, then value descending
+    rr, vv, ii = rr[order], vv[order], ii[order]
+    start = np.searchsorted(rr, np.arange(h))  # first triplet of each row
+    take = (start[:, None] + np.arange(c)).ravel()  # (h * c,) the c best of each row
+    best_v[rows[hit]] = vv[take].reshape(h, c)
+    best_i[rows[hit]] = ii[take].reshape(h, c)
 
 
 def _top(s: np.ndarray, c: int) -> tuple[np.ndarray, np.ndarray]:
@@ -226,10 +303,10 @@ def _select(
     idx: np.ndarray,
     k: int,
     slack: np.ndarray,
-    s: np.ndarray,
+    s: np.ndarray | None,
     n: int,
 ) -> np.ndarray:
-    """Exact top-k of query rows ``q`` from their float32 top-``c`` and the full block ``s``."""
+    """Exact top-k of query rows ``q`` from their float32 top-``c`` (and rows ``s``, if kept)."""
     c = idx.shape[1]
     v = vals.astype(np.float64)  # (b, c)
     thr = v[:, k - 1] - slack[q]  # (b,) every canonical top-k member reaches thr in float32
@@ -242,7 +319,10 @@ def _select(
     ok = np.flatnonzero(settled & ~clear)
     out[ok] = _rescore(x, q[ok], idx[ok], k)
     for r in np.flatnonzero(~settled):  # heavy near-ties: every row above the threshold
-        cand = np.flatnonzero(s[r] >= thr[r])  # ascending indices
+        row = x[q[r]] @ x.T if s is None else s[r]  # (N,) float32, same error bound
+        if s is None:
+            row[q[r]] = -np.inf
+        cand = np.flatnonzero(row >= thr[r])  # ascending indices
         out[r] = _rescore(x, q[r : r + 1], cand[None, :], k)[0]
     return out
 
