@@ -79,7 +79,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ids-b", default=None, help="text file, one id per row of B")
     parser.add_argument("--json", default=None, metavar="PATH", help="also write the result here")
     parser.add_argument(
-        "--block-size", type=positive_int, default=None, help="kNN query rows per block (memory)"
+        "--block-size", type=positive_int, default=None, help="kNN tile side in rows (memory)"
     )
     parser.add_argument(
         "--backend", choices=("numpy", "faiss"), default="numpy", help="kNN candidate backend"

@@ -55,7 +55,7 @@ class MetricOptions:
     eps : float
         CKA/CKNNA denominator guard (reference: 1e-6).
     block_size : int or None
-        kNN query rows per block (memory only).
+        kNN tile side in rows (memory only).
     backend : str
         kNN candidate backend, ``"numpy"`` (BLAS) or ``"faiss"``.
     """
