@@ -89,7 +89,10 @@ class TextTokenizer:
         if kind == "wordpiece":
             tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
             trainer = trainers.WordPieceTrainer(
-                vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=list(SPECIALS)
+                vocab_size=vocab_size,
+                min_frequency=min_frequency,
+                special_tokens=list(SPECIALS),
+                show_progress=False,
             )
             tok.decoder = decoders.WordPiece()
         elif kind == "bpe":
@@ -98,6 +101,7 @@ class TextTokenizer:
                 vocab_size=vocab_size,
                 min_frequency=min_frequency,
                 special_tokens=list(SPECIALS),
+                show_progress=False,
                 end_of_word_suffix="</w>",
             )
             tok.decoder = decoders.BPEDecoder(suffix="</w>")
