@@ -127,6 +127,7 @@ def test_captions_differ_and_are_sometimes_partial(world):
     for i in range(200):
         caps = world.captions(i, 5, seed=0)
         assert len(set(caps)) == 5
+        assert world.captions(i, 2, seed=0) == caps[:2]  # a prefix: n does not change the first
         assert caps != world.captions(i, 5, seed=1)
         n = len(world.scene(i).objects)
         for c in caps:
