@@ -306,3 +306,27 @@ def test_client_that_disconnects_mid_upload_gets_a_json_answer():
     assert sent[0]["status"] == 400
     assert b"client went away" in sent[1]["body"]
     assert app.state.gate.admitted == 0
+
+
+@pytest.mark.slow
+def test_real_captioner_through_the_api_equals_a_direct_call(caption_run):
+    from prh.caption import load_captioner
+    from prh.cli.serve import _world_seed, load_run_captioner
+    from prh.serve.images import decode_image
+    from prh.serve.scenes import SceneSource
+
+    assert _world_seed(caption_run) == 3
+    captioner = load_run_captioner(caption_run)
+    scenes = SceneSource(world_seed=3)
+    c = TestClient(create_app(captioner, run_dir=caption_run, scenes=scenes))
+    direct = load_captioner(caption_run)  # a second, independent load
+    for seed in (0, 1):
+        png = c.get("/api/scene", params={"seed": seed}).content
+        body = upload(c, png).json()
+        want = direct.caption(decode_image(png))
+        assert body["caption"] == want.caption and body["caption"].strip()
+        assert [n["caption"] for n in body["nearest"]] == [t for t, _ in want.nearest[:5]]
+        got = [n["score"] for n in body["nearest"]]
+        assert got == pytest.approx([s for _, s in want.nearest[:5]], abs=1e-5)
+        assert got == sorted(got, reverse=True) and body["seconds"] > 0
+    assert c.get("/api/run").json()["run"] == caption_run.name

@@ -71,3 +71,27 @@ def test_bad_file_then_random_scene_in_the_browser(tmp_path: Path):
             assert page.evaluate("() => document.querySelector('#preview').naturalWidth") == 224
         finally:
             browser.close()
+
+
+def test_a_real_caption_run_in_the_browser(tmp_path: Path, caption_run: Path):
+    """The run's own pipeline (vision encoder -> map -> text-only decoder) behind the page."""
+    pytest.importorskip("playwright.sync_api", reason="pip install playwright (Python package)")
+    from prh.caption import load_captioner
+    from prh.serve.app import create_app
+    from prh.serve.images import decode_image
+    from prh.serve.scenes import SceneSource
+
+    captioner = load_captioner(caption_run)
+    scenes = SceneSource(world_seed=3)
+    image = tmp_path / "scene.png"
+    image.write_bytes(scenes.png(11))
+    want = captioner.caption(decode_image(image.read_bytes()))
+    app = create_app(captioner, run_dir=caption_run, scenes=scenes, captioner_name="tiny run")
+    with serve_in_thread(app) as url:
+        page = caption_in_page(url, image, screenshot=tmp_path / "shot.png")
+    assert page["error"] == "" and page["blocked"] == []
+    assert " ".join(page["caption"].split()) == " ".join(want.caption.split())
+    assert page["nearest"] == [" ".join(t.split()) for t, _ in want.nearest[:5]]
+    assert [float(s) for s in page["scores"]] == pytest.approx(
+        [s for _, s in want.nearest[:5]], abs=1e-3
+    )

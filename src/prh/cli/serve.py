@@ -92,21 +92,30 @@ def _check_port_free(host: str, port: int) -> None:
 
 
 def _world_seed(run_dir: Path | None) -> int:
-    """The run's world seed from ``config.json`` (keys ``world_seed`` or ``world.seed``), else 0."""
+    """The run's world seed, else 0.
+
+    Looked up in ``caption/caption.json`` (``world.seed``, written by ``prh.caption``), then in
+    ``config.json`` (``world_seed``, ``world.seed`` or ``train.world_seed``).
+    """
     import json
 
-    if run_dir is None or not (run_dir / "config.json").is_file():
+    if run_dir is None:
         return 0
-    try:
-        cfg = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return 0
-    if isinstance(cfg, dict):
-        if isinstance(cfg.get("world_seed"), int):
-            return cfg["world_seed"]
-        world = cfg.get("world")
-        if isinstance(world, dict) and isinstance(world.get("seed"), int):
-            return world["seed"]
+    for path in (run_dir / "caption" / "caption.json", run_dir / "config.json"):
+        try:
+            cfg = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+            continue
+        if not isinstance(cfg, dict):
+            continue
+        for section in (cfg, cfg.get("train")):
+            if not isinstance(section, dict):
+                continue
+            world = section.get("world")
+            if isinstance(world, dict) and isinstance(world.get("seed"), int):
+                return world["seed"]
+            if isinstance(section.get("world_seed"), int):
+                return section["world_seed"]
     return 0
 
 

@@ -24,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=3, help="seed of the scene to upload (default 3)")
     args = p.parse_args(argv)
 
-    from prh.cli.serve import load_run_captioner
+    from prh.cli.serve import _world_seed, load_run_captioner
     from prh.serve.app import create_app
     from prh.serve.browser import caption_in_page, serve_in_thread
     from prh.serve.colour import ColourCaptioner
@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
             captioner, name = load_run_captioner(args.run), f"run {args.run.name}"
         else:
             captioner, name = ColourCaptioner(), "mean-colour control (no model)"
-        scenes = SceneSource()
+        scenes = SceneSource(world_seed=_world_seed(args.run))
         app = create_app(captioner, run_dir=args.run, scenes=scenes, captioner_name=name)
         with tempfile.TemporaryDirectory() as tmp:
             image = Path(tmp) / f"scene-{args.seed}.png"
