@@ -110,6 +110,8 @@ def load_corpus(
 def detect_format(path: str | os.PathLike[str]) -> str:
     """Guess the format of ``path`` from its name and first bytes; :class:`InputError` if unsure."""
     p = Path(path)
+    if not p.exists():
+        raise InputError(f"{p}: no such file or folder")
     if p.is_dir():
         if (p / "dataset_dict.json").is_file() or (p / "state.json").is_file():
             return "hf"

@@ -30,6 +30,10 @@ class TextTokenizer:
     """
 
     def __init__(self, tokenizer, *, source: str = "") -> None:  # tokenizers.Tokenizer
+        # Hub tokenizer.json files often carry padding/truncation settings (MiniLM pads to 128);
+        # this wrapper adds specials, truncates and pads itself.
+        tokenizer.no_padding()
+        tokenizer.no_truncation()
         self._tok = tokenizer
         self.source = source
         vocab = tokenizer.get_vocab()
