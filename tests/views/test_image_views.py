@@ -48,3 +48,14 @@ def test_ranks_and_errors(world):
         ImageViewDataset(world, "next-token")
     with pytest.raises(InputError, match="size"):
         ImageViewDataset(world, size=4)
+
+
+def test_prefetch_in_workers_keeps_the_order(world):
+    from prh.views import prefetch
+
+    ds = ImageViewDataset(world, "good", size=16, batch_size=2, seed=4)
+    got = list(prefetch(ds, start=3, stop=8, num_workers=2))
+    assert [int(b["state"][0]) for b in got] == [int(ds.batch(i)["state"][0]) for i in range(3, 8)]
+    assert all(torch.equal(b["a"], ds.batch(3 + k)["a"]) for k, b in enumerate(got))
+    inline = list(prefetch(ds, start=3, stop=5, num_workers=0))
+    assert torch.equal(inline[1]["b"], ds.batch(4)["b"])

@@ -2,10 +2,11 @@
 
 See ``docs/world.md``. Public API: :class:`TextTokenizer`, :func:`make_view_dataset`,
 :class:`ViewDataset`, :class:`ViewConfig`, :class:`ImageViewDataset`, :class:`WorldCaptionSource`,
-:class:`CorpusSource`, :func:`pair_statistics`.
+:class:`CorpusSource`, :func:`pair_statistics`, :func:`prefetch`.
 """
 
 from prh.views.image import ImageViewDataset, crop_and_jitter
+from prh.views.loader import prefetch
 from prh.views.sources import CaptionSource, CorpusSource, WorldCaptionSource, as_source
 from prh.views.text import (
     KINDS,
@@ -31,4 +32,5 @@ __all__ = [
     "distort",
     "make_view_dataset",
     "pair_statistics",
+    "prefetch",
 ]
