@@ -6,7 +6,8 @@ Subpackages, one per concern (pure functions under thin wrappers under thin orch
 - ``prh.prove``: executable checks of every theorem statement (``prh prove``).
 - ``prh.metrics``: the PRH benchmark's alignment metrics, exact at scale, calibrated.
 - ``prh.world`` / ``prh.data`` / ``prh.views``: the embedded cave world, real corpora, view samplers.
-- ``prh.models`` / ``prh.losses`` / ``prh.training`` / ``prh.encoders``: text JEPAs and baselines.
+- ``prh.models`` / ``prh.losses`` / ``prh.training``: text JEPAs and the next-token baseline.
+- ``prh.encoders``: frozen pretrained encoders behind one interface.
 - ``prh.scaling``: sample efficiency and the scaling law.
 - ``prh.bridge``: one rotation between frozen encoders, with pairs and without.
 - ``prh.cli``: the ``prh`` command.

@@ -14,4 +14,4 @@ class CheckpointError(PrhError):
 
 
 class TrainingError(PrhError):
-    """Training could not go on (for example a non-finite loss); the last good checkpoint is kept."""
+    """Training could not go on (a non-finite loss, say); the last good checkpoint is kept."""

@@ -1,11 +1,12 @@
 """Feature files: the one format every command exchanges.
 
-A feature file holds ``features`` of shape ``(N, D)`` or ``(N, L, D)`` (rows are samples, ``L`` layers)
-and optionally ``ids``, one string per row, so two files can be joined by id.
+A feature file holds ``features`` of shape ``(N, D)`` or ``(N, L, D)`` (rows are samples, ``L``
+layers) and optionally ``ids``, one string per row, so two files can be joined by id.
 
 Formats read: ``.npy``, ``.npz`` (key ``features`` or the only array; optional ``ids``),
 ``.safetensors`` (tensor ``features``; ``ids`` in the metadata as a JSON list), ``.pt`` (a tensor or a
-dict with ``features``, read only with ``torch.load(weights_only=True)``: never unpickled).
+dict with ``features``, read only with ``torch.load(weights_only=True)``: never
+unpickled).
 Format written: safetensors, atomically.
 """
 
@@ -62,7 +63,7 @@ def save_features(
     ids: Sequence[str] | None = None,
     metadata: dict[str, str] | None = None,
 ) -> None:
-    """Write ``features`` (``(N, D)`` or ``(N, L, D)``) and ``ids`` to a safetensors file, atomically."""
+    """Write ``features`` (``(N, D)`` or ``(N, L, D)``) and ``ids`` to safetensors, atomically."""
     from safetensors.numpy import save
 
     arr = np.ascontiguousarray(np.asarray(features, dtype=np.float32))
