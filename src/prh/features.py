@@ -4,9 +4,8 @@ A feature file holds ``features`` of shape ``(N, D)`` or ``(N, L, D)`` (rows are
 layers) and optionally ``ids``, one string per row, so two files can be joined by id.
 
 Formats read: ``.npy``, ``.npz`` (key ``features`` or the only array; optional ``ids``),
-``.safetensors`` (tensor ``features``; ``ids`` in the metadata as a JSON list), ``.pt`` (a tensor or a
-dict with ``features``, read only with ``torch.load(weights_only=True)``: never
-unpickled).
+``.safetensors`` (tensor ``features``; ``ids`` in the metadata as a JSON list), ``.pt`` (a tensor
+or a dict with ``features``, read only with ``torch.load(weights_only=True)``: never unpickled).
 Format written: safetensors, atomically.
 """
 
