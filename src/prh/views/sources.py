@@ -43,10 +43,6 @@ class CaptionSource(Protocol):
         """State ids of items: the image index in a corpus, the scene index in a world."""
         ...
 
-    def all_captions(self, j: int) -> list[str]:
-        """Captions of item ``j`` used for documents (next-token over a document)."""
-        ...
-
 
 class CorpusSource:
     """Items are the images of a :class:`CaptionCorpus`; nuisance ids are caption indices."""
@@ -78,9 +74,6 @@ class CorpusSource:
             )
         k = rng.choice(len(caps), size=n, replace=False) if n > 1 else [rng.integers(len(caps))]
         return [caps[int(x)] for x in k], [int(self._offset[j] + x) for x in k]
-
-    def all_captions(self, j: int) -> list[str]:
-        return list(self.corpus.captions[j])
 
     def state_of(self, items: np.ndarray) -> np.ndarray:
         return np.asarray(items, dtype=np.int64)
@@ -138,9 +131,6 @@ class WorldCaptionSource:
         w = int(rng.integers(0, 2**55))
         caps = self.world.captions(scene, n, seed=w)
         return caps, [(w << 3) + k for k in range(n)]
-
-    def all_captions(self, j: int) -> list[str]:
-        return self.world.captions(int(self.scene_ids[j]), self.wordings or 5, seed=0)
 
     def state_of(self, items: np.ndarray) -> np.ndarray:
         return self.scene_ids[np.asarray(items)].astype(np.int64)

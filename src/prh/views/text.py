@@ -165,9 +165,10 @@ class ViewDataset:
             if good[r]:
                 caps, nuis = self.source.draw(j, 2, rr)
             elif self.kind == "next-token" and cfg.doc_captions > 1:
-                pool = self.source.all_captions(j)
-                k = rr.permutation(len(pool))[: cfg.doc_captions]
-                caps, nuis = [" ".join(pool[int(x)] for x in k)], [-1 - j]
+                # A document: several captions of the item in a random order, one text.
+                n_doc = min(cfg.doc_captions, self.source.min_captions())
+                caps, nuis = self.source.draw(j, n_doc, rr)
+                caps, nuis = [" ".join(caps)], nuis[:1]
             else:
                 caps, nuis = self.source.draw(j, 1, rr)
             spec.append((len(texts), len(caps), nuis))
