@@ -184,8 +184,10 @@ def test_errors(world):
         world.scene(world.num_scenes)
     with pytest.raises(InputError, match="unknown split"):
         world.split("val")
-    with pytest.raises(ValueError, match="size"):
+    with pytest.raises(InputError, match="16 to 1024 pixels, got 8"):
         world.render(0, 0, size=8)
+    with pytest.raises(InputError, match="16 to 1024 pixels"):
+        world.sketch(0, 0, size=2000)
     with pytest.raises(InputError, match="exceeds"):
         CaveWorld(WorldConfig(num_scenes=10**9, max_objects=1))
 

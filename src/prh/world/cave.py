@@ -94,6 +94,12 @@ class CaveWorld:
     def __len__(self) -> int:
         return self.num_scenes
 
+    def _size(self, size: int | None) -> int:
+        size = int(size or self.config.image_size)
+        if not 16 <= size <= 1024:
+            raise InputError(f"world: image size must be 16 to 1024 pixels, got {size}")
+        return size
+
     def _check(self, i: int) -> int:
         i = int(i)
         if not 0 <= i < self.num_scenes:
@@ -137,13 +143,13 @@ class CaveWorld:
         """
         i = self._check(i)
         rng = np.random.default_rng([self.config.seed, 0x1A6E, i, int(nuisance_seed)])
-        return render_scene(self.scene(i), rng, size or self.config.image_size)
+        return render_scene(self.scene(i), rng, self._size(size))
 
     def sketch(self, i: int, nuisance_seed: int = 0, size: int | None = None) -> np.ndarray:
         """A third modality: a line sketch of scene ``i`` (no colour), ``(H, W, 3)`` uint8."""
         i = self._check(i)
         rng = np.random.default_rng([self.config.seed, 0x5E7C, i, int(nuisance_seed)])
-        return render_sketch(self.scene(i), rng, size or self.config.image_size)
+        return render_sketch(self.scene(i), rng, self._size(size))
 
     def split(self, name: str) -> np.ndarray:
         """Scene indices of split ``name``: ``"train"``, ``"test"`` (held out) or ``"all"``."""
