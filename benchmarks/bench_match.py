@@ -82,6 +82,7 @@ def main() -> None:
     ap.add_argument("--noise", type=float, default=0.1)
     ap.add_argument("--seeds", type=int, default=3, help="problems per size (1 at N >= 1000)")
     ap.add_argument("--large", action="store_true", help="add prh sample level at N = 100,000")
+    ap.add_argument("--methods", nargs="+", default=None, help="subset of the columns to run")
     args = ap.parse_args()
     methods = {
         "prh": lambda kx, ky: run_prh(kx, ky),
@@ -89,6 +90,8 @@ def main() -> None:
         "FAQ": run_faq,
         "POT eGW": run_gw,
     }
+    if args.methods:
+        methods = {m: f for m, f in methods.items() if m in args.methods}
     print(f"planted clouds, d = 8, noise = {args.noise}; accuracy (mean over seeds) and seconds")
     head = f"{'N':>6} {'oracle':>7} " + " ".join(f"{m:>18}" for m in methods)
     print(head)
