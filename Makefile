@@ -9,7 +9,7 @@ export HF_HUB_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: setup test lint demo clean
+.PHONY: setup browser test lint demo clean
 
 setup: $(STAMP)
 
@@ -26,7 +26,14 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
 
-test: lint
+# The browser test of `prh serve` drives Debian's chromium (never a downloaded browser). Installed
+# here when we are root and it is missing; otherwise that one test skips and says why.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+	  && (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	  || echo "note: chromium not installed; the browser test of prh serve will skip"; }
+
+test: lint browser
 	$(BIN)/python -m pytest -q
 
 demo: $(STAMP)
