@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.run is not None:
         from prh.cli.serve import load_run_captioner
 
-        captioner, name = load_run_captioner(args.run), f"run {args.run.name}"
+        captioner, name = load_run_captioner(args.run), f"run {args.run}"
         flags = ["--run", str(args.run)]
     else:
         captioner, name = ColourCaptioner(), "mean-colour control (no model)"

@@ -55,6 +55,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="captions computed concurrently, each in its own thread (default 1)",
     )
     parser.add_argument(
+        "--threads",
+        type=positive_int,
+        default=None,
+        help="torch threads of the vision encoder (default: torch's own choice)",
+    )
+    parser.add_argument(
         "--max-upload-mb",
         type=positive_int,
         default=10,
@@ -119,7 +125,7 @@ def _world_seed(run_dir: Path | None) -> int:
     return 0
 
 
-def load_run_captioner(run_dir: Path) -> Any:
+def load_run_captioner(run_dir: Path, threads: int | None = None) -> Any:
     """Load the run's captioner once, with one clear line if ``run_dir`` is not a demo run."""
     if not run_dir.exists():
         raise InputError(f"--run {run_dir}: no such folder; make one with `prh demo`")
@@ -130,7 +136,7 @@ def load_run_captioner(run_dir: Path) -> Any:
     except ImportError as e:
         raise PrhError(f"captioning is not available in this install ({e})") from None
     try:
-        return load_captioner(run_dir)
+        return load_captioner(run_dir, threads=threads)
     except PrhError:
         raise
     except (FileNotFoundError, KeyError) as e:
@@ -158,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
     if args.captioner == "colour":
         captioner, name = ColourCaptioner(), "mean-colour control (no model)"
     else:
-        captioner, name = load_run_captioner(args.run), f"run {args.run.name}"
+        captioner, name = load_run_captioner(args.run, args.threads), f"run {args.run.name}"
     # One warm-up call so the first visitor does not pay for lazy initialisation.
     captioner.caption(np.full((224, 224, 3), 127, dtype=np.uint8))
     load_s = time.perf_counter() - t0
