@@ -34,43 +34,72 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--out", required=True, metavar="FILE", help="output .safetensors file")
     parser.add_argument(
-        "--n", type=positive_int, default=None, help="number of scenes/images (default: all)"
+        "--n",
+        metavar="N",
+        type=positive_int,
+        default=None,
+        help="number of scenes/images (default: all)",
     )
     parser.add_argument(
         "--seed",
+        metavar="S",
         type=nonnegative_int,
         default=None,
         help="world seed: which scenes exist (default: a run's world_seed, else 0)",
     )
     parser.add_argument(
         "--split",
+        metavar="NAME",
         default=None,
         help="scene split: train, test or all for the world (default test); a corpus split name",
     )
-    parser.add_argument("--format", default=None, help="corpus format (default: detected)")
+    parser.add_argument(
+        "--format", metavar="F", default=None, help="corpus format (default: detected)"
+    )
     parser.add_argument(
         "--images", metavar="DIR", default=None, help="folder of a corpus's image files"
     )
     parser.add_argument(
-        "--batch-size", type=positive_int, default=32, help="items per forward pass (default 32)"
+        "--batch-size",
+        metavar="N",
+        type=positive_int,
+        default=32,
+        help="items per forward pass (default 32)",
     )
     parser.add_argument(
         "--captions-per-scene",
+        metavar="K",
         type=positive_int,
         default=1,
         help="captions averaged per scene (default 1: one seeded caption)",
     )
     parser.add_argument(
-        "--caption-seed", type=nonnegative_int, default=0, help="caption wording seed (default 0)"
+        "--caption-seed",
+        metavar="S",
+        type=nonnegative_int,
+        default=0,
+        help="caption wording seed (default 0)",
     )
     parser.add_argument(
-        "--nuisance-seed", type=nonnegative_int, default=0, help="render nuisance seed (default 0)"
+        "--nuisance-seed",
+        metavar="S",
+        type=nonnegative_int,
+        default=0,
+        help="render nuisance seed (default 0)",
     )
     parser.add_argument(
-        "--image-size", type=positive_int, default=224, help="render side in pixels (default 224)"
+        "--image-size",
+        metavar="PX",
+        type=positive_int,
+        default=224,
+        help="render side in pixels (default 224)",
     )
     parser.add_argument(
-        "--init-seed", type=nonnegative_int, default=0, help="seed of random: specs (default 0)"
+        "--init-seed",
+        metavar="S",
+        type=nonnegative_int,
+        default=0,
+        help="seed of random: specs (default 0)",
     )
     parser.add_argument(
         "--efficientnet-layers",
@@ -80,6 +109,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--threads",
+        metavar="N",
         type=positive_int,
         default=None,
         help="CPU threads for the encoder (default: the CPUs this process may use)",
