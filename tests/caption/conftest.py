@@ -69,6 +69,12 @@ BUILD_KW = dict(
 
 
 @pytest.fixture(scope="session")
+def build_kw() -> dict:
+    """Toy-size arguments of ``build_caption_run``."""
+    return dict(BUILD_KW)
+
+
+@pytest.fixture(scope="session")
 def caption_run(tmp_path_factory, text_run, tiny_vit) -> Path:
     """``build_caption_run`` at toy size (the run folder holding ``caption/``)."""
     from prh.caption import build_caption_run

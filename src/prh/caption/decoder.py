@@ -14,8 +14,9 @@ Decoding: :func:`greedy_decode` and :func:`beam_search` (beam search with the GN
 ``lp(Y) = ((5 + |Y|) / 6) ** alpha``, ``|Y|`` counting the generated tokens including EOS;
 ``alpha = 0`` ranks by raw log-probability, which favours short captions, ``alpha = 1`` by
 per-token log-probability). An EOS only finishes a hypothesis when it is among the ``K`` best
-candidates of its step, and an image is done once ``K`` hypotheses have finished, so ``beam=1``
-is exactly greedy decoding.
+candidates of its step, and an image is done once no live beam's normalised score so far beats
+its best finished hypothesis, so ``beam=1`` is exactly greedy decoding, and with ``alpha = 0`` a
+beam as wide as every continuation is an exhaustive search.
 
 References
 ----------
@@ -280,7 +281,15 @@ def beam_search(
                     new_seqs[b, n, -1] = tok
                     new_scores[b, n] = s
                     n += 1
-            if len(finished[b]) >= K or n == 0:
+            if finished[b]:
+                # Stop once no live beam's current normalised score beats the best finished one
+                # (Hugging Face's early_stopping=False heuristic; exact when alpha = 0, where
+                # scores only fall as a hypothesis grows).
+                best = max(f[0] for f in finished[b])
+                live = max(new_scores[b, :n].tolist(), default=-math.inf)
+                if live / length_penalty(t + 1, alpha) <= best:
+                    done[b] = True
+            elif n == 0:
                 done[b] = True
         seqs, scores = new_seqs, new_scores
         if all(done):

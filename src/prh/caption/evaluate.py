@@ -97,6 +97,7 @@ def evaluate_captioner(
     tokenizer: str | None = None,
     text_run: Any = None,
     n_examples: int = 5,
+    image_features: Any = None,
     progress: bool = False,
 ) -> CaptionEvalResult:
     """Score a :class:`prh.caption.Captioner` on ``n`` held-out scenes of its world.
@@ -121,6 +122,9 @@ def evaluate_captioner(
         row is skipped, with a note, when it cannot be found).
     n_examples : int
         Scenes kept as examples.
+    image_features : path-like, optional
+        A ``prh embed`` image feature file of the test scenes (same vision encoder), used
+        instead of encoding the renders again.
 
     Raises
     ------
@@ -129,7 +133,7 @@ def evaluate_captioner(
     """
     from prh.bridge import retrieval
     from prh.bridge.caption_metrics import score_captions
-    from prh.caption.pipeline import render_features, resolve_text_run
+    from prh.caption.pipeline import render_features, resolve_text_run, stored_features
     from prh.world import CaveWorld, WorldConfig
 
     info = captioner.info
@@ -153,15 +157,18 @@ def evaluate_captioner(
             print(f"prh caption: {msg}", file=sys.stderr, flush=True)
 
     t0 = time.perf_counter()
-    say(f"encoding {n} held-out renders with {info.get('vision')}")
-    feats = render_features(
-        captioner.vision,
-        world,
-        scenes,
-        nuisance_seed=int(w.get("nuisance_seed", 0)),
-        image_size=int(w.get("image_size", 224)),
-        progress=progress,
-    )
+    if image_features is not None:
+        feats = stored_features(image_features, world, scenes, str(info.get("vision")))
+    else:
+        say(f"encoding {n} held-out renders with {info.get('vision')}")
+        feats = render_features(
+            captioner.vision,
+            world,
+            scenes,
+            nuisance_seed=int(w.get("nuisance_seed", 0)),
+            image_size=int(w.get("image_size", 224)),
+            progress=progress,
+        )
     cond = captioner.conditions(feats)  # (n, E)
     secs["encode_s"] = time.perf_counter() - t0
 

@@ -497,6 +497,39 @@ def render_features(
     return np.concatenate(out).astype(np.float32)
 
 
+def stored_features(
+    path: str | os.PathLike[str], world: Any, scenes: Sequence[int], vision: str
+) -> np.ndarray:
+    """Last-layer rows ``(N, D_v)`` of ``scenes`` from a ``prh embed`` image feature file.
+
+    Lets a build or an evaluation reuse renders already embedded by ``prh embed MODEL --world
+    cave --modality image`` (same world seed, nuisance seed and image size are the caller's
+    responsibility; the encoder spec is checked against ``vision``).
+    """
+    import json as _json
+
+    from prh.encoders import unpad_layer
+    from prh.features import load_features
+
+    fs = load_features(path)
+    spec = fs.metadata.get("encoder")
+    if spec is not None and spec != vision:
+        raise InputError(f"--image-features {path}: made by {spec!r}, but the vision is {vision!r}")
+    if fs.ids is None:
+        raise InputError(f"--image-features {path}: the file has no ids (scene_<i>)")
+    index = {s: r for r, s in enumerate(fs.ids)}
+    want = [world.image_id(int(i)) for i in scenes]
+    missing = [s for s in want if s not in index]
+    if missing:
+        raise InputError(
+            f"--image-features {path}: {len(missing)} of {len(want)} scenes missing "
+            f"(first {missing[0]})"
+        )
+    dims = _json.loads(fs.metadata["layer_dims"]) if "layer_dims" in fs.metadata else None
+    rows = fs.features[[index[s] for s in want]]  # (N, L, D)
+    return np.asarray(unpad_layer(rows, fs.layers - 1, dims), dtype=np.float32)
+
+
 def build_caption_run(
     text_run: str | os.PathLike[str],
     out_dir: str | os.PathLike[str],
@@ -515,6 +548,7 @@ def build_caption_run(
     alpha: float = 0.6,
     seed: int = 0,
     threads: int | None = None,
+    image_features: str | os.PathLike[str] | None = None,
     progress: bool = True,
 ) -> Path:
     """Fit the map, train the decoder on text, embed the gallery; write ``out_dir/caption/``.
@@ -557,6 +591,9 @@ def build_caption_run(
         Decoder initialisation, batch order and noise.
     threads : int, optional
         Torch threads.
+    image_features : path-like, optional
+        A ``prh embed`` image feature file holding the pair scenes' renders (by the same
+        ``vision``), used instead of encoding them again.
     progress : bool
         Phase lines on stderr.
 
@@ -621,11 +658,15 @@ def build_caption_run(
     enc = load_encoder(vision, efficientnet_layers="head", threads=threads)
     if enc.modality != "image":
         raise InputError(f"--vision {vision}: a {enc.modality} encoder, expected an image encoder")
-    _say(progress, f"encoding {n_pairs} renders with {vision}")
-    x = render_features(
-        enc, world, pair_scenes, nuisance_seed=nuisance_seed, image_size=image_size,
-        progress=progress,
-    )  # fmt: skip
+    if image_features is not None:
+        x = stored_features(image_features, world, pair_scenes, enc.spec or vision)
+        _say(progress, f"read {n_pairs} image features from {image_features}")
+    else:
+        _say(progress, f"encoding {n_pairs} renders with {vision}")
+        x = render_features(
+            enc, world, pair_scenes, nuisance_seed=nuisance_seed, image_size=image_size,
+            progress=progress,
+        )  # fmt: skip
     timings["encode_images_s"] = time.perf_counter() - t0
 
     # 3. The map; the modality gap on held-out pairs sets the noise.

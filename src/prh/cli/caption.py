@@ -57,6 +57,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--max-image-mb", type=positive_int, default=DEFAULT_MAX_IMAGE_MB,
         help=f"largest image file accepted, in MB (default {DEFAULT_MAX_IMAGE_MB})",
     )  # fmt: skip
+    parser.add_argument(
+        "--image-features", type=Path, default=None,
+        help="prh embed image feature file of the scenes (--build: pair scenes, --eval: test "
+        "scenes) to use instead of encoding the renders again",
+    )  # fmt: skip
     parser.add_argument("--json", type=Path, help="also write the result as JSON to this file")
     parser.add_argument("--threads", type=positive_int, default=None, help="torch CPU threads")
     parser.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
@@ -196,6 +201,7 @@ def _eval(args: argparse.Namespace) -> int:
         refs=args.refs,
         meteor=args.meteor,
         tokenizer=args.tokenizer,
+        image_features=args.image_features,
         progress=not args.no_progress,
     )
     print(res.table())
@@ -227,6 +233,7 @@ def _build(args: argparse.Namespace) -> int:
         image_size=args.image_size,
         seed=args.seed,
         threads=args.threads,
+        image_features=args.image_features,
         progress=not args.no_progress,
     )
     info = json.loads((out / "caption" / "caption.json").read_text())
