@@ -62,7 +62,14 @@ def test_build_from_the_cli(capsys, tmp_path, text_run, tiny_vit):
     assert code == 0, err
     info = json.loads((out_run / "caption" / "caption.json").read_text())
     assert info["map"]["kind"] == "ridge" and info["noise_std"] == 0.0 and info["n_pairs"] == 8
-    assert "caption run" in out
+    assert "caption run" in out and info["pair_free"] is None
+    code, out, err = _cli(capsys, "--build", "--text-run", text_run, "--out", tmp_path / "free",
+                          "--vision", f"hf:{tiny_vit}", "--n-pairs", 40, "--decoder-scenes", 8,
+                          "--decoder-steps", 2, "--vision-dims", 4, "--image-size", 32,
+                          "--pair-free", "--no-progress")  # fmt: skip
+    assert code == 0, err
+    info = json.loads((tmp_path / "free" / "caption" / "caption.json").read_text())
+    assert 0.0 <= info["pair_free"]["accuracy"] <= 1.0 and "pair-free match accuracy" in out
 
 
 @pytest.mark.parametrize(

@@ -530,6 +530,29 @@ def stored_features(
     return np.asarray(unpad_layer(rows, fs.layers - 1, dims), dtype=np.float32)
 
 
+def _pair_free(
+    x: np.ndarray,
+    y: np.ndarray,
+    y_all: np.ndarray,
+    normalizer: ConditionNormalizer,
+    dims: int,
+    seed: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+    """Shuffle the caption side, match it back without pairs; returns the matched pairs."""
+    from prh.bridge import match_samples
+
+    shuffle = np.random.default_rng([seed, 0xF4EE]).permutation(len(x))
+    y_u, y_all_u = y[shuffle], y_all[shuffle]  # the pairing is now unknown to the matcher
+    k = min(dims, len(x) - 1, x.shape[1])
+    xc = x - x.mean(0)
+    u, _, _ = np.linalg.svd(xc, full_matrices=False)
+    xw = u[:, :k] * np.sqrt(len(x) - 1)  # whitened PCA scores (N, k)
+    res = match_samples(xw, normalizer.transform(y_u), truth=np.argsort(shuffle), seed=seed)
+    perm = res.permutation
+    info = {"accuracy": res.accuracy, "objective": res.objective, "seconds": res.seconds}
+    return x, y_u[perm], y_all_u[perm], info  # fmt: skip
+
+
 def build_caption_run(
     text_run: str | os.PathLike[str],
     out_dir: str | os.PathLike[str],
@@ -549,6 +572,7 @@ def build_caption_run(
     seed: int = 0,
     threads: int | None = None,
     image_features: str | os.PathLike[str] | None = None,
+    pair_free: bool = False,
     progress: bool = True,
 ) -> Path:
     """Fit the map, train the decoder on text, embed the gallery; write ``out_dir/caption/``.
@@ -594,6 +618,11 @@ def build_caption_run(
     image_features : path-like, optional
         A ``prh embed`` image feature file holding the pair scenes' renders (by the same
         ``vision``), used instead of encoding them again.
+    pair_free : bool
+        Forget which render goes with which captions (a seeded shuffle of the caption side),
+        recover the correspondence with :func:`prh.bridge.match_samples` between the whitened
+        PCA image features and the normalised caption embeddings, and fit the map (and the
+        noise) on the matched pairs. The matching accuracy is recorded.
     progress : bool
         Phase lines on stderr.
 
@@ -671,6 +700,10 @@ def build_caption_run(
 
     # 3. The map; the modality gap on held-out pairs sets the noise.
     t0 = time.perf_counter()
+    match_info = None
+    if pair_free:
+        x, y, y_all, match_info = _pair_free(x, y, y_all, normalizer, vision_dims, seed)
+        _say(progress, f"pair-free match: accuracy {match_info['accuracy']:.3f}")
     n_fit = max(2, int(0.8 * n_pairs))
     probe = VisionProjector(vision_dims, map_kind).fit(x[:n_fit], y[:n_fit])
     held = normalizer.transform(probe.transform(x[n_fit:]))  # (n_held, E)
@@ -733,6 +766,7 @@ def build_caption_run(
         "decoder_scenes": int(decoder_scenes),
         "map": {"kind": map_kind, "vision_dims": int(projector.components_.shape[0]),
                 "r2_train": float(r2)},
+        "pair_free": match_info,
         "gap": float(gap),
         "noise": noise if noise == "gap" else float(noise),
         "noise_std": sigma,

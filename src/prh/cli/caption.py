@@ -115,6 +115,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     b.add_argument(
         "--image-size", type=positive_int, default=224, help="render side in pixels (default 224)"
     )
+    b.add_argument(
+        "--pair-free", action="store_true",
+        help="fit the map without pairs: shuffle the captions and recover the match (prh match)",
+    )  # fmt: skip
     b.add_argument("--seed", type=int, default=0, help="decoder seed (default 0)")
 
 
@@ -234,6 +238,7 @@ def _build(args: argparse.Namespace) -> int:
         seed=args.seed,
         threads=args.threads,
         image_features=args.image_features,
+        pair_free=args.pair_free,
         progress=not args.no_progress,
     )
     info = json.loads((out / "caption" / "caption.json").read_text())
@@ -242,6 +247,8 @@ def _build(args: argparse.Namespace) -> int:
         f"map R^2 {info['map']['r2_train']:.3f}, gap {info['gap']:.4f}, "
         f"decoder loss {info['decoder_loss_final']:.3f}, {info['seconds']['total_s']:.0f} s"
     )
+    if info.get("pair_free"):
+        print(f"pair-free match accuracy {info['pair_free']['accuracy']:.3f} (no pairs used)")
     if args.json is not None:
         from prh.io import write_json
 
