@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-TINY_DECODER = {"d_model": 32, "n_layers": 1, "n_heads": 2, "d_ff": 64, "max_len": 40}
+TINY_DECODER = {"d_model": 32, "n_layers": 1, "n_heads": 2, "d_ff": 64}
 
 
 @pytest.fixture(scope="session", autouse=True)

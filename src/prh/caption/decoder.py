@@ -80,7 +80,7 @@ class DecoderConfig:
     n_layers: int = 2
     n_heads: int = 4
     d_ff: int = 512
-    max_len: int = 40
+    max_len: int = 48
     prefix_len: int = 2
     dropout: float = 0.0
 

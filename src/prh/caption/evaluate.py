@@ -133,7 +133,8 @@ def evaluate_captioner(
     """
     from prh.bridge import retrieval
     from prh.bridge.caption_metrics import score_captions
-    from prh.caption.pipeline import render_features, resolve_text_run, stored_features
+    from prh.caption.build import render_features, stored_features
+    from prh.caption.pipeline import resolve_text_run
     from prh.world import CaveWorld, WorldConfig
 
     info = captioner.info
