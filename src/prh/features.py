@@ -55,6 +55,23 @@ class FeatureSet:
     def layers(self) -> int:
         return int(self.features.shape[1])
 
+    @property
+    def layer_dims(self) -> list[int] | None:
+        """True width of each layer when narrower layers were zero-padded to ``D`` (metadata
+        ``layer_dims``, written by ``prh embed``), else ``None``."""
+        raw = self.metadata.get("layer_dims")
+        if not raw:
+            return None
+        try:
+            dims = [int(d) for d in json.loads(raw)]
+        except (ValueError, TypeError):
+            raise InputError(f"{self.path}: metadata layer_dims is not a list of ints") from None
+        if len(dims) != self.layers or not all(0 < d <= self.features.shape[2] for d in dims):
+            raise InputError(
+                f"{self.path}: metadata layer_dims {dims} does not fit shape {self.features.shape}"
+            )
+        return dims
+
 
 def save_features(
     path: str | os.PathLike[str],

@@ -95,15 +95,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _load(args: argparse.Namespace) -> tuple[Any, Any, int]:
+def _load(args: argparse.Namespace) -> tuple[Any, Any, Any, Any]:
+    """Paired ``(N, L, D)`` arrays and each file's true layer widths (None when unpadded)."""
     from prh.features import join_by_ids, load_features
 
     fa = load_features(args.a, args.ids_a)
     fb = load_features(args.b, args.ids_b)
     if args.ids_a or args.ids_b or (fa.ids is not None and fb.ids is not None):
-        a, b, ids = join_by_ids(fa, fb)
-        return a, b, len(ids)
-    return fa.features, fb.features, fa.n
+        a, b, _ = join_by_ids(fa, fb)
+        return a, b, fa.layer_dims, fb.layer_dims
+    return fa.features, fb.features, fa.layer_dims, fb.layer_dims
 
 
 def _fmt(v: float | None) -> str:
@@ -135,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.json:
         check_writable(args.json, "--json")
-    a, b, _ = _load(args)
+    a, b, dims_a, dims_b = _load(args)
     options = MetricOptions(
         k=args.k,
         kernel=args.kernel,
@@ -160,6 +161,8 @@ def run(args: argparse.Namespace) -> int:
             options=options,
             name_a=args.a,
             name_b=args.b,
+            layer_dims_a=dims_a,
+            layer_dims_b=dims_b,
         )
         if i:
             print()

@@ -227,6 +227,8 @@ def measure(
     options: MetricOptions | None = None,
     name_a: str = "A",
     name_b: str = "B",
+    layer_dims_a: list[int] | None = None,
+    layer_dims_b: list[int] | None = None,
 ) -> MeasureResult:
     """Alignment of two representations of the same samples, with null and interval.
 
@@ -255,6 +257,9 @@ def measure(
         Kernel, bandwidth, SVCCA dimension, kNN block size and backend.
     name_a, name_b : str
         How to name the inputs in error messages (file paths).
+    layer_dims_a, layer_dims_b : list of int, optional
+        True widths of zero-padded layers (``FeatureSet.layer_dims``): the clamp's quantile is
+        taken over real entries only.
 
     Returns
     -------
@@ -271,8 +276,8 @@ def measure(
     if m.uses_k:
         check_k(k, n, name_a)
     if preprocess_features:
-        a = preprocess(a, quantile, name=name_a)
-        b = preprocess(b, quantile, name=name_b)
+        a = preprocess(a, quantile, name=name_a, layer_dims=layer_dims_a)
+        b = preprocess(b, quantile, name=name_b, layer_dims=layer_dims_b)
     elif metric in KNN_METRICS:
         check_nonzero_rows(a, name_a)
         check_nonzero_rows(b, name_b)

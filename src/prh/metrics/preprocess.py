@@ -6,6 +6,10 @@ of ``|x|``, then L2-normalise each layer's rows. By default (its ``--precise`` f
 is the mean over samples of each sample's quantile of ``|x_i|`` over all its layers and dimensions
 (linear interpolation, ``torch.quantile``); ``exact=True`` is its ``--precise`` variant, the
 ``floor(q * size)``-th smallest ``|x|`` of the whole array.
+
+Files whose layers have different widths store them zero-padded to one ``D`` with the true widths
+(``layer_dims``); the quantile is then taken over the real entries only, so padding does not lower
+the threshold (the reference has no padding: its layers all have one width).
 """
 
 from __future__ import annotations
@@ -73,11 +77,26 @@ def check_pair(a: np.ndarray, b: np.ndarray, name_a: str = "A", name_b: str = "B
         )
 
 
-def outlier_threshold(x: np.ndarray, q: float = 0.95, exact: bool = False) -> float:
-    """The reference's clamp threshold ``t`` for ``(N, ...)`` features (see the module doc)."""
+def valid_entries(shape: tuple[int, int], layer_dims: list[int] | None) -> np.ndarray | None:
+    """Boolean ``(L, D)`` mask of the real (unpadded) entries, or ``None`` when all are real."""
+    n_layers, d = shape
+    if layer_dims is None or all(w == d for w in layer_dims):
+        return None
+    if len(layer_dims) != n_layers:
+        raise InputError(f"layer_dims has {len(layer_dims)} entries for {n_layers} layers")
+    return np.arange(d)[None, :] < np.asarray(layer_dims)[:, None]  # (L, D)
+
+
+def outlier_threshold(
+    x: np.ndarray, q: float = 0.95, exact: bool = False, layer_dims: list[int] | None = None
+) -> float:
+    """The reference's clamp threshold ``t`` for ``(N, L, D)`` features (see the module doc)."""
     if not 0.0 < q <= 1.0:
         raise InputError(f"outlier quantile must be in (0, 1], got {q}")
+    mask = valid_entries(x.shape[1:], layer_dims) if x.ndim == 3 else None
     mag = np.abs(x.reshape(x.shape[0], -1))  # (N, L*D)
+    if mask is not None:
+        mag = mag[:, mask.reshape(-1)]  # (N, sum(layer_dims))
     if exact:
         flat = np.sort(mag, axis=None)
         return float(flat[min(int(q * flat.size), flat.size - 1)])
@@ -85,7 +104,11 @@ def outlier_threshold(x: np.ndarray, q: float = 0.95, exact: bool = False) -> fl
 
 
 def preprocess(
-    x: np.ndarray, q: float = 0.95, exact: bool = False, name: str = "features"
+    x: np.ndarray,
+    q: float = 0.95,
+    exact: bool = False,
+    name: str = "features",
+    layer_dims: list[int] | None = None,
 ) -> np.ndarray:
     """Clamp at the ``q`` quantile of ``|x|``, then L2-normalise each layer's rows.
 
@@ -99,6 +122,8 @@ def preprocess(
         The reference's ``--precise`` threshold (one quantile over the whole array).
     name : str
         How to name ``x`` in error messages.
+    layer_dims : list of int, optional
+        True widths of zero-padded layers; the quantile ignores the padding.
 
     Returns
     -------
@@ -107,7 +132,7 @@ def preprocess(
     """
     check_nonzero_rows(x, name)
     if q < 1.0:
-        t = outlier_threshold(x, q, exact)
+        t = outlier_threshold(x, q, exact, layer_dims)
         if t <= 0:
             raise InputError(f"{name}: the {q} quantile of |x| is 0 (mostly zeros); cannot clamp")
         x = np.clip(x, -t, t)
