@@ -135,6 +135,10 @@ class PrefixDecoder(nn.Module):
         _init_weights(self)
 
     def forward(self, cond: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+        return self.hidden(cond, ids) @ self.tok.weight.T  # (B, T, V)
+
+    def hidden(self, cond: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+        """Final hidden states of the caption positions, ``(B, T, D)``."""
         B, T = ids.shape
         P = self.cfg.prefix_len
         if T > self.cfg.max_len:
@@ -146,8 +150,7 @@ class PrefixDecoder(nn.Module):
         x = self.drop(x + self.pos(torch.arange(P + T, device=ids.device)))  # (B, P + T, D)
         for block in self.blocks:
             x = block(x, None, True)  # (B, P + T, D)
-        h = self.ln_f(x[:, P:])  # (B, T, D)
-        return h @ self.tok.weight.T  # (B, T, V)
+        return self.ln_f(x[:, P:])  # (B, T, D)
 
 
 def caption_loss(
@@ -158,9 +161,11 @@ def caption_loss(
     ``ids (B, T)`` are ``[BOS] w_1 ... w_n [EOS]`` right-padded, ``mask (B, T)`` true on real
     tokens; inputs are ``ids[:, :-1]``, targets ``ids[:, 1:]``.
     """
-    logits = model(cond, ids[:, :-1])  # (B, T - 1, V)
-    target = ids[:, 1:].masked_fill(~mask[:, 1:], -100)  # (B, T - 1)
-    return F.cross_entropy(logits.flatten(0, 1).float(), target.flatten(), ignore_index=-100)
+    h = model.hidden(cond, ids[:, :-1])  # (B, T - 1, D)
+    valid = mask[:, 1:]  # (B, T - 1)
+    # The output layer (D x V) dominates the cost: apply it to real target positions only.
+    logits = h[valid] @ model.tok.weight.T  # (M, V)
+    return F.cross_entropy(logits.float(), ids[:, 1:][valid])
 
 
 # -- decoding ---------------------------------------------------------------------------------
