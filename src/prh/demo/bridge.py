@@ -1,0 +1,225 @@
+"""The demo's bridge section: what one map between frozen image and text encoders buys.
+
+For each text encoder (trained good / bad / next-token, MiniLM, random-init):
+
+- **retrieval**: image features (EfficientNet-Lite0, last layer) are reduced by PCA and mapped
+  into the text encoder's space by :class:`prh.caption.pipeline.VisionProjector` (PCA + whitened
+  semi-orthogonal Procrustes map, :mod:`prh.bridge`), fitted on (render, mean of 5 captions)
+  pairs of training scenes; R@1/5/10 both ways on the held-out scenes (one caption each);
+- **zero-shot**: the main (largest) object's shape (8 classes) and colour (10 classes) of each
+  held-out image, by the nearest class prompt embedding (prompt ensemble);
+- **pair-free**: class centroids of image features and of caption features matched with no pairs
+  at all (:func:`prh.bridge.match_classes`); accuracy against the true class correspondence.
+
+With :mod:`prh.caption`, the good run also gets a captioner in ``OUT/caption/`` (so ``prh caption
+--run OUT`` and ``prh serve --run OUT`` accept the demo folder) and sample captions for the report.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+SHAPE_WORDS = {
+    "cube": "cube",
+    "sphere": "sphere",
+    "cylinder": "cylinder",
+    "cone": "cone",
+    "pyramid": "pyramid",
+    "torus": "torus",
+    "star": "star",
+    "diamond": "diamond",
+}
+TEMPLATES = ("a {}", "a photo of a {}", "there is a {}", "an image showing a {}")
+
+
+def last_layer(path: Path) -> np.ndarray:
+    """``(N, D)`` last layer of a feature file, constant (padding) columns kept."""
+    from prh.features import load_features
+
+    return np.asarray(load_features(path).features[:, -1], dtype=np.float64)
+
+
+def _labels(world, ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    from prh.demo.analysis import main_object
+
+    mo = [main_object(world.scene(i)) for i in ids]
+    return np.array([s for s, _ in mo]), np.array([c for _, c in mo])
+
+
+def _prompts(kind: str) -> tuple[list[str], int]:
+    from prh.world.scenes import COLOURS, SHAPES
+
+    words = [SHAPE_WORDS[s] for s in SHAPES] if kind == "shape" else list(COLOURS)
+    noun = "{}" if kind == "shape" else "{} object"
+    texts = [t.format(noun.format(w)) for w in words for t in TEMPLATES]
+    return texts, len(words)
+
+
+def _png_b64(image: np.ndarray) -> str:
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(image).save(buf, format="PNG")
+    return base64.b64encode(buf.getvalue()).decode()
+
+
+def bridge_section(ctx, text: dict, vision: dict[str, Path], runs: dict[str, Path]) -> dict:
+    """Retrieval, zero-shot and pair-free matching for every text encoder (cached per step)."""
+    from prh.demo.pipeline import TEXT_ENCODERS, _text_encoder, _world, scene_ids
+
+    cfg = ctx.cfg
+    key = "bridge-" + "-".join(Path(text[n]["test"]).stem[-10:] for n in TEXT_ENCODERS)
+
+    def go() -> dict[str, Any]:
+        return _compute(
+            ctx,
+            text,
+            vision,
+            runs,
+            _world(cfg),
+            *scene_ids(cfg, _world(cfg)),
+            TEXT_ENCODERS,
+            _text_encoder,
+        )
+
+    value, cached = ctx.cached_json(key, go)
+    for name, r in value["encoders"].items():
+        ctx.log(
+            f"  {name:<11} R@1 img->txt {r['retrieval']['img_to_txt']['R@1']:.3f} "
+            f"txt->img {r['retrieval']['txt_to_img']['R@1']:.3f} | zero-shot shape "
+            f"{r['zero_shot']['shape']['top1']:.3f} colour {r['zero_shot']['colour']['top1']:.3f}"
+            f" | pair-free shape {r['pair_free']['shape']['accuracy']:.2f} colour "
+            f"{r['pair_free']['colour']['accuracy']:.2f}" + (" (cached)" if cached else "")
+        )
+    value["samples"] = _samples(ctx, runs, vision)
+    return value
+
+
+def _compute(ctx, text, vision, runs, world, test, train, names, make_encoder) -> dict:
+    import torch
+
+    from prh.bridge import match_classes, retrieval, zero_shot
+    from prh.caption.pipeline import VisionProjector
+    from prh.demo.analysis import chance_recall, class_centroids
+
+    torch.set_num_threads(max(1, ctx.cfg.workers * ctx.cfg.threads))
+    v_te, v_tr = last_layer(vision["test"]), last_layer(vision["train"])
+    shape_te, colour_te = _labels(world, test)
+    shape_all, colour_all = _labels(world, test + train)
+    out: dict[str, Any] = {
+        "n_train": len(train),
+        "n_test": len(test),
+        "map": "PCA-64 + whitened semi-orthogonal",
+        "chance": {"retrieval": chance_recall(len(test)), "shape": 1 / 8, "colour": 1 / 10},
+        "encoders": {},
+    }
+    for name in names:
+        keep = _kept_columns(text[name]["train"])  # drop zero padding of narrow layers
+        t_te, t_tr = (
+            last_layer(text[name]["test"])[:, keep],
+            last_layer(text[name]["train"])[:, keep],
+        )
+        mu = t_tr.mean(0)
+        proj = VisionProjector(64, "semi-orthogonal").fit(v_tr, t_tr)
+        mapped = proj.transform(v_te) - mu  # (N, E) images in the text space, centred
+        rr = retrieval(mapped, t_te - mu).to_dict()
+        r = {"img_to_txt": rr["x_to_y"], "txt_to_img": rr["y_to_x"], "n": rr["n"]}
+        enc = make_encoder(ctx, name, runs)
+        zs = {}
+        for kind, labels in (("shape", shape_te), ("colour", colour_te)):
+            prompts, C = _prompts(kind)
+            pe = np.asarray(enc.encode_texts(prompts)[:, -1], dtype=np.float64)[:, keep]
+            cls = (pe - mu).reshape(C, len(TEMPLATES), -1)  # (C, P, E)
+            zs[kind] = zero_shot(mapped, cls, labels).to_dict()
+        pf = {}
+        for kind, labels, C in (("shape", shape_all, 8), ("colour", colour_all, 10)):
+            img_c = class_centroids(np.concatenate([v_te, v_tr]), labels, C)
+            txt_c = class_centroids(np.concatenate([t_te, t_tr]), labels, C)
+            m = match_classes(
+                img_c - img_c.mean(0), txt_c - txt_c.mean(0), truth=np.arange(C), seed=ctx.cfg.seed
+            )
+            pf[kind] = {
+                "accuracy": m.accuracy,
+                "objective": m.objective,
+                "classes": C,
+                "seconds": round(m.seconds, 3),
+            }
+        out["encoders"][name] = {
+            "retrieval": r,
+            "zero_shot": zs,
+            "pair_free": pf,
+            "d_text": int(t_tr.shape[1]),
+        }
+    return out
+
+
+def _kept_columns(path: Path) -> np.ndarray:
+    """Columns of a feature file's last layer that are not constant (as in the fitted pairs)."""
+    x = last_layer(path)
+    return x.std(0) > 1e-8
+
+
+def _samples(ctx, runs: dict[str, Path], vision: dict[str, Path], n: int = 6) -> list[dict]:
+    """Sample held-out scenes: render, a reference caption, the nearest training caption through
+    the map, and the captioner's caption (when :mod:`prh.caption` built one)."""
+    from prh.demo.pipeline import _world, scene_ids
+
+    cfg = ctx.cfg
+    world = _world(cfg)
+    test, _ = scene_ids(cfg, world)
+    cap = _captioner(ctx, runs)
+    out = []
+    for i in test[:n]:
+        img = world.render(i, 0, 160)
+        item = {
+            "scene": i,
+            "png": _png_b64(img),
+            "reference": world.captions(i, 1, cfg.world_seed + 1)[0],
+        }
+        if cap is not None:
+            res = cap.caption(world.render(i, 0, 224))
+            item["caption"] = res.caption
+            item["nearest"] = res.nearest[0][0] if res.nearest else None
+        out.append(item)
+    return out
+
+
+def _captioner(ctx, runs: dict[str, Path]):
+    """Build (once) and load the captioner of the good run into ``OUT/caption/``; ``None`` when
+    :mod:`prh.caption` is not available or fails (the report says so)."""
+    try:
+        from prh.caption import build_caption_run, load_captioner
+    except ImportError as e:  # pragma: no cover - depends on the tree
+        ctx.state["caption_error"] = f"prh.caption not available ({e})"
+        return None
+    cfg = ctx.cfg
+    if not cfg.captioner:
+        return None
+    manifest = ctx.out / "caption" / "caption.json"
+    if manifest.is_file():
+        import json
+
+        info = json.loads(manifest.read_text())
+        if Path(info.get("text_run", "")).name != runs["good"].name:
+            import shutil
+
+            shutil.rmtree(ctx.out / "caption")  # built from another good run: rebuild
+    if not manifest.is_file():
+        ctx.log("  building the captioner (map + text-only decoder) into OUT/caption/")
+        build_caption_run(
+            runs["good"],
+            ctx.out,
+            vision=cfg.vision,
+            n_pairs=cfg.bridge_scenes,
+            decoder_scenes=cfg.decoder_scenes,
+            decoder_steps=cfg.decoder_steps,
+            seed=cfg.seed,
+            threads=max(1, cfg.workers * cfg.threads),
+            progress=False,
+        )
+    return load_captioner(ctx.out)

@@ -1,0 +1,155 @@
+"""What ``prh demo`` runs: one frozen dataclass and two presets (``quick`` and ``full``).
+
+Budgets (2 cores, no GPU): ``quick`` within 5 minutes, ``full`` within 20 minutes. The sizes
+below were chosen from measured costs (``docs/reproduce.md``, section "Demo"): a tiny-preset
+JEPA step of 128 pairs costs about 0.6 CPU-seconds, EfficientNet-Lite0 about 0.15 CPU-seconds
+per 224 px image.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from prh.errors import InputError
+
+
+@dataclass(frozen=True)
+class DemoConfig:
+    """Everything that determines the demo's numbers.
+
+    Attributes
+    ----------
+    name : str
+        ``quick`` or ``full`` (for the report).
+    seed, world_seed : int
+        Base seed of every run and the cave world's seed.
+    preset : str
+        Text model preset of every trained encoder.
+    vision, text_baseline : str
+        Frozen encoder specs (:func:`prh.encoders.load_encoder`): the image model every text
+        encoder is measured against, and the pretrained text baseline.
+    eval_scenes : int
+        Held-out scenes (test split) on which alignment is measured and the bridge is tested.
+    bridge_scenes : int
+        Training-split scenes whose (image, caption) pairs fit the bridge maps.
+    samples : int
+        Budget of the good / bad / next-token runs (pairs or sequences seen).
+    eval_every : int
+        Samples between two evaluations of a run against the vision features (the curves).
+    law_rhos : tuple of float
+        Mixture runs for the law besides rho = 0 (the bad run) and rho = 1 (the good run).
+    law_samples : tuple of int
+        Fit sample counts of the law (multiples of ``eval_every``).
+    heldout_samples : tuple of int
+        Off-grid sample counts at which held-out runs are evaluated.
+    heldout_runs : int
+        Held-out mixture runs at random off-grid rho (fresh seeds), each repeated with another
+        seed for the spread.
+    null, bootstrap : int
+        Permutations for the calibrated score and bootstrap resamples for the interval.
+    k : int
+        Mutual-kNN neighbours.
+    train_scenes : int
+        Training scenes the text corpus is built from.
+    batch_size, lr, max_len : int, float, int
+        Training recipe (tiny preset defaults; the learning rate is constant after warm-up, so
+        that a point of a curve equals a run stopped there).
+    workers, threads : int
+        Parallel training processes and torch threads in each.
+    captioner : bool
+        Build the text-only captioner of the good run into ``OUT/caption`` (needs
+        :mod:`prh.caption`), with ``decoder_steps`` steps on captions of ``decoder_scenes`` scenes.
+    """
+
+    name: str = "full"
+    seed: int = 0
+    world_seed: int = 0
+    preset: str = "tiny"
+    vision: str = "efficientnet-lite0"
+    text_baseline: str = "minilm"
+    eval_scenes: int = 500
+    bridge_scenes: int = 500
+    samples: int = 32768
+    eval_every: int = 1024
+    law_rhos: tuple[float, ...] = (0.25, 0.5, 0.75)
+    law_samples: tuple[int, ...] = (2048, 4096, 8192, 16384)
+    heldout_samples: tuple[int, ...] = (3072, 6144, 12288)
+    heldout_runs: int = 2
+    null: int = 100
+    bootstrap: int = 200
+    k: int = 10
+    train_scenes: int = 4000
+    batch_size: int = 128
+    lr: float = 1e-3
+    max_len: int = 48
+    workers: int = 2
+    threads: int = 1
+    captioner: bool = True
+    decoder_steps: int = 400
+    decoder_scenes: int = 2000
+
+    def __post_init__(self) -> None:
+        if self.samples % self.eval_every or self.eval_every % self.batch_size:
+            raise InputError(
+                f"demo: samples ({self.samples}) must be a multiple of eval_every "
+                f"({self.eval_every}), itself a multiple of the batch ({self.batch_size})"
+            )
+        for s in (*self.law_samples, *self.heldout_samples):
+            if s % self.eval_every or s > self.samples:
+                raise InputError(
+                    f"demo: law sample count {s} must be a multiple of {self.eval_every} "
+                    f"and at most {self.samples}"
+                )
+        if set(self.law_samples) & set(self.heldout_samples):
+            raise InputError("demo: held-out sample counts must be off the fit grid")
+        if self.heldout_runs * len(self.heldout_samples) > (len(self.law_rhos) + 2) * len(
+            self.law_samples
+        ):
+            raise InputError("demo: more held-out points than fit points")
+        if self.eval_scenes <= self.k or self.bridge_scenes <= self.k:
+            raise InputError(f"demo: need more than k = {self.k} scenes")
+
+    @property
+    def law_run_samples(self) -> int:
+        """Budget of the mixture runs: the largest sample count the law needs."""
+        return max((*self.law_samples, *self.heldout_samples))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def digest(self, *fields: str) -> str:
+        """A short hash of the named fields (all when none): names cached files."""
+        d = self.to_dict()
+        if fields:
+            d = {f: d[f] for f in fields}
+        blob = json.dumps(d, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()[:10]
+
+
+FULL = DemoConfig()
+QUICK = DemoConfig(
+    name="quick",
+    eval_scenes=200,
+    bridge_scenes=200,
+    samples=8192,
+    law_rhos=(0.5,),
+    law_samples=(2048, 4096, 8192),
+    heldout_samples=(3072, 6144),
+    heldout_runs=1,
+    null=50,
+    bootstrap=100,
+    decoder_steps=150,
+    decoder_scenes=1000,
+)
+
+
+def demo_config(quick: bool = False, **overrides: Any) -> DemoConfig:
+    """The ``quick`` or ``full`` preset with ``overrides`` (``None`` values keep the preset)."""
+    base = QUICK if quick else FULL
+    unknown = set(overrides) - set(DemoConfig.__dataclass_fields__)
+    if unknown:
+        raise InputError(f"demo: unknown setting(s) {sorted(unknown)}")
+    return replace(base, **{k: v for k, v in overrides.items() if v is not None})

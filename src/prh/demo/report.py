@@ -1,0 +1,436 @@
+"""The demo's outputs: ``summary.json``, the PNG plots and ``report.html`` (self-contained).
+
+The report opens with the three claims and whether they showed up on this machine, then the
+tables, the plots (embedded as base64 PNG, so the file reads offline), and the caveats.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import os
+import platform
+import time
+from pathlib import Path
+from typing import Any
+
+from prh.io import atomic_write, write_json
+
+NAMES = {
+    "good": "good views (JEPA)",
+    "bad": "bad views (JEPA)",
+    "next-token": "next-token LM",
+    "minilm": "MiniLM-L6 (pretrained, 1B pairs)",
+    "random-init": "random-init (control)",
+}
+
+
+def claims(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """The paper's three claims, each with ``shown`` (bool or None) and a one-line ``evidence``."""
+    m = summary["alignment_detail"]
+    g, b, n = (m[k] for k in ("good", "bad", "next-token"))
+
+    def sep(a: dict, c: dict) -> str:
+        return (
+            "intervals apart"
+            if a["ci"] and c["ci"] and a["ci"][0] > c["ci"][1]
+            else "intervals overlap"
+        )
+
+    out = [
+        {
+            "claim": "Good views align a text encoder with a frozen vision encoder better than bad "
+            "views and next-token prediction, at equal samples.",
+            "shown": g["score"] > b["score"] and g["score"] > n["score"],
+            "evidence": f"mutual-kNN good {g['score']:.3f} vs bad {b['score']:.3f} ({sep(g, b)}) "
+            f"vs next-token {n['score']:.3f} ({sep(g, n)}) after "
+            f"{summary['config']['samples']:,} samples each",
+        }
+    ]
+    e = summary["sample_efficiency"]
+    r, lb = e.get("ratio"), e.get("ratio_lower_bound")
+    out.append(
+        {
+            "claim": "Next-token prediction needs more samples than good views to reach the same "
+            "alignment (42x in the paper).",
+            "shown": (r > 1) if r is not None else (None if lb is None else lb > 1),
+            "evidence": (
+                f"to reach {e['target']:.3f}: good views {_n(e['samples_good'])} samples, "
+                f"next-token {_n(e['samples_next_token'])}; ratio "
+                + (
+                    f"{r:.2f}x"
+                    if r is not None
+                    else f">= {lb:.1f}x (a lower bound)"
+                    if lb is not None
+                    else "not defined"
+                )
+                + ("" if not e.get("notes") else f" ({'; '.join(e['notes'])})")
+            ),
+        }
+    )
+    law = summary["law"]
+    ratio = law.get("ratio")
+    out.append(
+        {
+            "claim": "Alignment follows a law in (rho, samples) that predicts unseen runs about as "
+            "well as a second seed does (held-out RMSE ~ seed spread).",
+            "shown": None if ratio is None or ratio != ratio else ratio <= 2.0,
+            "evidence": f"{law['form']} law: held-out RMSE {law['heldout_rmse']:.4f} vs seed "
+            f"spread "
+            f"{law['seed_spread']:.4f} (ratio {ratio:.2f}; {law['n_fit']} fit points, "
+            f"{law['n_heldout']} held-out)"
+            if law.get("form")
+            else "no law converged",
+        }
+    )
+    return out
+
+
+def _n(x: float | None) -> str:
+    return "never (within the budget)" if x is None else f"{x:,.0f}"
+
+
+def build_summary(ctx, results: dict[str, Any]) -> dict[str, Any]:
+    m = results["measure"]
+    law = {k: v for k, v in results["law"].items() if k != "rows"}
+    bridge = {k: v for k, v in results["bridge"].items() if k != "samples"}
+    prove = results["prove"]
+    return {
+        "alignment": {k: m[k]["score"] for k in m},
+        "alignment_calibrated": {k: m[k]["calibrated"] for k in m},
+        "alignment_detail": m,
+        "sample_efficiency": results["sample_efficiency"],
+        "law": law,
+        "prove": {k: prove.get(k) for k in ("passed", "n", "n_passed", "skipped") if k in prove},
+        "bridge": bridge,
+        "runs": [{k: v for k, v in r.items()} for r in results["runs"]],
+        "config": results["config"],
+        "timings": ctx.timings,
+        "seconds": round(time.perf_counter() - ctx.t0, 1),
+        "cpu_seconds": round(_cpu() - ctx.cpu0, 1),
+        "machine": {
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+        },
+        "protocol": {
+            "vision": results["config"]["vision"] + " (frozen, ImageNet-1k; not DINOv2)",
+            "metric": "mutual-kNN, k = 10, L2-normalised, max over layer pairs; calibrated = "
+            "score - 95% quantile of a permutation null",
+            "captions": "one seeded caption per held-out scene (wording seed world_seed + 1)",
+        },
+    }
+
+
+def _cpu() -> float:
+    from prh.demo.pipeline import cpu_seconds
+
+    return cpu_seconds()
+
+
+def write_outputs(ctx, results: dict[str, Any]) -> dict[str, Any]:
+    """Plots, ``summary.json`` and ``report.html`` into ``ctx.out``; returns the summary."""
+    from prh.demo.plots import plot_bars, plot_curves
+
+    out: Path = ctx.out
+    cfg = results["config"]
+    plot_curves(
+        results["runs"],
+        results["measure"],
+        results["sample_efficiency"],
+        out / "alignment_curves.png",
+        title=f"cave world, tiny text encoders, {cfg['eval_scenes']} held-out scenes",
+    )
+    plot_bars(results["measure"], out / "alignment_bars.png")
+    summary = build_summary(ctx, results)
+    summary["claims"] = claims(summary)
+    write_json(out / "summary.json", summary)
+    with atomic_write(out / "report.html", "w") as f:
+        f.write(render_html(summary, results, out))
+    ctx.log(f"  wrote {out / 'report.html'} and {out / 'summary.json'}")
+    return summary
+
+
+# ----------------------------------------------------------------------------- HTML
+CSS = """
+body{font:15px/1.5 system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;max-width:980px;
+margin:2em auto;padding:0 1em;color:#222}
+h1{font-size:1.6em;margin-bottom:.1em} h2{margin-top:1.8em;border-bottom:1px solid #ddd}
+.sub{color:#666;margin-top:0} table{border-collapse:collapse;margin:.6em 0 1em}
+td,th{padding:.25em .7em;border-bottom:1px solid #eee;text-align:right}
+td:first-child,th:first-child{text-align:left} th{background:#f6f6f6}
+.claim{border-left:5px solid #999;padding:.4em .9em;margin:.7em 0;background:#fafafa}
+.yes{border-color:#1b7837} .no{border-color:#c51b7d} .na{border-color:#999}
+.tag{font-weight:bold;font-size:.85em;padding:.1em .5em;border-radius:3px;color:#fff}
+.yes .tag{background:#1b7837} .no .tag{background:#c51b7d} .na .tag{background:#999}
+img.plot{max-width:100%;border:1px solid #eee} .grid{display:flex;flex-wrap:wrap;gap:1em}
+.card{width:290px;font-size:.85em} .card img{width:160px;display:block} .muted{color:#777}
+code{background:#f3f3f3;padding:0 .25em}
+"""
+
+
+def _img(path: Path, alt: str) -> str:
+    if not path.is_file():
+        return f"<p class=muted>({html.escape(alt)}: no figure)</p>"
+    b = base64.b64encode(path.read_bytes()).decode()
+    return f'<img class=plot alt="{html.escape(alt)}" src="data:image/png;base64,{b}">'
+
+
+def _f(x: Any, nd: int = 3) -> str:
+    if x is None:
+        return "&ndash;"
+    if isinstance(x, float):
+        return f"{x:.{nd}f}"
+    return html.escape(str(x))
+
+
+def _table(head: list[str], rows: list[list[Any]]) -> str:
+    h = "".join(f"<th>{html.escape(c)}</th>" for c in head)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table><tr>{h}</tr>{body}</table>"
+
+
+def render_html(summary: dict[str, Any], results: dict[str, Any], out: Path) -> str:
+    cfg = summary["config"]
+    e = html.escape
+    parts = [
+        f"<!doctype html><html><head><meta charset=utf-8><title>prh demo report</title>"
+        f"<style>{CSS}</style></head><body>"
+    ]
+    parts.append("<h1>The Platonic Representation Hypothesis, on this machine</h1>")
+    parts.append(
+        f"<p class=sub>prh demo ({e(cfg['name'])}) &middot; cave world seed {cfg['world_seed']} "
+        f"&middot; {cfg['preset']} text encoders &middot; frozen {e(cfg['vision'])} &middot; "
+        f"{summary['seconds']:.0f} s wall, {summary['cpu_seconds']:.0f} s CPU on "
+        f"{summary['machine']['cpus']} cores</p>"
+    )
+    parts.append("<h2>Headline</h2>")
+    for c in summary["claims"]:
+        cls, tag = {True: ("yes", "SHOWN"), False: ("no", "NOT SHOWN"), None: ("na", "UNDECIDED")}[
+            c["shown"]
+        ]
+        parts.append(
+            f"<div class='claim {cls}'><span class=tag>{tag}</span> {e(c['claim'])}<br>"
+            f"<span class=muted>{e(c['evidence'])}</span></div>"
+        )
+    parts.append(_img(out / "alignment_curves.png", "alignment vs samples"))
+    parts.append(
+        "<p class=muted>Each curve is one run evaluated every "
+        f"{cfg['eval_every']:,} samples against the frozen image features of "
+        f"{cfg['eval_scenes']} held-out scenes (constant learning rate after warm-up, so a point "
+        "is what a run stopped there would give). Faint lines: mixture runs (colour = rho). "
+        "Triangles: where good views and next-token reach the efficiency target (black line).</p>"
+    )
+
+    # alignment table
+    parts.append("<h2>Alignment at equal samples</h2>")
+    rows = []
+    for k, d in summary["alignment_detail"].items():
+        ci = d.get("ci") or [None, None]
+        rows.append(
+            [
+                e(NAMES.get(k, k)),
+                _f(d["score"], 4),
+                _f(d["calibrated"], 4),
+                f"[{_f(ci[0], 4)}, {_f(ci[1], 4)}]",
+                _f(d.get("p_value"), 3),
+                e(str(d.get("layers"))),
+            ]
+        )
+    parts.append(
+        _table(
+            [
+                "text encoder",
+                "mutual-kNN@10",
+                "calibrated",
+                "95% CI (bootstrap)",
+                "p (permutation)",
+                "best layers (text, image)",
+            ],
+            rows,
+        )
+    )
+    parts.append(_img(out / "alignment_bars.png", "alignment bars"))
+    parts.append(
+        f"<p class=muted>Calibrated = score minus the 95% quantile of {cfg['null']} permutations "
+        "(grey ticks); the interval is a bootstrap over scenes. Trained encoders saw "
+        f"{cfg['samples']:,} pairs (JEPA) or sequences (LM) of captions of "
+        f"{cfg['train_scenes']:,} training scenes.</p>"
+    )
+
+    # efficiency
+    s = summary["sample_efficiency"]
+    parts.append("<h2>Sample efficiency</h2>")
+    parts.append(
+        _table(
+            ["target alignment", "samples (good views)", "samples (next-token)", "ratio"],
+            [
+                [
+                    _f(s["target"], 4),
+                    _n(s["samples_good"]),
+                    _n(s["samples_next_token"]),
+                    _f(s.get("ratio"), 2)
+                    if s.get("ratio") is not None
+                    else f">= {_f(s.get('ratio_lower_bound'), 1)}",
+                ]
+            ],
+        )
+    )
+    notes = s.get("notes") or []
+    parts.append(
+        "<p class=muted>Samples to reach the target are read off the running maximum of each "
+        f"curve, interpolated in log samples (<code>prh.scaling.efficiency</code>). Target rule: "
+        f"{e(s.get('target_rule', ''))}. One seed per "
+        "method here, so no interval."
+        + (" Notes: " + e("; ".join(notes)) if notes else "")
+        + "</p>"
+    )
+
+    # law
+    law = summary["law"]
+    parts.append("<h2>Scaling law in (rho, samples)</h2>")
+    rows = [
+        [
+            e(f["form"]) + (" (chosen)" if f["form"] == law.get("form") else ""),
+            "yes" if f.get("converged") else "no",
+            _f(f.get("train_rmse"), 4),
+            _f(f.get("heldout_rmse"), 4),
+        ]
+        for f in law.get("forms", [])
+    ]
+    parts.append(_table(["form", "converged", "train RMSE", "held-out RMSE"], rows))
+    parts.append(
+        f"<p>Seed spread {_f(law.get('seed_spread'), 4)} over {law.get('n_pairs')} repeat pairs; "
+        f"held-out RMSE / spread = {_f(law.get('ratio'), 2)}. Backend: the cave world (real "
+        f"training runs): fit points are rho in {{0, {', '.join(f'{r:g}' for r in cfg['law_rhos'])}"
+        f", 1}} x samples {cfg['law_samples']}; held-out runs at random off-grid rho with fresh "
+        f"seeds, read at samples {cfg['heldout_samples']}, each with a repeat seed. The rho = 0 "
+        "and rho = 1 points are the bad and good runs above.</p>"
+    )
+    parts.append(_img(out / "law_fit.png", "law predicted vs measured"))
+
+    # bridge
+    parts.append(_bridge_html(summary["bridge"], results["bridge"].get("samples", [])))
+
+    # prove
+    p = results["prove"]
+    parts.append("<h2>Theorem checks (prh prove --quick)</h2>")
+    if p.get("skipped"):
+        parts.append("<p class=muted>skipped</p>")
+    else:
+        rows = [
+            [
+                e(c["name"]),
+                "PASS" if c["passed"] else "<b>FAIL</b>",
+                e(c["statement"]),
+                _f(c["seconds"], 1),
+            ]
+            for c in p["checks"]
+        ]
+        parts.append(_table(["check", "result", "statement", "seconds"], rows))
+
+    parts.append(_caveats(summary))
+    rows = [[e(k), _f(v["wall_s"], 1), _f(v["cpu_s"], 1)] for k, v in summary["timings"].items()]
+    parts.append("<h2>Where the time went</h2>")
+    parts.append(_table(["step", "wall s", "CPU s"], rows))
+    parts.append(
+        "<p class=muted>Reproduce: <code>prh demo"
+        + (" --quick" if cfg["name"] == "quick" else "")
+        + "</code>; every number is in <code>summary.json</code> next to this file; "
+        "docs/reproduce.md lists expected values and tolerances.</p></body></html>"
+    )
+    return "\n".join(parts)
+
+
+def _bridge_html(b: dict[str, Any], samples: list[dict]) -> str:
+    e = html.escape
+    parts = ["<h2>One map between frozen encoders</h2>"]
+    ch = b["chance"]
+    rows = []
+    for k, d in b["encoders"].items():
+        r, z, p = d["retrieval"], d["zero_shot"], d["pair_free"]
+        rows.append(
+            [e(NAMES.get(k, k))]
+            + [_f(r["img_to_txt"][f"R@{j}"]) for j in (1, 5, 10)]
+            + [_f(r["txt_to_img"][f"R@{j}"]) for j in (1, 5, 10)]
+            + [
+                _f(z["shape"]["top1"]),
+                _f(z["colour"]["top1"]),
+                _f(p["shape"]["accuracy"], 2),
+                _f(p["colour"]["accuracy"], 2),
+            ]
+        )
+    rows.append(
+        ["<i>chance</i>"]
+        + [_f(ch["retrieval"][f"R@{j}"]) for j in (1, 5, 10)] * 2
+        + [_f(ch["shape"]), _f(ch["colour"]), _f(ch["shape"], 2), _f(ch["colour"], 2)]
+    )
+    parts.append(
+        _table(
+            [
+                "text encoder",
+                "img→txt R@1",
+                "R@5",
+                "R@10",
+                "txt→img R@1",
+                "R@5",
+                "R@10",
+                "zero-shot shape",
+                "zero-shot colour",
+                "pair-free shape",
+                "pair-free colour",
+            ],
+            rows,
+        )
+    )
+    parts.append(
+        f"<p class=muted>Map: {e(b['map'])}, fitted on {b['n_train']} training scenes (render, "
+        f"mean of 5 captions); tested on {b['n_test']} held-out scenes. Zero-shot: the largest "
+        "object's shape (8) or colour (10) from 4 prompts per class, images mapped into the text "
+        "space. Pair-free: class centroids of images and of captions matched with no pairs "
+        "(<code>prh.bridge.match_classes</code>); accuracy = classes matched to the right class."
+        "</p>"
+    )
+    if samples:
+        parts.append("<h3>Held-out scenes</h3><div class=grid>")
+        for s in samples:
+            extra = ""
+            if s.get("caption") is not None:
+                extra = (
+                    f"<br><b>captioner:</b> {e(s['caption'])}"
+                    f"<br><b>nearest caption:</b> {e(str(s.get('nearest')))}"
+                )
+            parts.append(
+                f"<div class=card><img src='data:image/png;base64,{s['png']}'>"
+                f"<b>a reference caption:</b> {e(s['reference'])}{extra}</div>"
+            )
+        parts.append("</div>")
+        if samples and samples[0].get("caption") is not None:
+            parts.append(
+                "<p class=muted>Captioner: image &rarr; EfficientNet-Lite0 &rarr; one map &rarr; a "
+                "decoder trained on text only (<code>prh caption --run OUT</code>).</p>"
+            )
+    return "\n".join(parts)
+
+
+def _caveats(summary: dict[str, Any]) -> str:
+    cfg = summary["config"]
+    items = [
+        f"The frozen image model is {cfg['vision']} (4.7M parameters, ImageNet-1k supervised), not "
+        "DINOv2 as in the paper. On this world a perfect content description of each scene reaches "
+        "only about 0.12 mutual-kNN@10 against its features (random features: about 0.016), so "
+        "that is the ceiling any text encoder can reach here.",
+        f"The text encoders are tiny ({cfg['preset']} preset: 2 layers, width 128) and see "
+        f"{cfg['samples']:,} samples; the paper's models and budgets are orders of magnitude "
+        "larger. "
+        "Absolute numbers are small; the orderings are what the demo tests.",
+        "One seed per method for the curves (the law's repeat runs give the seed spread), so the "
+        "sample-efficiency ratio has no interval here; the full protocol is "
+        "<code>prh sweep --preset paper-grid --backend cave</code>.",
+        "MiniLM was trained on about a billion real sentence pairs, not on this world's captions: "
+        "it is the 'pretrained text model' reference, not an equal-budget competitor.",
+        "Numbers are from this machine (timings under its load); scores are deterministic given "
+        "the "
+        "seeds up to floating-point summation order.",
+    ]
+    return "<h2>Caveats</h2><ul>" + "".join(f"<li>{i}</li>" for i in items) + "</ul>"

@@ -1,0 +1,160 @@
+"""``prh demo`` end to end at toy size: every step, the outputs, resume, idempotence, CLI errors.
+
+Hermetic: a random-init EfficientNet-Lite0 (no weights), a tiny BERT built here as the
+"pretrained" text baseline, a few dozen scenes, runs of a few steps. The numbers are meaningless;
+the pipeline is what is tested.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+try:
+    import prh.caption  # noqa: F401
+
+    HAVE_CAPTION = True
+except ImportError:  # pragma: no cover - depends on the tree
+    HAVE_CAPTION = False
+CAPTION = {"captioner": HAVE_CAPTION, "decoder_steps": 2, "decoder_scenes": 16}
+
+SUMMARY_KEYS = {
+    "alignment": {"good", "bad", "next-token", "minilm", "random-init"},
+    "sample_efficiency": {"target", "samples_good", "samples_next_token", "ratio"},
+    "law": {"form", "heldout_rmse", "seed_spread"},
+    "prove": {"passed"},
+}
+
+
+@pytest.fixture(scope="module")
+def tiny_bert(tmp_path_factory) -> Path:
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
+
+    folder = tmp_path_factory.mktemp("tiny-bert")
+    words = "a the red blue green cube sphere cone small large left right of and is".split()
+    vocab = {w: i for i, w in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words])}
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)]
+    )
+    PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        unk_token="[UNK]",
+        pad_token="[PAD]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+    ).save_pretrained(folder)
+    torch.manual_seed(0)
+    cfg = BertConfig(
+        vocab_size=len(vocab),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=64,
+    )
+    BertModel(cfg).save_pretrained(folder)
+    return folder
+
+
+def toy_config(tiny_bert: Path, **kw):
+    from prh.demo import demo_config
+
+    base = dict(
+        eval_scenes=24,
+        bridge_scenes=56,
+        samples=256,
+        eval_every=64,
+        batch_size=64,
+        law_rhos=(0.5,),
+        law_samples=(64, 128, 256),
+        heldout_samples=(192,),
+        heldout_runs=1,
+        null=10,
+        bootstrap=10,
+        train_scenes=80,
+        vision="random:efficientnet-lite0",
+        text_baseline=f"hf:{tiny_bert}",
+        workers=1,
+        threads=1,
+        captioner=False,
+    )
+    base.update(kw)
+    return demo_config(True, **base)
+
+
+@pytest.mark.slow
+def test_toy_demo_outputs_resume_and_idempotence(tmp_path, tiny_bert):
+    from prh.demo import run_demo
+
+    out = tmp_path / "demo"
+    lines: list[str] = []
+    summary = run_demo(toy_config(tiny_bert, **CAPTION), out, log=lines.append, skip_prove=True)
+
+    # every step reported with its time, training progress included
+    for i in range(2, 10):
+        assert any(line.startswith(f"[{i}/9]") and " done in " in line for line in lines)
+    assert any("finished" in line for line in lines)
+
+    on_disk = json.loads((out / "summary.json").read_text())
+    for key, sub in SUMMARY_KEYS.items():
+        assert sub <= set(on_disk[key]), key
+    assert isinstance(on_disk["seconds"], float) and on_disk["seconds"] > 0
+    assert on_disk["alignment"] == summary["alignment"]
+    for v in on_disk["alignment"].values():
+        assert 0.0 <= v <= 1.0
+    assert len(on_disk["claims"]) == 3
+    # the measured score of a trained run equals the last point of its training curve
+    good = next(r for r in on_disk["runs"] if r["name"] == "good")
+    assert good["evals"][-1][0] == 256
+    assert on_disk["alignment"]["good"] == pytest.approx(good["evals"][-1][1], abs=1e-12)
+
+    html = (out / "report.html").read_text()
+    assert html.count("data:image/png;base64,") >= 4  # curves, bars, law, scene renders
+    assert "not DINOv2" in html and "Headline" in html
+    if HAVE_CAPTION:  # the demo folder is a caption run: prh caption/serve --run accept it
+        from prh.caption import load_captioner
+        from prh.world import CaveWorld, WorldConfig
+
+        res = load_captioner(out).caption(CaveWorld(WorldConfig(seed=0)).render(0, 0, 64))
+        assert isinstance(res.caption, str) and "captioner:" in html
+    for png in ("alignment_curves.png", "alignment_bars.png", "law_fit.png"):
+        assert (out / png).read_bytes()[:4] == b"\x89PNG"
+
+    # idempotent: a rerun trains nothing, reuses features and step results, same numbers
+    weights = {p: os.stat(p).st_mtime_ns for p in out.glob("runs/*/model.safetensors")}
+    assert len(weights) == 6
+    lines.clear()
+    again = run_demo(toy_config(tiny_bert, **CAPTION), out, log=lines.append, skip_prove=True)
+    assert again["alignment"] == summary["alignment"]
+    assert sum("done already" in line for line in lines) == 6
+    assert {p: os.stat(p).st_mtime_ns for p in weights} == weights
+
+    # resumable: a run that lost its final weights resumes from its checkpoint, same result
+    bad_run = out / next(r["path"] for r in on_disk["runs"] if r["name"] == "bad")
+    (bad_run / "model.safetensors").unlink()
+    for p in out.glob("features/text-bad-*"):
+        p.unlink()
+    lines.clear()
+    third = run_demo(toy_config(tiny_bert, **CAPTION), out, log=lines.append, skip_prove=True)
+    assert sum("done already" in line for line in lines) == 5
+    assert third["alignment"] == summary["alignment"]
+
+
+def test_cli_refuses_a_file_as_out(tmp_path, capsys):
+    from prh.cli import main
+
+    f = tmp_path / "file"
+    f.write_text("x")
+    assert main(["demo", "--quick", "--out", str(f)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"prh demo: error: --out {f}: is a file, expected a folder"]
