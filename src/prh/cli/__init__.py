@@ -16,6 +16,7 @@ from prh.errors import PrhError
 
 # name -> (module, one-line help). Order is the order of ``prh --help``.
 COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("prh.cli.demo", "reproduce the paper's three claims on the cave world, with a report"),
     "prove": ("prh.cli.prove", "run executable checks of every theorem statement"),
     "serve": ("prh.cli.serve", "serve a web page that captions an image through one rotation"),
     "train": ("prh.cli.train", "train a text JEPA (good/bad/mixed views) or a next-token LM"),
