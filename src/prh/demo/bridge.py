@@ -220,6 +220,6 @@ def _captioner(ctx, runs: dict[str, Path]):
             decoder_steps=cfg.decoder_steps,
             seed=cfg.seed,
             threads=max(1, cfg.workers * cfg.threads),
-            progress=False,
+            progress=True,
         )
     return load_captioner(ctx.out)
