@@ -36,8 +36,9 @@ browser:
 test: lint browser
 	$(BIN)/python -m pytest -q
 
+# The main job: the whole story on the embedded world (report in runs/demo/report.html).
 demo: $(STAMP)
-	$(BIN)/prh prove
+	$(BIN)/prh demo
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info src/*.egg-info .pytest_cache .ruff_cache
