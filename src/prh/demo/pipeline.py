@@ -353,6 +353,18 @@ def step_report(ctx: Context, results: dict) -> dict:
 
 
 # ----------------------------------------------------------------------------- driver
+def _record_cost(ctx: Context, name: str, wall: float, cpu: float) -> None:
+    """Keep, per step, the costliest invocation in ``OUT/steps/costs.json`` (a rerun that reuses
+    a step's results costs seconds; the report shows what computing it took)."""
+    p = ctx.path("steps", f"costs-{ctx.cfg.digest()}.json")
+    costs = json.loads(p.read_text()) if p.is_file() else {}
+    old = costs.get(name, {"wall_s": 0.0, "cpu_s": 0.0})
+    if cpu > old["cpu_s"]:
+        costs[name] = {"wall_s": round(wall, 1), "cpu_s": round(cpu, 1)}
+        write_json(p, costs)
+    ctx.state["costs"] = costs
+
+
 def run_demo(
     cfg: DemoConfig,
     out: str | os.PathLike[str],
@@ -376,6 +388,7 @@ def run_demo(
         value = fn()
         dw, dc = time.perf_counter() - w, cpu_seconds() - c
         ctx.timings[name] = {"wall_s": round(dw, 1), "cpu_s": round(dc, 1)}
+        _record_cost(ctx, name, dw, dc)
         ctx.log(
             f"[{i}/{steps}] {name} done in {dw:.0f}s (cpu {dc:.0f}s; total "
             f"{time.perf_counter() - ctx.t0:.0f}s)"

@@ -106,6 +106,7 @@ def build_summary(ctx, results: dict[str, Any]) -> dict[str, Any]:
         "runs": [{k: v for k, v in r.items()} for r in results["runs"]],
         "config": results["config"],
         "timings": ctx.timings,
+        "compute_cost": ctx.state.get("costs", {}),
         "seconds": round(time.perf_counter() - ctx.t0, 1),
         "cpu_seconds": round(_cpu() - ctx.cpu0, 1),
         "machine": {
@@ -330,9 +331,34 @@ def render_html(summary: dict[str, Any], results: dict[str, Any], out: Path) -> 
         parts.append(_table(["check", "result", "statement", "seconds"], rows))
 
     parts.append(_caveats(summary))
-    rows = [[e(k), _f(v["wall_s"], 1), _f(v["cpu_s"], 1)] for k, v in summary["timings"].items()]
+    cost = summary.get("compute_cost") or {}
+    rows = [
+        [
+            e(k),
+            _f(v["wall_s"], 1),
+            _f(v["cpu_s"], 1),
+            _f(cost.get(k, {}).get("wall_s"), 1),
+            _f(cost.get(k, {}).get("cpu_s"), 1),
+        ]
+        for k, v in summary["timings"].items()
+    ]
     parts.append("<h2>Where the time went</h2>")
-    parts.append(_table(["step", "wall s", "CPU s"], rows))
+    parts.append(
+        _table(
+            [
+                "step",
+                "wall s (this run)",
+                "CPU s (this run)",
+                "wall s (computing it)",
+                "CPU s (computing it)",
+            ],
+            rows,
+        )
+    )
+    parts.append(
+        "<p class=muted>A rerun reuses finished steps; the last two columns are the "
+        "costliest invocation of each step in this folder.</p>"
+    )
     parts.append(
         "<p class=muted>Reproduce: <code>prh demo"
         + (" --quick" if cfg["name"] == "quick" else "")
