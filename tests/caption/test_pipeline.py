@@ -161,3 +161,14 @@ def test_stored_image_features_replace_encoding(tmp_path, captioner):
     save_features(tmp_path / "g.safetensors", feats, ids, {**meta, "encoder": "minilm"})
     with pytest.raises(InputError, match="made by 'minilm'"):
         evaluate_captioner(captioner, image_features=tmp_path / "g.safetensors", **kw)
+
+
+def test_detokenize_undoes_word_piece_spacing():
+    from prh.caption.pipeline import detokenize
+
+    assert (
+        detokenize("a medium - sized cube , left of a ball .")
+        == "a medium-sized cube, left of a ball."
+    )
+    assert detokenize("a red cube ; the cube is left") == "a red cube; the cube is left"
+    assert detokenize("a - b") == "a-b" and detokenize(" plain words ") == "plain words"

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -88,6 +89,23 @@ def check_image(image: Any, max_side: int = MAX_IMAGE_SIDE) -> np.ndarray:
     if max(h, w) > max_side:
         raise InputError(f"image {w}x{h} is larger than the limit of {max_side} px per side")
     return image
+
+
+_SPACE_BEFORE = re.compile(r"\s+([.,;:!?)])")
+_HYPHEN = re.compile(r"(\w)\s*-\s*(\w)")
+
+
+def detokenize(text: str) -> str:
+    """Undo the word-piece decoder's spaces around punctuation.
+
+    The tokenizer splits punctuation off words, so decoding gives ``"a medium - sized cube ."``;
+    the references read ``"a medium-sized cube."``. Caption metrics tokenise both the same way
+    only after this clean-up (PTB keeps ``medium-sized`` as one token).
+
+    >>> detokenize("a medium - sized cube , left of a ball .")
+    'a medium-sized cube, left of a ball.'
+    """
+    return _HYPHEN.sub(r"\1-\2", _SPACE_BEFORE.sub(r"\1", text)).strip()
 
 
 class VisionProjector:
@@ -268,7 +286,7 @@ class Captioner:
                 ids = greedy_decode(self.decoder, c, tok.bos_id, tok.eos_id)
             else:
                 ids = beam_search(self.decoder, c, tok.bos_id, tok.eos_id, beam, self.alpha)
-            out.extend(tok.decode(row) for row in ids)
+            out.extend(detokenize(tok.decode(row)) for row in ids)
         return out
 
     def nearest(self, cond: np.ndarray, k: int | None = None) -> list[list[tuple[str, float]]]:
