@@ -84,41 +84,40 @@ class TextTokenizer:
         min_frequency : int
             Merges must be seen this often.
         """
-        from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+        from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers
+
+        from prh.views.vocab import build_vocab
 
         if vocab_size < len(SPECIALS) + 2:
             raise InputError(
                 f"tokenizer: vocab_size must be >= {len(SPECIALS) + 2}, got {vocab_size}"
             )
-        if kind == "wordpiece":
-            tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-            trainer = trainers.WordPieceTrainer(
-                vocab_size=vocab_size,
-                min_frequency=min_frequency,
-                special_tokens=list(SPECIALS),
-                show_progress=False,
-            )
-            tok.decoder = decoders.WordPiece()
-        elif kind == "bpe":
-            tok = Tokenizer(models.BPE(unk_token="[UNK]"))
-            trainer = trainers.BpeTrainer(
-                vocab_size=vocab_size,
-                min_frequency=min_frequency,
-                special_tokens=list(SPECIALS),
-                show_progress=False,
-                end_of_word_suffix="</w>",
-            )
-            tok.decoder = decoders.BPEDecoder(suffix="</w>")
-        else:
+        if kind not in ("wordpiece", "bpe"):
             raise InputError(f"tokenizer: kind must be 'wordpiece' or 'bpe', got {kind!r}")
-        tok.normalizer = normalizers.Sequence(
+        normalizer = normalizers.Sequence(
             [normalizers.NFD(), normalizers.Lowercase(), normalizers.StripAccents()]
         )
-        tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        pre_tokenizer = pre_tokenizers.BertPreTokenizer()
         texts = list(texts)
         if not texts:
             raise InputError("tokenizer: cannot train on an empty list of texts")
-        tok.train_from_iterator(texts, trainer=trainer)
+        # Merges are learned in Python (prh.views.vocab): the tokenizers trainers break ties in a
+        # per-process hash order, so the same texts gave a different vocabulary in every process.
+        words = (
+            w for t in texts for w, _ in pre_tokenizer.pre_tokenize_str(normalizer.normalize_str(t))
+        )
+        vocab, merges = build_vocab(words, SPECIALS, vocab_size, kind, min_frequency)
+        if kind == "wordpiece":
+            tok = Tokenizer(models.WordPiece(vocab=vocab, unk_token="[UNK]"))
+            tok.decoder = decoders.WordPiece()
+        else:
+            tok = Tokenizer(
+                models.BPE(vocab=vocab, merges=merges, unk_token="[UNK]", end_of_word_suffix="</w>")
+            )
+            tok.decoder = decoders.BPEDecoder(suffix="</w>")
+        tok.normalizer = normalizer
+        tok.pre_tokenizer = pre_tokenizer
+        tok.add_special_tokens(list(SPECIALS))  # already ids 0..4; marks them special for decode
         return cls(tok, source=f"trained {kind}")
 
     @classmethod
