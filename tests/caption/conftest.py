@@ -1,12 +1,9 @@
-"""Toy-size fixtures for the caption tests: a one-step text run, a tiny ViT, a built caption run."""
+"""Caption tests run single-threaded; the toy fixtures (text_run, tiny_vit, caption_run, build_kw)
+live in tests/conftest.py, shared with the serve tests."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-
-TINY_DECODER = {"d_model": 32, "n_layers": 1, "n_heads": 2, "d_ff": 64}
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -14,70 +11,3 @@ def _one_thread():
     import torch
 
     torch.set_num_threads(1)
-
-
-@pytest.fixture(scope="session")
-def text_run(tmp_path_factory) -> Path:
-    """A real (one-step) prh train run on the cave world: E = 32 (tiny preset)."""
-    from prh.training import train, train_config
-
-    out = tmp_path_factory.mktemp("runs") / "good"
-    cfg = train_config(
-        "tiny",
-        samples=64,
-        batch_size=64,
-        train_scenes=100,
-        world_seed=3,
-        vocab_size=200,
-        checkpoint_every=0,
-        log_every=0,
-    )
-    return train(cfg, out, progress=False, threads=1)
-
-
-@pytest.fixture(scope="session")
-def tiny_vit(tmp_path_factory) -> Path:
-    """A random 3-layer ViT (hidden 16) on 32 px images, saved as a transformers folder."""
-    import torch
-    from transformers import ViTConfig, ViTImageProcessor, ViTModel
-
-    folder = tmp_path_factory.mktemp("tiny-vit")
-    torch.manual_seed(3)
-    cfg = ViTConfig(
-        image_size=32,
-        patch_size=8,
-        hidden_size=16,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=32,
-    )
-    ViTImageProcessor(size={"height": 32, "width": 32}).save_pretrained(folder)
-    ViTModel(cfg, add_pooling_layer=False).save_pretrained(folder)
-    return folder
-
-
-BUILD_KW = dict(
-    n_pairs=24,
-    decoder_scenes=30,
-    vision_dims=8,
-    decoder_steps=40,
-    decoder_config=TINY_DECODER,
-    image_size=32,
-    progress=False,
-    threads=1,
-)
-
-
-@pytest.fixture(scope="session")
-def build_kw() -> dict:
-    """Toy-size arguments of ``build_caption_run``."""
-    return dict(BUILD_KW)
-
-
-@pytest.fixture(scope="session")
-def caption_run(tmp_path_factory, text_run, tiny_vit) -> Path:
-    """``build_caption_run`` at toy size (the run folder holding ``caption/``)."""
-    from prh.caption import build_caption_run
-
-    out = tmp_path_factory.mktemp("demo") / "run"
-    return build_caption_run(text_run, out, vision=f"hf:{tiny_vit}", **BUILD_KW)
