@@ -13,7 +13,7 @@ import argparse
 import sys
 from typing import Any
 
-from prh.cli._args import nonnegative_int, positive_int
+from prh.cli._args import nonnegative_int, positive_float, positive_int
 
 METRIC_CHOICES = (
     "mutual_knn",
@@ -38,16 +38,6 @@ def _layer_pair(text: str) -> tuple[int, int]:
         raise argparse.ArgumentTypeError(
             f"expected two layer indices 'I,J' (negative counts from the end), got {text!r}"
         ) from None
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {value}")
-    return value
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -88,7 +78,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--kernel", choices=("linear", "rbf"), default="linear", help="CKA kernel (default linear)"
     )
     parser.add_argument(
-        "--rbf-sigma", type=_positive_float, default=1.0, help="RBF bandwidth (feature units)"
+        "--rbf-sigma", type=positive_float, default=1.0, help="RBF bandwidth (feature units)"
     )
     parser.add_argument(
         "--cca-dim", type=positive_int, default=10, help="SVCCA directions per side (default 10)"

@@ -10,17 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from prh.cli._args import fraction, nonnegative_int, positive_int
-
-
-def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {value}")
-    return value
+from prh.cli._args import fraction, nonnegative_int, positive_float, positive_int
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
