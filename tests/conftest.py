@@ -56,7 +56,7 @@ def tiny_vit(tmp_path_factory) -> Path:
         image_size=32,
         patch_size=8,
         hidden_size=16,
-        num_hidden_layers=2,
+        num_hidden_layers=3,
         num_attention_heads=2,
         intermediate_size=32,
     )

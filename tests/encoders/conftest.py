@@ -105,23 +105,7 @@ def tiny_llama(tmp_path_factory) -> Path:
     return _save(LlamaModel(cfg), folder)
 
 
-@pytest.fixture(scope="session")
-def tiny_vit(tmp_path_factory) -> Path:
-    import torch
-    from transformers import ViTConfig, ViTImageProcessor, ViTModel
-
-    folder = tmp_path_factory.mktemp("tiny-vit")
-    torch.manual_seed(3)
-    cfg = ViTConfig(
-        image_size=32,
-        patch_size=8,
-        hidden_size=16,
-        num_hidden_layers=3,
-        num_attention_heads=2,
-        intermediate_size=32,
-    )
-    ViTImageProcessor(size={"height": 32, "width": 32}).save_pretrained(folder)
-    return _save(ViTModel(cfg, add_pooling_layer=False), folder)
+# tiny_vit (a random 3-block ViT on 32 px, saved as a transformers folder) is in tests/conftest.py.
 
 
 @pytest.fixture()
