@@ -90,3 +90,43 @@ def caption_run(tmp_path_factory, text_run, tiny_vit) -> Path:
 
     out = tmp_path_factory.mktemp("demo") / "run"
     return build_caption_run(text_run, out, vision=f"hf:{tiny_vit}", **BUILD_KW)
+
+
+def run_bad_input(argv: list[str], inputs=(), capsys=None, match: str | None = None) -> str:
+    """Run ``prh ARGV`` in-process and assert the bad-input contract; return the error line.
+
+    The contract (issue 11): exit status 2, exactly one line on stderr that names the problem,
+    no traceback, and every file in ``inputs`` byte-identical afterwards.
+    """
+    import re
+
+    from prh.cli import main
+
+    before = {Path(p): Path(p).read_bytes() for p in inputs}
+    if capsys is not None:
+        capsys.readouterr()
+    try:
+        rc = main([str(a) for a in argv])
+    except SystemExit as e:  # argparse errors exit through SystemExit
+        rc = e.code
+    err = capsys.readouterr().err if capsys is not None else ""
+    assert rc == 2, f"exit status {rc}, expected 2; stderr: {err!r}"
+    if capsys is not None:
+        lines = err.strip().splitlines()
+        assert len(lines) == 1, f"expected one line on stderr, got {len(lines)}: {err!r}"
+        assert "Traceback" not in err
+        if match is not None:
+            assert re.search(match, lines[0]), f"{match!r} not in {lines[0]!r}"
+    for p, data in before.items():
+        assert p.read_bytes() == data, f"input {p} changed"
+    return err.strip()
+
+
+@pytest.fixture
+def bad_input(capsys):
+    """``bad_input(argv, inputs=(), match=None)``: see :func:`run_bad_input`."""
+
+    def check(argv, inputs=(), match=None):
+        return run_bad_input(argv, inputs, capsys=capsys, match=match)
+
+    return check

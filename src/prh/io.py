@@ -10,7 +10,7 @@ import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -47,6 +47,92 @@ def check_writable(path: str | os.PathLike[str], what: str = "output") -> Path:
         raise InputError(f"{what} {p}: folder {parent} is not writable")
     if p.exists() and not os.access(p, os.W_OK):
         raise InputError(f"{what} {p}: file is not writable")
+    return p
+
+
+PathLike = str | os.PathLike[str]
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """True when ``a`` and ``b`` name one file (symlinks and hard links included)."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist yet
+        return False
+
+
+def refuse_input_overwrite(
+    outputs: Mapping[str, PathLike | None], inputs: Iterable[PathLike | None]
+) -> None:
+    """Refuse, before any work, an output path that names one of the command's inputs.
+
+    Parameters
+    ----------
+    outputs : mapping of str to path-like or None
+        What the command will write, keyed by how to name it in the message (``"--json"``).
+        ``None`` entries (an output that was not asked for) are skipped.
+    inputs : iterable of path-like or None
+        Every file the command reads, including files inside an input run folder (a caption
+        run's manifest, say). A folder given here protects itself and every file under it that
+        exists now: a command that reads a folder may read any of them.
+
+    Raises
+    ------
+    InputError
+        One line naming the output flag, the path and the input it would overwrite.
+    """
+    ins = [Path(i) for i in inputs if i is not None]
+    for what, out in outputs.items():
+        if out is None:
+            continue
+        o = Path(out)
+        for i in ins:
+            inside = i.is_dir() and o.exists() and _is_under(o, i)
+            if _same_file(o, i) or inside:
+                raise InputError(
+                    f"{what} {o}: would overwrite the input {i}; choose another output path"
+                )
+
+
+def _is_under(path: Path, folder: Path) -> bool:
+    return Path(os.path.realpath(path)).is_relative_to(os.path.realpath(folder))
+
+
+def guard_outputs(
+    outputs: Mapping[str, PathLike | None], inputs: Iterable[PathLike | None] = ()
+) -> None:
+    """:func:`refuse_input_overwrite`, then :func:`check_writable` on each output file."""
+    refuse_input_overwrite(outputs, inputs)
+    for what, out in outputs.items():
+        if out is not None:
+            check_writable(out, what)
+
+
+def check_output_dir(path: PathLike, what: str = "--out") -> Path:
+    """Fail early if ``path`` cannot be used (or created) as an output folder.
+
+    The folder itself need not exist; its nearest existing ancestor must be a writable folder.
+
+    Raises
+    ------
+    InputError
+        When ``path`` (or an ancestor) is a regular file, or the folder cannot be created.
+    """
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise InputError(f"{what} {p}: is a file, expected a folder")
+    probe = p
+    while not probe.exists():
+        parent = probe.parent
+        if parent == probe:
+            break
+        probe = parent
+    if probe.exists() and not probe.is_dir():
+        raise InputError(f"{what} {p}: {probe} is a file, so the folder cannot be created")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise InputError(f"{what} {p}: folder {probe} is not writable")
     return p
 
 

@@ -10,6 +10,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from prh import __version__
 from prh.errors import PrhError
@@ -33,9 +34,20 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An argparse parser whose errors are one line (``prh CMD: error: ...``), exit status 2.
+
+    argparse prints the whole usage block before the message; a user who typed one bad flag wants
+    the one line that names it (``--help`` still shows the usage).
+    """
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Build the top-level parser with one sub-parser per command."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="prh",
         description="The Platonic Representation Hypothesis, made executable.",
     )
@@ -62,9 +74,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PrhError as e:
         print(f"prh {args._command}: error: {e}", file=sys.stderr)
         return 2
+    except OSError as e:
+        # A file the OS refused (permissions, a full disk, a folder where a file was expected):
+        # the user's input, not a bug in prh, so one line rather than a traceback.
+        print(f"prh {args._command}: error: {_describe_os_error(e)}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(f"prh {args._command}: interrupted", file=sys.stderr)
         return 130
+
+
+def _describe_os_error(e: OSError) -> str:
+    what = e.strerror or str(e)
+    return f"{e.filename}: {what}" if e.filename else what
 
 
 def entry() -> None:

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import math
+
+# Seeds feed numpy's SeedSequence and torch.manual_seed; one range keeps them interchangeable.
+MAX_SEED = 2**32 - 1
 
 
 def positive_int(text: str) -> int:
@@ -28,22 +32,50 @@ def nonnegative_int(text: str) -> int:
 
 
 def fraction(text: str) -> float:
-    """A float in [0, 1] (``--rho``)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}") from None
+    """A float in [0, 1] (``--rho``); NaN refused."""
+    value = _finite(text, "a number in [0, 1]")
     if not 0.0 <= value <= 1.0:
         raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {value}")
     return value
 
 
-def positive_float(text: str) -> float:
-    """A number > 0 (``--lr``, ``--rbf-sigma``)."""
+def seed(text: str) -> int:
+    """A seed: an integer in [0, 2**32 - 1] (``--seed`` everywhere)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer seed, got {text!r}") from None
+    if not 0 <= value <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"expected a seed in [0, {MAX_SEED}], got {value}")
+    return value
+
+
+def _finite(text: str, expected: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {value}")
+    return value
+
+
+def finite_float(text: str) -> float:
+    """Any finite number (NaN and infinities refused)."""
+    return _finite(text, "a finite number")
+
+
+def positive_float(text: str) -> float:
+    """A finite number > 0 (``--lr``, ``--rbf-sigma``); NaN and infinities refused."""
+    value = _finite(text, "a finite positive number")
     if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {value}")
+        raise argparse.ArgumentTypeError(f"expected a finite positive number, got {value}")
+    return value
+
+
+def nonnegative_float(text: str) -> float:
+    """A finite number >= 0 (``--alpha``); NaN and infinities refused."""
+    value = _finite(text, "a finite number >= 0")
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {value}")
     return value

@@ -1,0 +1,55 @@
+"""The output guards every writer uses: refuse an output that is an input, check folders early."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from prh.errors import InputError
+from prh.io import check_output_dir, guard_outputs, refuse_input_overwrite
+
+
+def test_refuses_the_same_file_by_any_name(tmp_path):
+    a = tmp_path / "a.npy"
+    a.write_bytes(b"x")
+    os.symlink(a, tmp_path / "link.npy")
+    os.link(a, tmp_path / "hard.npy")
+    for name in ["a.npy", "link.npy", "hard.npy", "./sub/../a.npy"]:
+        (tmp_path / "sub").mkdir(exist_ok=True)
+        with pytest.raises(InputError, match=r"--json .*would overwrite the input .*a\.npy"):
+            refuse_input_overwrite({"--json": tmp_path / name}, [a])
+    assert a.read_bytes() == b"x"
+
+
+def test_refuses_an_existing_file_inside_an_input_folder_but_not_a_new_one(tmp_path):
+    run = tmp_path / "run"
+    (run / "caption").mkdir(parents=True)
+    (run / "caption" / "caption.json").write_text("{}")
+    with pytest.raises(InputError, match="would overwrite the input"):
+        refuse_input_overwrite({"--json": run / "caption" / "caption.json"}, [run])
+    refuse_input_overwrite({"--json": run / "caption" / "eval.json"}, [run])
+
+
+def test_distinct_and_missing_outputs_pass(tmp_path):
+    a = tmp_path / "a.npy"
+    a.write_bytes(b"x")
+    refuse_input_overwrite({"--json": tmp_path / "out.json", "--plot": None}, [a, None])
+    guard_outputs({"--json": tmp_path / "out.json"}, [a])
+
+
+def test_guard_outputs_checks_writability(tmp_path):
+    f = tmp_path / "file"
+    f.write_text("")
+    with pytest.raises(InputError, match="does not exist"):
+        guard_outputs({"--json": f / "x.json"}, [])
+
+
+def test_check_output_dir(tmp_path):
+    f = tmp_path / "file"
+    f.write_text("")
+    assert check_output_dir(tmp_path / "new" / "deeper") == tmp_path / "new" / "deeper"
+    with pytest.raises(InputError, match="is a file, expected a folder"):
+        check_output_dir(f)
+    with pytest.raises(InputError, match="is a file, so the folder cannot be created"):
+        check_output_dir(f / "sub")
