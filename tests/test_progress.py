@@ -1,0 +1,100 @@
+"""The one progress reporter: plain lines off a terminal, tqdm on one, silence when disabled."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from prh.progress import Progress, progress
+
+
+class FakeTTY(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_plain_mode_one_line_per_update_and_no_carriage_return():
+    out = io.StringIO()
+    bar = Progress(5, "embed text", unit="item", interval=0, stream=out)
+    for _ in range(5):
+        bar.update(1)
+    bar.close()
+    text = out.getvalue()
+    assert "\r" not in text
+    lines = text.splitlines()
+    assert len(lines) == 5  # one per update; close adds nothing once the last one is written
+    assert [ln.split(":")[1].split()[0] for ln in lines] == ["1/5", "2/5", "3/5", "4/5", "5/5"]
+    assert lines[-1].startswith("embed text: 5/5 item (100%)")
+
+
+def test_plain_mode_is_rate_limited_but_always_ends_with_the_final_count():
+    out = io.StringIO()
+    with Progress(1000, "null", interval=3600, stream=out) as bar:
+        for _ in range(1000):
+            bar.update(1)
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("null: 1000/1000")
+
+
+def test_plain_mode_close_writes_the_last_position_of_an_unfinished_count():
+    out = io.StringIO()
+    with Progress(None, "sweep", interval=3600, stream=out) as bar:
+        bar.update(3, loss="0.5")
+    assert out.getvalue().splitlines() == [out.getvalue().strip()]
+    assert out.getvalue().startswith("sweep: 3 it") and "| loss 0.5" in out.getvalue()
+
+
+@pytest.mark.parametrize("stream", [io.StringIO(), FakeTTY()])
+def test_disabled_prints_nothing(stream):
+    bar = Progress(3, "train", enabled=False, interval=0, stream=stream)
+    bar.update(1, loss="1.0")
+    bar(2, 3)
+    bar.write("a message")
+    bar.close()
+    assert list(progress(range(4), "x", enabled=False, interval=0, stream=stream)) == [0, 1, 2, 3]
+    assert stream.getvalue() == ""
+
+
+def test_tty_mode_draws_a_tqdm_bar():
+    from tqdm import tqdm
+
+    out = FakeTTY()
+    bar = Progress(4, "train", unit="step", stream=out)
+    assert isinstance(bar._bar, tqdm)
+    bar.update(4, loss="0.25")
+    bar.close()
+    text = out.getvalue()
+    assert "\r" in text and "train" in text and "4/4" in text and "loss 0.25" in text
+
+
+def test_iterable_form_yields_every_item_and_counts_them():
+    out = io.StringIO()
+    items = list(progress(iter("abc"), "letters", total=3, interval=0, stream=out))
+    assert items == ["a", "b", "c"]
+    assert out.getvalue().splitlines()[-1].startswith("letters: 3/3")
+
+
+def test_callback_form_takes_done_and_total():
+    out = io.StringIO()
+    bar = Progress(None, "embed", interval=0, stream=out)
+    bar(2, 4)
+    bar(4, 4)
+    bar.close()
+    assert [ln.split(":")[1].split()[0] for ln in out.getvalue().splitlines()] == ["2/4", "4/4"]
+
+
+def test_rate_counts_only_work_done_after_a_resume(monkeypatch):
+    clock = iter([100.0, 102.0])
+    monkeypatch.setattr("prh.progress.time.perf_counter", lambda: next(clock))
+    bar = Progress(100, "train", initial=90, enabled=False)  # t0 = 100 s
+    bar.update(10)
+    assert bar.rate == pytest.approx(5.0)  # 10 steps in 2 s, not 100
+
+
+def test_log_callback_receives_the_plain_lines():
+    got: list[str] = []
+    with Progress(2, "  renders", unit="image", interval=0, log=got.append, tty=True) as bar:
+        bar(1, 2)
+        bar(2, 2)
+    assert len(got) == 2 and got[-1].startswith("  renders: 2/2 image (100%)")
