@@ -78,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
     from prh.errors import InputError
     from prh.features import load_features
     from prh.io import check_writable, write_json
+    from prh.provenance import stamped
 
     check_writable(args.json, "--json")
     if (args.classes_x is None) != (args.classes_y is None):
@@ -123,7 +124,8 @@ def run(args: argparse.Namespace) -> int:
         else:
             res = match_samples(x, y, truth=truth, seed=args.seed)
             out["level"] = "rows-sample"
-    out = {**res.to_dict(), **out}
+    inputs = [args.x, args.y, args.classes_x, args.classes_y]
+    out = stamped("match", {**res.to_dict(), **out}, inputs=inputs, seed=args.seed, options=args)
     write_json(args.json, out)
     acc = "unknown" if res.accuracy is None else f"{res.accuracy:.4f}"
     print(

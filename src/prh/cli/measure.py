@@ -123,6 +123,7 @@ def run(args: argparse.Namespace) -> int:
     """Load, measure, print, and write JSON if asked."""
     from prh.io import check_writable, write_json
     from prh.metrics import METRICS, MetricOptions, measure
+    from prh.provenance import stamped
 
     if args.json:
         check_writable(args.json, "--json")
@@ -160,5 +161,9 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.flush()
         results.append(r.to_dict())
     if args.json:
-        write_json(args.json, results[0] if args.metric != "all" else {"results": results})
+        payload = results[0] if args.metric != "all" else {"results": results}
+        write_json(
+            args.json,
+            stamped("measure", payload, inputs=[args.a, args.b], seed=args.seed, options=args),
+        )
     return 0
