@@ -81,7 +81,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--threads",
         type=positive_int,
         default=None,
-        help="CPU threads for torch (default: all available cores)",
+        help="CPU threads for torch (default: OMP_NUM_THREADS, else the cores split among ranks)",
     )
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
