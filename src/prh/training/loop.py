@@ -115,7 +115,7 @@ def compute_loss(
     else:
         assert ctx.sigreg is not None
         loss, reg = sigreg_jepa_loss(za, zb, step, ctx.sigreg, lam=cfg.sigreg_lambda)
-        logs["sigreg"] = float(reg)
+        logs["sigreg"] = float(reg.detach())
     logs["loss"] = float(loss.detach())
     return loss, logs
 
