@@ -1,4 +1,4 @@
-"""Run executable checks of every theorem statement in THEORY.md on finite worlds.
+"""Run executable checks of every theorem statement in docs/theory.md on finite worlds.
 
 Each check states a theorem (or its failure when an assumption breaks), measures it, and passes
 or fails: closed-form, uniqueness, platonic, bound, views, next-token, training. The exit status
