@@ -28,21 +28,38 @@ def test_plain_mode_one_line_per_update_and_no_carriage_return():
     assert lines[-1].startswith("embed text: 5/5 item (100%)")
 
 
-def test_plain_mode_is_rate_limited_but_always_ends_with_the_final_count():
+def test_plain_mode_is_rate_limited_and_a_long_step_ends_with_the_final_count(monkeypatch):
+    now = [0.0]
+    monkeypatch.setattr("prh.progress.time.perf_counter", lambda: now[0])
+    out = io.StringIO()
+    with Progress(1000, "null", interval=10, stream=out) as bar:
+        for i in range(1000):
+            now[0] = 0.025 * (i + 1)  # 25 s in all: lines at 10 s and 20 s, then the last one
+            bar.update(1)
+    lines = out.getvalue().splitlines()
+    assert [ln.split()[1] for ln in lines] == ["400/1000", "800/1000", "1000/1000"]
+
+
+def test_plain_mode_a_step_shorter_than_the_interval_writes_nothing():
     out = io.StringIO()
     with Progress(1000, "null", interval=3600, stream=out) as bar:
         for _ in range(1000):
             bar.update(1)
-    lines = out.getvalue().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("null: 1000/1000")
+    assert out.getvalue() == ""
 
 
-def test_plain_mode_close_writes_the_last_position_of_an_unfinished_count():
+def test_plain_mode_close_writes_the_last_position_of_an_unfinished_count(monkeypatch):
+    now = [0.0]
+    monkeypatch.setattr("prh.progress.time.perf_counter", lambda: now[0])
     out = io.StringIO()
-    with Progress(None, "sweep", interval=3600, stream=out) as bar:
-        bar.update(3, loss="0.5")
-    assert out.getvalue().splitlines() == [out.getvalue().strip()]
-    assert out.getvalue().startswith("sweep: 3 it") and "| loss 0.5" in out.getvalue()
+    with Progress(None, "sweep", interval=10, stream=out) as bar:
+        now[0] = 11.0
+        bar.update(3, loss="0.5")  # the interval has passed: a line
+        now[0] = 12.0
+        bar.update(2)  # within the interval: no line until close
+    lines = out.getvalue().splitlines()
+    assert [ln.split()[1] for ln in lines] == ["3", "5"]
+    assert lines[-1].startswith("sweep: 5 it") and lines[-1].endswith("| loss 0.5")
 
 
 @pytest.mark.parametrize("stream", [io.StringIO(), FakeTTY()])
@@ -98,3 +115,52 @@ def test_log_callback_receives_the_plain_lines():
         bar(1, 2)
         bar(2, 2)
     assert len(got) == 2 and got[-1].startswith("  renders: 2/2 image (100%)")
+
+
+def test_null_and_bootstrap_report_each_draw_without_changing_the_draws():
+    import numpy as np
+
+    from prh.metrics import calibrate
+
+    stat = lambda idx: float(np.sum(idx[:3]))  # noqa: E731
+    seen: list[tuple[int, int]] = []
+    a = calibrate.permutation_null(stat, 10, 5, np.random.default_rng(0))
+    b = calibrate.permutation_null(
+        stat, 10, 5, np.random.default_rng(0), progress=lambda *d: seen.append(d)
+    )
+    assert np.array_equal(a, b) and seen == [(i, 5) for i in range(1, 6)]
+    seen.clear()
+    c = calibrate.bootstrap(stat, 10, 4, np.random.default_rng(1))
+    d = calibrate.bootstrap(
+        stat, 10, 4, np.random.default_rng(1), progress=lambda *d: seen.append(d)
+    )
+    assert np.array_equal(c, d) and seen == [(i, 4) for i in range(1, 5)]
+
+
+def test_measure_cli_progress_lines_and_no_progress(tmp_path, capsys, monkeypatch):
+    import numpy as np
+
+    import prh.progress as progress_mod
+    from prh.cli import main
+
+    monkeypatch.setattr(progress_mod, "PLAIN_INTERVAL_S", 0.0)
+    rng = np.random.default_rng(0)
+    np.save(tmp_path / "a.npy", rng.standard_normal((30, 6)).astype(np.float32))
+    np.save(tmp_path / "b.npy", rng.standard_normal((30, 6)).astype(np.float32))
+    argv = ["measure", str(tmp_path / "a.npy"), str(tmp_path / "b.npy"), "--k", "3", "--null", "4",
+            "--bootstrap", "3"]  # fmt: skip
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert "\r" not in err
+    assert [ln.split()[2] for ln in err.splitlines()] == [
+        "1/4",
+        "2/4",
+        "3/4",
+        "4/4",
+        "1/3",
+        "2/3",
+        "3/3",
+    ]
+    assert err.splitlines()[0].startswith("mutual_knn null: 1/4 draw")
+    assert main([*argv, "--no-progress"]) == 0
+    assert capsys.readouterr().err == ""

@@ -1,8 +1,9 @@
 """One progress reporter for every long step (embed, null and bootstrap, match, sweep, train).
 
 On a terminal it draws a ``tqdm`` bar on stderr. Anywhere else (a log file, a pipe, a cluster job)
-it writes plain lines, at most one every ``interval`` seconds plus a last line at the end, and never
-a carriage return, so a log file stays one line per update. ``enabled=False`` (the ``--no-progress``
+it writes plain lines, at most one every ``interval`` seconds (10 s by default) and a last line with
+the final count, and never a carriage return, so a log file stays one line per update; a step that
+ends within the interval writes nothing. ``enabled=False`` (the ``--no-progress``
 and ``--quiet`` flags) silences it completely.
 
 Three ways to use it::
@@ -124,7 +125,7 @@ class Progress:
             return
         now = time.perf_counter()
         finished = self.total is not None and self.n >= self.total
-        if finished or now - self._last_t >= self.interval:
+        if now - self._last_t >= self.interval or (finished and self._worth_a_last_line(now)):
             self._line(now)
 
     def __call__(self, done: int, total: int | None = None) -> None:
@@ -153,8 +154,12 @@ class Progress:
             return
         if self._bar is not None:
             self._bar.close()
-        elif self._last_n != self.n and self.n > self.start:
+        elif self._last_n != self.n and self._worth_a_last_line(time.perf_counter()):
             self._line(time.perf_counter())
+
+    def _worth_a_last_line(self, now: float) -> bool:
+        """A step shorter than the interval stays silent; a longer one ends with its last count."""
+        return self.n > self.start and (self._last_n is not None or now - self.t0 >= self.interval)
 
     def _line(self, now: float) -> None:
         elapsed = now - self.t0

@@ -57,6 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--bootstrap", type=nonnegative_int, default=0, help="bootstrap resamples (default 0)"
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the null and the bootstrap")
+    parser.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
     parser.add_argument(
         "--layers", type=_layer_pair, default=None, help="fixed layer pair I,J (default: best pair)"
     )
@@ -154,6 +155,7 @@ def run(args: argparse.Namespace) -> int:
             name_b=args.b,
             layer_dims_a=dims_a,
             layer_dims_b=dims_b,
+            progress=not args.no_progress,
         )
         if i:
             print()
