@@ -164,3 +164,29 @@ def test_measure_cli_progress_lines_and_no_progress(tmp_path, capsys, monkeypatc
     assert err.splitlines()[0].startswith("mutual_knn null: 1/4 draw")
     assert main([*argv, "--no-progress"]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_match_at_sample_level_reports_its_stages(tmp_path, capsys, monkeypatch):
+    import json
+
+    import prh.progress as progress_mod
+    from prh.bridge.synthetic import planted_clouds
+    from prh.cli import main
+    from prh.features import save_features
+
+    monkeypatch.setattr(progress_mod, "PLAIN_INTERVAL_S", 0.0)
+    x, y, _ = planted_clouds(400, noise=0.02, seed=1)
+    save_features(tmp_path / "x.safetensors", x)
+    save_features(tmp_path / "y.safetensors", y)
+    argv = ["match", "--x", str(tmp_path / "x.safetensors"), "--y", str(tmp_path / "y.safetensors"),
+            "--class-max", "10", "--json", str(tmp_path / "m.json")]  # fmt: skip
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    counts = [ln.split()[1] for ln in err.splitlines() if ln.startswith("match: ")]
+    done = [int(c.split("/")[0]) for c in counts]
+    total = int(counts[-1].split("/")[1])
+    assert "\r" not in err and done == sorted(done) and done[-1] == total and len(done) >= 3
+    m = json.loads((tmp_path / "m.json").read_text())
+    assert m["level"] == "rows-sample" and m["format"] == "prh-match/1"
+    assert main([*argv, "--no-progress"]) == 0
+    assert "match: " not in capsys.readouterr().err

@@ -33,7 +33,7 @@ def test_train_without_threads_uses_the_launchers_setting(tmp_path, monkeypatch)
     monkeypatch.setenv("OMP_NUM_THREADS", "2")
     try:
         run = train(tiny_config(samples=32), tmp_path / "run", progress=False,
-                    data_factory=fake_factory)  # fmt: skip
+                    data_factory=fake_factory, stop_after=0)  # fmt: skip
         assert json.loads((run / "meta.json").read_text())["threads"] == 2
         assert torch.get_num_threads() == 2
     finally:
