@@ -73,7 +73,7 @@ def test_expect_rows_one_note_for_a_whole_older_file():
     rows = [{"score": 0.1}, {"score": 0.2}, {"format": "prh-result/1", "score": 0.3}]
     assert expect_rows(rows, "result", "r.jsonl", note=notes.append) == 0
     assert notes == ["r.jsonl: 2 of 3 rows have no 'format' field (written before prh "
-                     "prh-result/1); read with the current layout"]  # fmt: skip
+                     "stamped its outputs); read as prh-result/1"]  # fmt: skip
     with pytest.raises(InputError, match=r"r\.jsonl row 2: a 'prh-measure/1' file"):
         expect_rows([{"format": "prh-result/1"}, {"format": "prh-measure/1"}], "result", "r.jsonl")
 

@@ -218,7 +218,7 @@ def expect_rows(
         versions.add(expect_format(row, kind, f"{path} row {i + 1}", note=note))
     if unversioned:
         note(f"{path}: {unversioned} of {len(rows)} rows have no 'format' field (written before "
-             f"prh {format_id(kind)}); read with the current layout")  # fmt: skip
+             f"prh stamped its outputs); read as {format_id(kind)}")  # fmt: skip
     return min(versions) if versions else FORMATS[kind]
 
 
