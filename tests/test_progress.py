@@ -190,3 +190,22 @@ def test_match_at_sample_level_reports_its_stages(tmp_path, capsys, monkeypatch)
     assert m["level"] == "rows-sample" and m["format"] == "prh-match/1"
     assert main([*argv, "--no-progress"]) == 0
     assert "match: " not in capsys.readouterr().err
+
+
+def test_embed_progress_in_a_log_is_plain_lines_and_quiet_silences_it(
+    tmp_path, capsys, monkeypatch, text_run
+):
+    import prh.progress as progress_mod
+    from prh.cli import main
+
+    monkeypatch.setattr(progress_mod, "PLAIN_INTERVAL_S", 0.0)
+    out = str(tmp_path / "t.safetensors")
+    argv = ["embed", str(text_run), "--world", "cave", "--n", "6", "--batch-size", "2",
+            "--modality", "text", "--threads", "1", "--out", out]  # fmt: skip
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.startswith("embed text: ")]
+    assert "\r" not in err and lines and lines[-1].startswith("embed text: 6/6 item (100%)")
+    argv[-1] = str(tmp_path / "q.safetensors")
+    assert main([*argv, "--quiet"]) == 0
+    assert "embed text" not in capsys.readouterr().err
