@@ -209,7 +209,9 @@ class _Iter(Progress):
             self.close()
 
 
-def progress(items: Iterable[T] | int | None, desc: str, *, enabled: bool = True, **kw: Any):
+def progress(
+    items: Iterable[T] | int | None, desc: str, *, enabled: bool = True, **kw: Any
+) -> Progress:
     """A :class:`Progress` over ``items`` (iterate it) or over ``items`` units (an int total).
 
     Keyword arguments are those of :class:`Progress` (``unit``, ``interval``, ``stream``, ...).
