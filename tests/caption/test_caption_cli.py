@@ -51,6 +51,8 @@ def test_eval_prints_the_table_and_writes_json(capsys, tmp_path, caption_run):
     assert "retrieval (nearest train caption)" in out and "CIDEr" in out
     res = json.loads((tmp_path / "e.json").read_text())
     assert res["n"] == 4 and "decoder, beam 2" in res["scores"]
+    assert res["format"] == "prh-caption-eval/1"
+    assert res["inputs"][0]["path"].endswith("caption.json")
 
 
 def test_build_from_the_cli(capsys, tmp_path, text_run, tiny_vit):

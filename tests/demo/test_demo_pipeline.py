@@ -106,6 +106,7 @@ def test_toy_demo_outputs_resume_and_idempotence(tmp_path, tiny_bert):
     assert any("finished" in line for line in lines)
 
     on_disk = json.loads((out / "summary.json").read_text())
+    assert on_disk["format"] == "prh-demo-summary/1" and on_disk["options"] == on_disk["config"]
     for key, sub in SUMMARY_KEYS.items():
         assert sub <= set(on_disk[key]), key
     assert isinstance(on_disk["seconds"], float) and on_disk["seconds"] > 0

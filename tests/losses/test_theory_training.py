@@ -1,4 +1,4 @@
-"""Whitened JEPA training reaches the closed-form spectral embedding (THEORY.md sections 2, 6).
+"""Whitened JEPA training reaches the closed-form spectral embedding (docs/theory.md sections 2, 6).
 
 A finite world: 12 states in 3 stochastic blocks, 2 nuisances per state, good views (nuisances
 independent given the state). The encoder is a table (one row per observation), trained with
@@ -102,5 +102,5 @@ def test_soft_whitening_same_span_with_eigenvalue_covariance():
     assert _sin_theta(f, f_star, d) < 0.05
     fc = f - d @ f
     cov_eigs = np.sort(np.linalg.eigvalsh(fc.T @ (d[:, None] * fc)))[::-1]
-    # beta = 1: covariance eigenvalues are l_2 .. l_{k+1} (THEORY.md section 2).
+    # beta = 1: covariance eigenvalues are l_2 .. l_{k+1} (docs/theory.md section 2).
     np.testing.assert_allclose(cov_eigs, lam[1 : k + 1], atol=0.05)

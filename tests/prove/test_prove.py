@@ -86,7 +86,9 @@ def test_cli_json_schema(tmp_path, capsys):
     out = tmp_path / "prove.json"
     assert main(["prove", "--only", "platonic,next-token", "--json", str(out)]) == 0
     data = json.loads(out.read_text())
-    assert set(data) == {"passed", "checks"} and data["passed"] is True
+    header = {"format", "prh_version", "inputs", "seed", "options"}  # docs/outputs.md
+    assert set(data) == header | {"passed", "checks"} and data["passed"] is True
+    assert data["format"] == "prh-prove/1" and data["seed"] == 0
     assert [c["name"] for c in data["checks"]] == ["platonic", "next-token"]
     for c in data["checks"]:
         assert set(c) == {"name", "statement", "passed", "figures", "seconds"}

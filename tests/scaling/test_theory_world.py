@@ -1,4 +1,4 @@
-"""The theory backend matches THEORY.md section 5 and behaves as a finite-sample learner should."""
+"""The theory backend matches docs/theory.md sec. 5 and behaves as a finite-sample learner does."""
 
 import numpy as np
 import pytest

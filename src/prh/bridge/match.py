@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -473,6 +474,7 @@ def match_samples(
     rounds: int = 2,
     truth: np.ndarray | None = None,
     seed: int = 0,
+    progress: Callable[[int, int], None] | None = None,
 ) -> MatchResult:
     """Sample-level pair-free matching of ``x (N, d_x)`` to ``y (N, d_y)`` (scales to 100k rows).
 
@@ -485,6 +487,8 @@ def match_samples(
        distance wins.
     4. ``rounds`` of: :func:`~prh.bridge.assign.blocked_assignment` on all rows (exact Hungarian
        inside cells), then Procrustes on the assigned pairs.
+
+    ``progress(done, total)``, when given, is called after each refined candidate and each round.
 
     Returns
     -------
@@ -517,21 +521,27 @@ def match_samples(
         cm = match_kernels(cx @ cx.T, cy @ cy.T, seed=seed).permutation
         wx = np.sqrt(np.bincount(lx, minlength=k))[:, None]
         cands.append(("clusters", procrustes_rotation(wx * cx, wx * cy[cm])))
+    say = progress or (lambda done, total: None)
+    stages = len(cands) + max(1, rounds)
     best_q, best_c, best_name = None, np.inf, ""
-    for name, q in cands:
+    for i, (name, q) in enumerate(cands):
         q = _refine_rotation(sx, sy, q, iters)
         c = _chamfer(sx @ q.T, sy)
         if c < best_c:
             best_q, best_c, best_name = q, c, name
+        say(i + 1, stages)
     assert best_q is not None
     q = best_q
     perm = blocked_assignment(px @ q.T, py, block=block, seed=seed)
-    for _ in range(rounds - 1):
+    say(len(cands) + 1, stages)
+    for j in range(rounds - 1):
         q = procrustes_rotation(px, py[perm])
         new = blocked_assignment(px @ q.T, py, block=block, seed=seed)
+        say(len(cands) + 2 + j, stages)
         if np.array_equal(new, perm):
             break
         perm = new
+    say(stages, stages)
     q = procrustes_rotation(px, py[perm])
     xc, yc = x - x.mean(0), y - y.mean(0)
     num = float(np.linalg.norm(xc.T @ yc[perm]) ** 2)

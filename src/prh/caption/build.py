@@ -22,6 +22,7 @@ from prh.caption.pipeline import (
     _write_tensors,
 )
 from prh.errors import InputError
+from prh.progress import Progress
 
 __all__ = ["build_caption_run", "render_features", "stored_features"]
 
@@ -52,13 +53,14 @@ def render_features(
     from prh.encoders import unpad_layer
 
     out = []
+    bar = Progress(len(scenes), "prh caption: images", enabled=progress, unit="image")
     for s in range(0, len(scenes), batch_size):
         chunk = scenes[s : s + batch_size]
         images = [world.render(int(i), nuisance_seed, image_size) for i in chunk]
         f = vision.encode_images(images, batch_size=batch_size)  # (b, L, D)
         out.append(unpad_layer(f, f.shape[1] - 1, vision.layer_dims or None))
-        if progress and (s // batch_size) % 10 == 0:
-            _say(True, f"  images {s + len(chunk)}/{len(scenes)}")
+        bar.update(len(chunk))
+    bar.close()
     return np.concatenate(out).astype(np.float32)
 
 
@@ -289,11 +291,10 @@ def build_caption_run(
     dcfg = DecoderConfig(vocab_size=run.tokenizer.vocab_size, cond_dim=E, **overrides)
     tcfg = DecoderTrainConfig(steps=decoder_steps, noise_std=sigma, seed=seed)
 
-    def report(step: int, loss: float) -> None:
-        if step % 250 == 0 or step == decoder_steps - 1:
-            _say(progress, f"  decoder step {step + 1}/{decoder_steps} loss {loss:.3f}")
-
+    bar = Progress(decoder_steps, "prh caption: decoder", enabled=progress, unit="step")
+    report = lambda step, loss: bar.set(step + 1, loss=f"{loss:.3f}")  # noqa: E731
     decoder, losses = train_decoder(dcfg, cond, ids, mask, tcfg, report)
+    bar.close()
     timings["train_decoder_s"] = time.perf_counter() - t0
 
     # 5. Write: tensors first, the manifest last.

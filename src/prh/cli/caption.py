@@ -196,6 +196,7 @@ def _caption(args: argparse.Namespace) -> int:
 
 def _eval(args: argparse.Namespace) -> int:
     from prh.caption import evaluate_captioner
+    from prh.provenance import stamped
 
     captioner = _captioner(args)
     res = evaluate_captioner(
@@ -214,7 +215,8 @@ def _eval(args: argparse.Namespace) -> int:
     if args.json is not None:
         from prh.io import write_json
 
-        write_json(args.json, res.to_dict())
+        inputs = [Path(args.run) / "caption" / "caption.json", args.image_features]
+        write_json(args.json, stamped("caption-eval", res.to_dict(), inputs=inputs, options=args))
     return 0
 
 

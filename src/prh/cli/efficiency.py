@@ -37,6 +37,7 @@ def _s(x: float | None) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from prh.io import check_writable, write_json
+    from prh.provenance import stamped
     from prh.scaling.efficiency import curves_from_rows, default_target, sample_efficiency
     from prh.scaling.sweep import read_results
 
@@ -58,5 +59,12 @@ def run(args: argparse.Namespace) -> int:
     for note in d["notes"]:
         print(f"note: {note}")
     if args.json:
-        write_json(args.json, {"results": str(args.results), **d})
+        d = stamped(
+            "efficiency",
+            {"results": str(args.results), **d},
+            inputs=[args.results],
+            seed=args.seed,
+            options=args,
+        )
+        write_json(args.json, d)
     return 0

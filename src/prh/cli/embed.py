@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 
 from prh.cli._args import nonnegative_int, positive_int
@@ -123,6 +122,7 @@ def run(args: argparse.Namespace) -> int:
     from prh.errors import InputError
     from prh.features import save_features
     from prh.io import check_writable
+    from prh.progress import Progress
 
     out = check_writable(args.out, "--out")
     if out.suffix.lower() != ".safetensors":
@@ -152,15 +152,14 @@ def run(args: argparse.Namespace) -> int:
     )
     encoder.check_modality("text" if args.modality == "text" else "image")
     t_load = time.perf_counter() - t0
-    progress = None if args.quiet else _Progress(f"embed {args.modality}")
+    progress = Progress(None, f"embed {args.modality}", enabled=not args.quiet, unit="item")
     t1 = time.perf_counter()
     if args.world:
         features, ids = embed_world(encoder, world, scene_ids, cfg, progress)
     else:
         features, ids = embed_corpus(encoder, corpus, cfg, args.images, progress)
     seconds = time.perf_counter() - t1
-    if progress is not None:
-        progress.close()
+    progress.close()
     metadata = {
         "encoder": encoder.spec,
         "modality": "text" if args.modality == "text" else "image",
@@ -240,23 +239,3 @@ def _quiet_transformers() -> None:
         logging.set_verbosity_error()
     except ImportError:  # transformers is optional; specs that need it say so
         pass
-
-
-class _Progress:
-    """One self-overwriting line on stderr: done/total, items/s."""
-
-    def __init__(self, label: str) -> None:
-        self.label, self.t0, self.last = label, time.perf_counter(), 0.0
-        self.tty = sys.stderr.isatty()
-
-    def __call__(self, done: int, total: int) -> None:
-        now = time.perf_counter()
-        if done < total and now - self.last < (0.2 if self.tty else 5.0):
-            return
-        self.last = now
-        rate = done / max(now - self.t0, 1e-9)
-        end = "\r" if self.tty and done < total else "\n"
-        print(f"{self.label}: {done}/{total} ({rate:.1f} items/s)", end=end, file=sys.stderr)
-
-    def close(self) -> None:
-        sys.stderr.flush()

@@ -39,6 +39,7 @@ def _fmt(x: float) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from prh.io import check_writable, write_json
+    from prh.provenance import stamped
     from prh.scaling.fit import fit_laws, law_data_from_rows
     from prh.scaling.plot import plot_predicted_vs_measured
     from prh.scaling.sweep import read_results
@@ -65,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
     for note in report.notes:
         print(f"note: {note}")
     d = {"results": str(args.results), "metric": args.metric, **report.to_dict()}
+    d = stamped("fit-law", d, inputs=[args.results], seed=args.seed, options=args)
     if report.chosen:
         chosen = report.form(report.chosen).fit
         print(f"chosen: {report.chosen}  held-out RMSE {_fmt(report.heldout_rmse)}  "

@@ -19,6 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--classes-x", help="text file, one class label per row of X")
     parser.add_argument("--classes-y", help="text file, one class label per row of Y")
     parser.add_argument("--json", required=True, help="where to write the result (JSON)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
     parser.add_argument(
         "--layer-x", type=int, default=-1, help="layer of X (index, default -1 = last)"
     )
@@ -78,6 +79,8 @@ def run(args: argparse.Namespace) -> int:
     from prh.errors import InputError
     from prh.features import load_features
     from prh.io import check_writable, write_json
+    from prh.progress import Progress
+    from prh.provenance import stamped
 
     check_writable(args.json, "--json")
     if (args.classes_x is None) != (args.classes_y is None):
@@ -121,9 +124,11 @@ def run(args: argparse.Namespace) -> int:
             )
             out["level"] = "rows-qap"
         else:
-            res = match_samples(x, y, truth=truth, seed=args.seed)
+            with Progress(None, "match", enabled=not args.no_progress, unit="stage") as bar:
+                res = match_samples(x, y, truth=truth, seed=args.seed, progress=bar)
             out["level"] = "rows-sample"
-    out = {**res.to_dict(), **out}
+    inputs = [args.x, args.y, args.classes_x, args.classes_y]
+    out = stamped("match", {**res.to_dict(), **out}, inputs=inputs, seed=args.seed, options=args)
     write_json(args.json, out)
     acc = "unknown" if res.accuracy is None else f"{res.accuracy:.4f}"
     print(

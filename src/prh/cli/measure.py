@@ -57,6 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--bootstrap", type=nonnegative_int, default=0, help="bootstrap resamples (default 0)"
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the null and the bootstrap")
+    parser.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
     parser.add_argument(
         "--layers", type=_layer_pair, default=None, help="fixed layer pair I,J (default: best pair)"
     )
@@ -123,6 +124,7 @@ def run(args: argparse.Namespace) -> int:
     """Load, measure, print, and write JSON if asked."""
     from prh.io import check_writable, write_json
     from prh.metrics import METRICS, MetricOptions, measure
+    from prh.provenance import stamped
 
     if args.json:
         check_writable(args.json, "--json")
@@ -153,6 +155,7 @@ def run(args: argparse.Namespace) -> int:
             name_b=args.b,
             layer_dims_a=dims_a,
             layer_dims_b=dims_b,
+            progress=not args.no_progress,
         )
         if i:
             print()
@@ -160,5 +163,9 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.flush()
         results.append(r.to_dict())
     if args.json:
-        write_json(args.json, results[0] if args.metric != "all" else {"results": results})
+        payload = results[0] if args.metric != "all" else {"results": results}
+        write_json(
+            args.json,
+            stamped("measure", payload, inputs=[args.a, args.b], seed=args.seed, options=args),
+        )
     return 0

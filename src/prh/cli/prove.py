@@ -1,4 +1,4 @@
-"""Run executable checks of every theorem statement in THEORY.md on finite worlds.
+"""Run executable checks of every theorem statement in docs/theory.md on finite worlds.
 
 Each check states a theorem (or its failure when an assumption breaks), measures it, and passes
 or fails: closed-form, uniqueness, platonic, bound, views, next-token, training. The exit status
@@ -62,6 +62,7 @@ def format_row(result) -> str:
 def run(args: argparse.Namespace) -> int:
     from prh.io import check_writable, write_json
     from prh.prove import ProveConfig, run_checks, select_checks
+    from prh.provenance import stamped
 
     names = select_checks(args.only)
     if args.json is not None:
@@ -79,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
     n_pass = sum(r.passed for r in results)
     print(f"{n_pass}/{len(results)} checks passed in {total:.1f}s")
     if args.json is not None:
-        write_json(args.json, {"passed": passed, "checks": [r.to_dict() for r in results]})
+        d = {"passed": passed, "checks": [r.to_dict() for r in results]}
+        write_json(args.json, stamped("prove", d, seed=args.seed, options=args))
     if not passed:
         print("prh prove: some checks FAILED", file=sys.stderr)
     return 0 if passed else 1

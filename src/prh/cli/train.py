@@ -60,6 +60,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="JEPA anti-collapse: batch whitening (default), soft penalty, SIGReg",
     )
     p.add_argument(
+        "--sigreg-lambda",
+        type=fraction,
+        default=None,
+        help="SIGReg weight lam: (1-lam) pred + lam SIGReg, 0..1 (default 0.05)",
+    )
+    p.add_argument(
+        "--sigreg-slices",
+        type=positive_int,
+        default=None,
+        help="SIGReg random directions per step (default 256)",
+    )
+    p.add_argument(
         "--eval-features",
         metavar="FILE",
         default=None,
@@ -81,7 +93,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--threads",
         type=positive_int,
         default=None,
-        help="CPU threads for torch (default: all available cores)",
+        help="CPU threads for torch (default: OMP_NUM_THREADS, else the cores split among ranks)",
     )
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
@@ -105,6 +117,9 @@ def run(args: argparse.Namespace) -> int:
             raise InputError("give --out RUN (a new folder) or --resume RUN")
         if args.views == "mixture" and args.rho is None:
             raise InputError("--views mixture needs --rho")
+        sigreg_flags = args.sigreg_lambda is not None or args.sigreg_slices is not None
+        if sigreg_flags and args.objective != "sigreg":
+            raise InputError("--sigreg-lambda and --sigreg-slices need --objective sigreg")
         rho = {"good": 1.0, "bad": 0.0}.get(args.views, args.rho)
         cfg = train_config(
             args.preset,
@@ -118,6 +133,8 @@ def run(args: argparse.Namespace) -> int:
             lr=args.lr,
             max_len=args.max_len,
             objective=args.objective,
+            sigreg_lambda=args.sigreg_lambda,
+            sigreg_slices=args.sigreg_slices,
             eval_features=args.eval_features,
             eval_every=args.eval_every,
             checkpoint_every=args.checkpoint_every,

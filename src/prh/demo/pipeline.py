@@ -128,19 +128,13 @@ def _embed_images(ctx: Context, ids: list[int], tag: str) -> Path:
 
     from prh.encoders import load_encoder
     from prh.encoders.embed import EmbedConfig, embed_world
+    from prh.progress import Progress
 
     torch.set_num_threads(max(1, cfg.workers * cfg.threads))
     enc = load_encoder(cfg.vision)
-    t = time.perf_counter()
-    last = [0.0]
-
-    def progress(done: int, total: int) -> None:
-        if time.perf_counter() - last[0] > 10 or done == total:
-            last[0] = time.perf_counter()
-            rate = done / max(time.perf_counter() - t, 1e-9)
-            ctx.log(f"  {tag}: {done}/{total} renders embedded ({rate:.1f} images/s)")
-
+    progress = Progress(None, f"  {tag}: renders embedded", unit="image", log=ctx.log)
     feats, names = embed_world(enc, _world(cfg), ids, EmbedConfig(modality="image"), progress)
+    progress.close()
     meta = {"encoder": cfg.vision, "layer_dims": json.dumps(list(enc.layer_dims or []))}
     save_features(path, feats, ids=names, metadata=meta)
     return path

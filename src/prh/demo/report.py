@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from prh.io import atomic_write, write_json
+from prh.provenance import stamped
 
 NAMES = {
     "good": "good views (JEPA)",
@@ -145,7 +146,9 @@ def write_outputs(ctx, results: dict[str, Any]) -> dict[str, Any]:
     plot_bars(results["measure"], out / "alignment_bars.png")
     summary = build_summary(ctx, results)
     summary["claims"] = claims(summary)
-    write_json(out / "summary.json", summary)
+    write_json(
+        out / "summary.json", stamped("demo-summary", summary, seed=cfg.get("seed"), options=cfg)
+    )
     with atomic_write(out / "report.html", "w") as f:
         f.write(render_html(summary, results, out))
     ctx.log(f"  wrote {out / 'report.html'} and {out / 'summary.json'}")

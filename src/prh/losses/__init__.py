@@ -1,7 +1,13 @@
 """Losses: whitened JEPA (hard and soft), SIGReg (LeJEPA), next-token cross-entropy."""
 
 from prh.losses.lm import NextTokenLoss, next_token_loss
-from prh.losses.sigreg import EppsPulley, SIGReg, random_directions, sigreg_jepa_loss
+from prh.losses.sigreg import (
+    EppsPulley,
+    SIGReg,
+    lejepa_loss,
+    random_directions,
+    sigreg_jepa_loss,
+)
 from prh.losses.whitening import (
     SoftWhiteningLoss,
     WhitenedJEPALoss,
@@ -19,6 +25,7 @@ __all__ = [
     "SoftWhiteningLoss",
     "WhitenedJEPALoss",
     "batch_covariance",
+    "lejepa_loss",
     "next_token_loss",
     "random_directions",
     "sigreg_jepa_loss",

@@ -2,7 +2,7 @@
 
 A whitened JEPA minimises ``E ||f(x) - f(x')||^2`` over positive pairs subject to ``E f = 0`` and
 ``E f f^T = I``; its minimisers are the spectral (Laplacian-eigenmap) embedding of the pair graph,
-unique up to a rotation when the eigengap is positive (``THEORY.md`` section 2; Balestriero & LeCun
+unique up to a rotation when the eigengap is positive (docs/theory.md sec. 2; Balestriero & LeCun
 2026). In a batch we enforce the constraint by whitening: the two sides of every pair are
 centred and whitened with ONE mean and ONE whitening matrix estimated on both sides together
 (the same function ``f`` sees both sides), then the squared pair distance is averaged.
@@ -67,7 +67,7 @@ def whitened_jepa_loss(
 
     ``L = (1/B) sum_i ||W (za_i - mu) - W (zb_i - mu)||^2`` where ``mu`` and ``W`` come from the
     ``2B`` rows of ``[za; zb]``. At the optimum over all tables ``f``,
-    ``L* = 2 sum_{i=2}^{k+1} (1 - l_i)`` (``THEORY.md`` section 2).
+    ``L* = 2 sum_{i=2}^{k+1} (1 - l_i)`` (``docs/theory.md`` sec. 2).
 
     Parameters
     ----------
@@ -97,7 +97,7 @@ def soft_whitening_loss(
 
     The mean is removed (the constant direction carries no information). For ``beta = 1`` the
     minimiser spans the same subspace as the hard constraint, with covariance eigenvalues
-    ``l_2 .. l_{k+1}`` (``THEORY.md`` section 2).
+    ``l_2 .. l_{k+1}`` (``docs/theory.md`` sec. 2).
 
     Returns
     -------

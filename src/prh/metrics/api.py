@@ -27,6 +27,7 @@ from prh.metrics.neighbors import (
     permute_knn,
 )
 from prh.metrics.preprocess import as_layers, check_nonzero_rows, check_pair, preprocess
+from prh.progress import Progress
 
 KNN_METRICS = ("mutual_knn", "cycle_knn", "lcs_knn", "edit_distance_knn")
 METRICS = (*KNN_METRICS, "cka", "unbiased_cka", "cknna", "svcca")
@@ -229,6 +230,7 @@ def measure(
     name_b: str = "B",
     layer_dims_a: list[int] | None = None,
     layer_dims_b: list[int] | None = None,
+    progress: bool = False,
 ) -> MeasureResult:
     """Alignment of two representations of the same samples, with null and interval.
 
@@ -260,6 +262,8 @@ def measure(
     layer_dims_a, layer_dims_b : list of int, optional
         True widths of zero-padded layers (``FeatureSet.layer_dims``): the clamp's quantile is
         taken over real entries only.
+    progress : bool
+        Report the null's and the bootstrap's draws on stderr (:mod:`prh.progress`).
 
     Returns
     -------
@@ -303,10 +307,15 @@ def measure(
 
     null_rng, boot_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2))
     p = cal = crit = None
+
+    def bar(what: str, total: int) -> Progress:
+        return Progress(total, f"{metric} {what}", enabled=progress, unit="draw")
+
     if null > 0:
-        draws = calibrate.permutation_null(
-            lambda perm: statistic(sa, sb, perm)[0], n, null, null_rng
-        )
+        with bar("null", null) as pb:
+            draws = calibrate.permutation_null(
+                lambda perm: statistic(sa, sb, perm)[0], n, null, null_rng, progress=pb
+            )
         p = calibrate.p_value(obs, draws)
         crit = calibrate.critical_value(draws, level)
         cal = obs - crit
@@ -314,9 +323,14 @@ def measure(
     if bootstrap > 0 and m.rows is not None:
         pairs = [pair] if pair is not None else list(np.ndindex(len(sa), len(sb)))
         per_row = np.stack([m.rows(sa[i], sb[j]) for i, j in pairs])  # (P, N)
-        draws = calibrate.bootstrap(
-            lambda rows: float(per_row[:, rows].mean(axis=1).max()), n, bootstrap, boot_rng
-        )
+        with bar("bootstrap", bootstrap) as pb:
+            draws = calibrate.bootstrap(
+                lambda rows: float(per_row[:, rows].mean(axis=1).max()),
+                n,
+                bootstrap,
+                boot_rng,
+                progress=pb,
+            )
         ci = calibrate.basic_interval(obs, draws, level)
     elif bootstrap > 0:
 
@@ -325,9 +339,11 @@ def measure(
             rb = states(b, rows, pair[1] if pair else None)
             return statistic(ra, rb, None)[0]
 
-        draws = calibrate.bootstrap(
-            boot, n, bootstrap, boot_rng, distinct=m.distinct_rows, min_rows=m.min_rows
-        )
+        with bar("bootstrap", bootstrap) as pb:
+            draws = calibrate.bootstrap(
+                boot, n, bootstrap, boot_rng, distinct=m.distinct_rows, min_rows=m.min_rows,
+                progress=pb,
+            )  # fmt: skip
         ci = calibrate.basic_interval(obs, draws, level)
     return MeasureResult(
         metric=metric,

@@ -38,10 +38,22 @@ from prh.errors import InputError
 
 
 def permutation_null(
-    statistic: Callable[[np.ndarray], float], n: int, r: int, rng: np.random.Generator
+    statistic: Callable[[np.ndarray], float],
+    n: int,
+    r: int,
+    rng: np.random.Generator,
+    progress: Callable[[int, int], None] | None = None,
 ) -> np.ndarray:
-    """``(r,)`` values of ``statistic(perm)`` over ``r`` uniform permutations of ``n`` rows."""
-    return np.array([statistic(rng.permutation(n)) for _ in range(r)], dtype=np.float64)
+    """``(r,)`` values of ``statistic(perm)`` over ``r`` uniform permutations of ``n`` rows.
+
+    ``progress(done, r)`` is called after each permutation when given.
+    """
+    out = np.empty(r, dtype=np.float64)
+    for t in range(r):
+        out[t] = statistic(rng.permutation(n))
+        if progress is not None:
+            progress(t + 1, r)
+    return out
 
 
 def p_value(observed: float, null: np.ndarray) -> float:
@@ -63,6 +75,7 @@ def bootstrap(
     distinct: bool = False,
     min_rows: int = 2,
     max_tries: int = 100,
+    progress: Callable[[int, int], None] | None = None,
 ) -> np.ndarray:
     """``(r,)`` values of ``statistic(rows)`` over bootstrap resamples of ``n`` rows.
 
@@ -74,6 +87,8 @@ def bootstrap(
         Pass the sorted distinct resampled rows (for neighbour metrics) instead of all ``n``.
     min_rows : int
         Redraw a resample with fewer distinct rows than this (for example ``k + 1``).
+    progress : callable, optional
+        Called as ``progress(done, r)`` after each resample.
     """
     out = np.empty(r)
     for t in range(r):
@@ -88,6 +103,8 @@ def bootstrap(
                 "use fewer neighbours or more samples"
             )
         out[t] = statistic(uniq if distinct else rows)
+        if progress is not None:
+            progress(t + 1, r)
     return out
 
 

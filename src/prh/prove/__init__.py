@@ -1,4 +1,4 @@
-"""Executable checks of every theorem statement in ``shared/THEORY.md`` (``prh prove``).
+"""Executable checks of every theorem statement in ``docs/theory.md`` (``prh prove``).
 
 Each check is a function ``check_x(config: ProveConfig) -> CheckResult``; :func:`run_checks`
 runs a selection by name.

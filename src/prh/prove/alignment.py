@@ -1,4 +1,4 @@
-"""Checks of THEORY.md sec. 3 to 5: Theorem 1, Theorem 2, good vs bad views, next-token."""
+"""Checks of docs/theory.md sec. 3 to 5: Theorem 1, Theorem 2, good vs bad views, next-token."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Checks of THEORY.md sec. 2 and 6: the closed form, its uniqueness, and gradient training."""
+"""Checks of docs/theory.md sec. 2 and 6: the closed form, its uniqueness, and gradient training."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Fit candidate laws by least squares, select by held-out error, compare with the seed spread.
 
-The protocol (THEORY.md section 7): fit every form on the *fit* runs, predict the *held-out* runs
+The protocol (docs/theory.md sec. 7): fit every form on the *fit* runs, predict the *held-out* runs
 (off-grid ``(rho, S)`` with fresh seeds) before looking at them, and judge the chosen form by
 
 - ``heldout_rmse = sqrt(mean_i (law(rho_i, S_i) - y_i)^2)`` over the held-out runs;

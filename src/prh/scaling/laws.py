@@ -12,8 +12,8 @@ so that every parameter is of order one and the box bounds are meaningful.
 Forms (``e = 1 - y`` is the misalignment):
 
 - ``additive``: ``e = a + b (1 - rho)^alpha + c (S_REF / S)^beta``. Separable; it cannot express
-  misalignment that rises with S at rho = 0 and falls with S at rho = 1 (THEORY.md section 7).
-- ``multiplicative`` (THEORY.md section 7): ``y = (1 - a - b (1 - rho / rho_star)_+^alpha) / (1 +
+  misalignment that rises with S at rho = 0 and falls with S at rho = 1 (docs/theory.md sec. 7).
+- ``multiplicative`` (docs/theory.md sec. 7): ``y = (1 - a - b (1 - rho / rho_star)_+^alpha) / (1 +
   (S0 e^{g rho} / S)^beta)``: a rho-dependent ceiling that vanishes past ``rho_star`` times a
   saturating factor in S whose scale depends on rho.
 - ``saturating``: ``y = (c0 + c1 rho^alpha) / (1 + (S0 / S)^beta)``: a power-law ceiling in rho and
@@ -24,7 +24,7 @@ Forms (``e = 1 - y`` is the misalignment):
   ceiling ``c(rho)``: alignment moves from a small-sample floor ``f`` (what an encoder that has seen
   few pairs shares with the reference) to the ceiling, so it can *fall* with S where ``c(rho) < f``
   (rho = 0: the encoder locks onto nuisance) and rise where ``c(rho) > f``: the interaction
-  THEORY.md section 7 says additive forms miss.
+  docs/theory.md sec. 7 says additive forms miss.
 """
 
 from __future__ import annotations

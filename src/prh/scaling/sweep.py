@@ -34,6 +34,7 @@ from typing import Any
 
 from prh.errors import InputError, PrhError
 from prh.io import write_json
+from prh.provenance import expect_rows, format_id, sniff_json_lines
 from prh.scaling.backends import CellRunner
 from prh.scaling.grid import Cell, Grid
 
@@ -53,6 +54,7 @@ def read_results(path: str | os.PathLike[str], repair: bool = False) -> list[dic
     p = Path(path)
     if not p.is_file():
         raise InputError(f"{p}: no such results file")
+    sniff_json_lines(p, "result", "results.jsonl rows from prh sweep")
     data = p.read_bytes()
     rows: list[dict[str, Any]] = []
     good_end = 0  # byte offset just past the last whole, valid line
@@ -82,6 +84,7 @@ def read_results(path: str | os.PathLike[str], repair: bool = False) -> list[dic
     if repair and good_end < len(data):
         with open(p, "r+b") as f:
             f.truncate(good_end)
+    expect_rows(rows, "result", p)
     return rows
 
 
@@ -101,6 +104,7 @@ def _row(cell: Cell, runner: CellRunner, result: dict[str, Any], seconds: float)
     options = runner.options()
     extra = {k: v for k, v in result.items() if k not in ("score", "calibrated")}
     return {
+        "format": format_id("result"),
         "cell_id": cell.cell_id(runner.name, options),
         "split": cell.split,
         "point": cell.point,

@@ -1,6 +1,6 @@
 """An exact finite-world learner for the scaling law: alignment after S sampled pairs at rho.
 
-The world (THEORY.md sections 1, 5): ``N`` states at random points of the unit square with a
+The world (docs/theory.md sec.s 1, 5): ``N`` states at random points of the unit square with a
 Gaussian state kernel ``Pi`` projected to a uniform prior (symmetric Sinkhorn), and ``n_nuisance``
 nuisance values per state and modality, uniform. An observation is ``x = (s, n)``, index ``s *
 n_nuisance + n``.
@@ -16,8 +16,8 @@ about it.
 Modality B (the frozen reference, "vision") is fully trained with good views: its embedding is the
 pure-state spectral embedding ``g*(s)`` of ``Pi`` (Theorem 1), independent of its nuisance.
 
-Alignment is ``1 - e_cca`` (THEORY.md section 3): both embeddings whitened under the population law
-(``s ~ p``, nuisances independent given ``s``; directions of zero variance are dropped, so a
+Alignment is ``1 - e_cca`` (docs/theory.md sec. 3): both embeddings whitened under the population
+law (``s ~ p``, nuisances independent given ``s``; directions of zero variance are dropped, so a
 collapsed embedding counts as misaligned), ``C = E[f_A f_B^T]``, ``e_cca = 1 - ||C||_* / k``. As ``S
 -> inf`` the empirical graph tends to the population one and ``e_cca -> m(rho) / k`` (section 5),
 which :func:`population_e_cca` computes in closed form for checking.
@@ -206,7 +206,7 @@ def population_e_cca(cfg: TheoryWorldConfig, rho: float) -> float:
 
 
 def predicted_e_cca(cfg: TheoryWorldConfig, rho: float) -> float:
-    """THEORY.md section 5: ``m(rho) / k``, ``m`` = nuisance eigenvalues ``(1 - rho) l_i`` in the
+    """docs/theory.md sec. 5: ``m(rho) / k``, ``m`` = nuisance eigenvalues ``(1 - rho) l_i`` in the
     top k.
 
     Pure-state eigenvalues are ``l_2..l_N`` (the constant one excluded); with ``n' = n`` the

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from prh.errors import InputError
+from prh.provenance import expect_format
 
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\.png$")
 # Plots the page looks for first, in this order; any other safe PNG name is served too.
@@ -80,6 +81,7 @@ def read_run_info(run_dir: str | Path | None) -> RunInfo:
             raise InputError(f"{path}: not valid JSON ({e})") from None
         if not isinstance(summary, dict):
             raise InputError(f"{path}: expected a JSON object, got {type(summary).__name__}")
+        expect_format(summary, "demo-summary", path)
     alignment = summary.get("alignment")
     if alignment is not None and not isinstance(alignment, dict):
         raise InputError(f"{path}: 'alignment' should be an object, got {type(alignment).__name__}")

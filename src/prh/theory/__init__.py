@@ -1,4 +1,4 @@
-"""Finite-world theory of whitened JEPAs (the contract is ``shared/THEORY.md``).
+"""Finite-world theory of whitened JEPAs (the contract is ``docs/theory.md``).
 
 Pure numpy/scipy functions (the gradient-trained learner alone uses torch):
 

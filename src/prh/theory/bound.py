@@ -1,4 +1,4 @@
-"""Theorem 2: the misalignment bound between two pair kernels on shared states (THEORY.md sec. 4).
+"""Theorem 2: the misalignment bound of two pair kernels on shared states (docs/theory.md sec. 4).
 
 Two modalities with one prior ``p`` and kernels ``Pi_A``, ``Pi_B``; ``E = T_B - T_A``; the gap
 ``delta_A = l_{k+1}(T_A) - l_{k+2}(T_A) > 0``. By the Davis-Kahan variant of Yu, Wang & Samworth

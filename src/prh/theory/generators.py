@@ -1,4 +1,4 @@
-"""Random state kernels and their projection to a shared prior (THEORY.md sec. 4).
+"""Random state kernels and their projection to a shared prior (docs/theory.md sec. 4).
 
 Kernels are symmetric non-negative ``(N, N)`` matrices with a positive diagonal (self-loops make
 the symmetric Sinkhorn projection exist for any prior). :func:`sinkhorn_symmetric` scales a

@@ -1,4 +1,4 @@
-"""The pair graph of a view policy: degrees, normalized adjacency, spectrum (THEORY.md sec. 1).
+"""The pair graph of a view policy: degrees, normalized adjacency, spectrum (docs/theory.md sec. 1).
 
 A view policy is a symmetric joint law ``W[x, x'] = P(x, x')`` over positive pairs of ``M``
 observations. Its degrees are ``d = W 1`` (the marginal law of one side of a pair) and its
@@ -65,7 +65,7 @@ def deflated_adjacency(W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
     Deflation moves the constant eigenfunction (eigenvalue 1) to eigenvalue -2, below every other
     eigenvalue of ``T``, so the top-k eigenvectors of the result are ``u_2..u_{k+1}`` even when
-    the graph is disconnected (THEORY.md sec. 2, implementation hint).
+    the graph is disconnected (docs/theory.md sec. 2, implementation hint).
     """
     d = degrees(W)
     s = np.sqrt(d / d.sum())

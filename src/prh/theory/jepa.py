@@ -1,4 +1,4 @@
-"""The whitened JEPA on a finite world, in closed form (THEORY.md sec. 2).
+"""The whitened JEPA on a finite world, in closed form (docs/theory.md sec. 2).
 
 Objective over tables ``F in R^{M x k}`` (one row per observation)::
 

@@ -1,4 +1,4 @@
-"""A gradient-trained whitened JEPA on a finite world (THEORY.md sec. 6).
+"""A gradient-trained whitened JEPA on a finite world (docs/theory.md sec. 6).
 
 The encoder sees one-hot observations (a table, or a one-hidden-layer MLP), is trained on
 minibatches of positive pairs sampled from the pair law ``W``, and is kept from collapsing by

@@ -1,4 +1,4 @@
-"""Misalignment between embeddings (THEORY.md sec. 3).
+"""Misalignment between embeddings (docs/theory.md sec. 3).
 
 Both embeddings white (``E f = 0``, ``E f f^T = I_k``); ``C = E[f_A f_B^T]`` over the joint law
 (same observation for a subspace comparison; for two modalities ``s ~ p`` and nuisances

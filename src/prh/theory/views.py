@@ -1,4 +1,4 @@
-"""View policies as pair laws on a finite world (THEORY.md sec. 1 and 5).
+"""View policies as pair laws on a finite world (docs/theory.md sec. 1 and 5).
 
 Every function returns a pair law in grid order ``s * K + n`` (shape (N K, N K), summing to 1)
 from a state pair kernel ``pi`` (N, N) with marginal ``p`` and a nuisance law:
@@ -122,7 +122,7 @@ def predicted_nuisance_count(
     state_eigs: np.ndarray, nuisance_eigs: np.ndarray, rho: float, k: int
 ) -> int:
     """``m(rho)``: how many of the top-k nontrivial eigenvalues of ``T_S (x) T_N(rho)`` are not
-    pure-state (THEORY.md sec. 5).
+    pure-state (docs/theory.md sec. 5).
 
     The spectrum is ``{l_i nu_j}`` with ``nu_1 = 1`` and ``nu_j = (1 - rho) mu_j``; pure-state
     eigenfunctions have ``j = 1``; the trivial ``(1, 1)`` is excluded.

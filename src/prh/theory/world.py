@@ -1,4 +1,4 @@
-"""Finite worlds: states, a prior, and any number of modalities (THEORY.md sec. 1).
+"""Finite worlds: states, a prior, and any number of modalities (docs/theory.md sec. 1).
 
 A modality renders an observation ``x = r_m(s, n)`` from a state ``s`` and a nuisance
 ``n ~ q_m(. | s)``; ``r_m`` is injective on ``(s, n)`` (nothing is lost), here a random

@@ -19,7 +19,7 @@ from prh.models import CausalLM, ModelConfig, TextEncoder, model_config
 from prh.training import checkpoint as ckpt
 from prh.training.config import TrainConfig
 from prh.training.data import TOKENIZER_FILE, default_data_factory, eval_texts
-from prh.training.distributed import DistInfo, init_distributed
+from prh.training.distributed import DistInfo, default_threads, init_distributed
 from prh.training.loop import LossContext, make_optimizer, run_loop, trim
 from prh.training.rundir import MetricsLog, write_meta
 
@@ -49,10 +49,6 @@ def check_batch(cfg: TrainConfig, mcfg: ModelConfig | None = None) -> None:
             f"batch size {cfg.batch_size} too small to whiten a {mcfg.embed_dim}-dim embedding "
             f"(need 2 x batch >= 4 x embed_dim)"
         )
-
-
-def _default_threads() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def train(
@@ -96,7 +92,7 @@ def _train(
 ) -> tuple[Path, nn.Module]:
     """:func:`train`, also returning this rank's model (for tests of data parallelism)."""
     run_dir = Path(out_dir)
-    threads = threads or _default_threads()
+    threads = threads or default_threads()
     torch.set_num_threads(threads)
     dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     info = init_distributed(dev.type)

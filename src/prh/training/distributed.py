@@ -9,6 +9,7 @@ world size because DDP averages gradients over ranks.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import torch
@@ -28,6 +29,24 @@ class DistInfo:
     @property
     def enabled(self) -> bool:
         return self.world_size > 1
+
+
+def default_threads(env: Mapping[str, str] | None = None) -> int:
+    """CPU threads for this process when ``--threads`` is not given.
+
+    ``OMP_NUM_THREADS`` when set (``torchrun`` sets it to 1 per rank unless the user chose a
+    value; a cluster job sets it to its CPU allocation): the launcher knows how many processes
+    share the machine. Otherwise the cores this process may use, divided among the
+    ``LOCAL_WORLD_SIZE`` ranks on this node, so N ranks never each take every core.
+    """
+    env = os.environ if env is None else env
+    omp = env.get("OMP_NUM_THREADS", "").strip()
+    if omp.isdigit() and int(omp) > 0:
+        return int(omp)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    local = env.get("LOCAL_WORLD_SIZE", "1").strip()
+    ranks = int(local) if local.isdigit() and int(local) > 0 else 1
+    return max(1, (cores or 1) // ranks)
 
 
 def init_distributed(device_type: str) -> DistInfo:

@@ -7,8 +7,6 @@ Nothing here touches the disk except through the callbacks that :mod:`prh.traini
 from __future__ import annotations
 
 import math
-import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +23,7 @@ from prh.losses import (
     soft_whitening_loss,
     whitened_jepa_loss,
 )
+from prh.progress import Progress
 from prh.training.config import TrainConfig
 from prh.training.distributed import DistInfo, all_reduce_sum, gather_rows
 
@@ -116,7 +115,7 @@ def compute_loss(
     else:
         assert ctx.sigreg is not None
         loss, reg = sigreg_jepa_loss(za, zb, step, ctx.sigreg, lam=cfg.sigreg_lambda)
-        logs["sigreg"] = float(reg)
+        logs["sigreg"] = float(reg.detach())
     logs["loss"] = float(loss.detach())
     return loss, logs
 
@@ -150,37 +149,6 @@ def train_step(
     return logs
 
 
-class Progress:
-    """One stderr line, rewritten in place: step, loss, samples/s, time left."""
-
-    def __init__(self, total: int, batch_size: int, enabled: bool = True) -> None:
-        self.total, self.batch_size, self.enabled = total, batch_size, enabled
-        self.t0 = time.perf_counter()
-        self.first: int | None = None
-        self.last_print = 0.0
-
-    def update(self, step: int, loss: float, force: bool = False) -> float:
-        now = time.perf_counter()
-        if self.first is None:
-            self.first, self.t0 = step, now
-            return 0.0
-        done = step - self.first
-        rate = done * self.batch_size / max(now - self.t0, 1e-9)
-        if self.enabled and (force or now - self.last_print > 0.5):
-            left = (self.total - step) * self.batch_size / max(rate, 1e-9)
-            sys.stderr.write(
-                f"\rstep {step}/{self.total} | loss {loss:.4f} | {rate:,.0f} samples/s | "
-                f"{int(left) // 60}m{int(left) % 60:02d}s left   "
-            )
-            sys.stderr.flush()
-            self.last_print = now
-        return rate
-
-    def close(self) -> None:
-        if self.enabled:
-            sys.stderr.write("\n")
-
-
 def run_loop(
     model: nn.Module,
     optimizer: torch.optim.Optimizer,
@@ -200,8 +168,9 @@ def run_loop(
     (used by tests of resume). Returns the next step to run.
     """
     cfg = ctx.cfg
-    bar = Progress(cfg.steps, cfg.batch_size, progress and ctx.dist.is_main)
-    bar.update(start_step, float("nan"))
+    bar = Progress(
+        cfg.steps, "train", enabled=progress and ctx.dist.is_main, unit="step", initial=start_step
+    )
     step = start_step
     model.train()
     while step < cfg.steps:
@@ -209,7 +178,8 @@ def run_loop(
             break
         logs = train_step(model, optimizer, dataset.batch(step), step, ctx)
         step += 1
-        rate = bar.update(step, logs["loss"], force=step == cfg.steps)
+        bar.update(1, loss=f"{logs['loss']:.4f}")
+        rate = bar.rate * cfg.batch_size  # samples/s
         if cfg.log_every and (step % cfg.log_every == 0 or step == cfg.steps):
             on_log({"step": step, "samples": step * cfg.batch_size, "samples_per_s": rate, **logs})
         if on_eval is not None and cfg.eval_every and step % cfg.eval_every == 0:

@@ -4,7 +4,8 @@ Layout::
 
     RUN/
       config.json          resolved TrainConfig (+ "model": the resolved ModelConfig)
-      meta.json            git revision, package versions, seed, device, threads, world size, times
+      meta.json            prh's source (git revision of a prh checkout, else the installed
+                           version), package versions, seed, device, threads, world size, times
       metrics.jsonl        one JSON object per logged step / evaluation
       tokenizer.json       the tokenizer trained on the run's corpus (prh.views.TextTokenizer)
       checkpoints/         step_XXXXXXXX.safetensors + step_XXXXXXXX.json (latest two)
@@ -28,25 +29,41 @@ from prh.io import atomic_write, write_json
 PACKAGES = ("prh", "torch", "numpy", "scipy", "safetensors", "tokenizers")
 
 
-def git_revision(cwd: Path | None = None) -> str | None:
-    """``git rev-parse HEAD`` of the source tree (with ``-dirty`` when modified), or None."""
-    here = cwd or Path(__file__).resolve().parent
+def _git(args: list[str], cwd: Path) -> str | None:
     try:
-        rev = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5
-        )
-        if rev.returncode != 0:
-            return None
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=here,
-            capture_output=True,
-            text=True,
-            timeout=5,
-        )
-        return rev.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+        r = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=5)
     except (OSError, subprocess.SubprocessError):
         return None
+    return r.stdout.strip() if r.returncode == 0 else None
+
+
+def git_revision(package_dir: Path | None = None) -> str | None:
+    """Git revision of prh's own source (``-dirty`` when modified), or None when not in a checkout.
+
+    Only a git checkout OF PRH counts: the repository found above ``package_dir`` must track this
+    very ``prh/__init__.py``. An installed prh (site-packages, perhaps inside a virtual environment
+    inside the user's own repository) has no revision of its own; reporting that repository's
+    HEAD would attribute the run to the wrong code.
+    """
+    here = (package_dir or Path(__file__).resolve().parent.parent).resolve()
+    init = here / "__init__.py"
+    top = _git(["rev-parse", "--show-toplevel"], here)
+    if top is None or not init.is_file():
+        return None
+    if _git(["ls-files", "--error-unmatch", str(init)], here) is None:
+        return None  # the repository above does not track this file: not a checkout of prh
+    rev = _git(["rev-parse", "HEAD"], here)
+    if rev is None:
+        return None
+    dirty = _git(["status", "--porcelain", "--untracked-files=no"], here)
+    return rev + ("-dirty" if dirty else "")
+
+
+def prh_source() -> dict[str, str | None]:
+    """``{"version": ..., "git": revision or None}``: what code a run was made with."""
+    from prh import __version__
+
+    return {"version": __version__, "git": git_revision()}
 
 
 def package_versions() -> dict[str, str | None]:
@@ -65,12 +82,21 @@ def write_meta(run_dir: Path, *, seed: int, device: str, threads: int, world_siz
     now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     if path.exists():
         meta = json.loads(path.read_text())
+        src = prh_source()
         meta.setdefault("resumes", []).append(
-            {"at": now, "git": git_revision(), "device": device, "threads": threads}
+            {
+                "at": now,
+                "git": src["git"],
+                "prh_version": src["version"],
+                "device": device,
+                "threads": threads,
+            }
         )
     else:
+        src = prh_source()
         meta = {
-            "git": git_revision(),
+            "git": src["git"],  # None unless prh runs from a git checkout of prh itself
+            "prh_version": src["version"],
             "versions": package_versions(),
             "python": sys.version.split()[0],
             "platform": platform.platform(),
