@@ -105,6 +105,27 @@ def tiny_llama(tmp_path_factory) -> Path:
     return _save(LlamaModel(cfg), folder)
 
 
+@pytest.fixture(scope="session")
+def tiny_clip(tmp_path_factory) -> Path:
+    """A random two-tower CLIP (text: 2 layers, vision: 2 blocks on 32 px, width 16)."""
+    import torch
+    from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel
+
+    folder = tmp_path_factory.mktemp("tiny-clip")
+    vocab = _word_tokenizer(folder, bert=False)
+    torch.manual_seed(4)
+    small = dict(hidden_size=16, intermediate_size=32, num_hidden_layers=2, num_attention_heads=2)
+    cfg = CLIPConfig(
+        text_config=dict(vocab_size=vocab, max_position_embeddings=32, **small),
+        vision_config=dict(image_size=32, patch_size=8, **small),
+        projection_dim=8,
+    )
+    CLIPImageProcessor(
+        size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}
+    ).save_pretrained(folder)
+    return _save(CLIPModel(cfg), folder)
+
+
 # tiny_vit (a random 3-block ViT on 32 px, saved as a transformers folder) is in tests/conftest.py.
 
 
