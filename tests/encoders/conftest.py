@@ -157,3 +157,81 @@ def tiny_run(tmp_path_factory):
         log_every=0,
     )
     return training.train(cfg, out, progress=False, threads=1)
+
+
+CAPTIONS = [
+    ["a red cube", "one red cube is there"],
+    ["two blue spheres", "the blue spheres"],
+    ["a small green cone left of a cube", "a cone and a cube"],
+    ["the scene shows a big sphere", "there is one big sphere"],
+    ["three tiny cubes above a cone", "tiny cubes and one cone"],
+]
+
+
+def tiny_table():
+    """The PRH benchmark's layout at toy size: ``image`` (Image feature) and ``text`` (captions).
+
+    Returns the ``datasets.Dataset`` and the ``(H, W, 3)`` uint8 arrays its images were made from.
+    """
+    import datasets
+    import numpy as np
+    from PIL import Image
+
+    rng = np.random.default_rng(7)
+    arrays = [rng.integers(0, 256, (24 + 4 * i, 40 - 3 * i, 3), dtype=np.uint8) for i in range(5)]
+    features = datasets.Features(
+        {"image": datasets.Image(), "text": datasets.List(datasets.Value("string"))}
+    )
+    table = datasets.Dataset.from_dict(
+        {"image": [Image.fromarray(a) for a in arrays], "text": CAPTIONS}, features=features
+    )
+    return table, arrays
+
+
+@pytest.fixture(scope="session")
+def table_captions():
+    """The captions of :func:`tiny_table`, one list per row."""
+    return [list(c) for c in CAPTIONS]
+
+
+@pytest.fixture(scope="session")
+def make_tiny_table():
+    """:func:`tiny_table` itself, for tests that save it their own way."""
+    return tiny_table
+
+
+@pytest.fixture(scope="session")
+def tiny_dataset(tmp_path_factory):
+    """``(folder, arrays)``: :func:`tiny_table` written by ``save_to_disk``."""
+    folder = tmp_path_factory.mktemp("tiny-dataset") / "saved"
+    table, arrays = tiny_table()
+    table.save_to_disk(str(folder))
+    return folder, arrays
+
+
+@pytest.fixture(scope="session")
+def tiny_dataset_cache(tmp_path_factory) -> Path:
+    """A ``datasets`` cache folder holding :func:`tiny_table` as ``minhuh/prh`` (split train).
+
+    Built offline the way ``load_dataset`` caches a hub data set: a packaged builder prepares the
+    Arrow files under ``minhuh___prh/default/0.0.0/<hash>/`` with ``prh-train.arrow``, which
+    ``load_dataset("minhuh/prh", ...)`` then finds in offline mode.
+    """
+    from datasets.packaged_modules.parquet.parquet import Parquet
+
+    root = tmp_path_factory.mktemp("tiny-dataset-cache")
+    table, _ = tiny_table()
+    parquet = root / "train.parquet"
+    table.to_parquet(str(parquet))
+    builder = Parquet(
+        cache_dir=str(root / "cache"),
+        dataset_name="minhuh___prh",  # the cache folder of the hub name minhuh/prh
+        config_name="default",
+        config_id="default",
+        hash="0123abcd",
+        data_files={"train": [str(parquet)]},
+        features=table.features,
+    )
+    builder.dataset_name = "prh"  # file names: prh-train.arrow, as the hub builder writes
+    builder.download_and_prepare()
+    return root / "cache"
