@@ -355,6 +355,14 @@ def _corpus(args):
     if args.modality == "sketch":
         raise InputError("--modality sketch exists only for --world cave")
     _refuse_dataset_flags(args, "--corpus")
+    if args.images is not None:
+        images = Path(args.images).expanduser()
+        if images.is_file():
+            raise InputError(
+                f"--images {images}: is a file, expected the folder of the image files"
+            )
+        if not images.is_dir():
+            raise InputError(f"--images {images}: no such folder")
     corpus = load_corpus(args.corpus, format=args.format)
     if args.split:
         corpus = corpus.split(args.split)
@@ -381,7 +389,8 @@ def _refuse_dataset_flags(args, source: str) -> None:
         if value != default
     ]
     if given:
-        raise InputError(f"{', '.join(given)} apply to --dataset only, not {source}")
+        verb = "applies" if len(given) == 1 else "apply"
+        raise InputError(f"{', '.join(given)} {verb} to --dataset only, not {source}")
 
 
 def _quiet_transformers() -> None:

@@ -56,6 +56,8 @@ class DatasetSpec:
     cache_dir: str | None = None
 
     def __post_init__(self) -> None:
+        if not str(self.source).strip():
+            raise InputError("--dataset: empty; expected a save_to_disk folder or a dataset name")
         if self.caption_index < 0:
             raise InputError(f"--caption-index {self.caption_index}: expected an integer >= 0")
 
@@ -105,6 +107,8 @@ def _open_folder(local: Path, spec: DatasetSpec, datasets):
         )
     if spec.revision:
         raise InputError(f"--revision {spec.revision}: applies to a dataset name, not a folder")
+    if spec.cache_dir:
+        raise InputError(f"--cache-dir {spec.cache_dir}: applies to a dataset name, not a folder")
     try:
         ds = datasets.load_from_disk(str(local))
     except Exception as e:  # datasets raises several unrelated types for a damaged folder
@@ -118,13 +122,19 @@ def _open_folder(local: Path, spec: DatasetSpec, datasets):
             )
         return ds[split], split
     own = str(ds.split) if getattr(ds, "split", None) is not None else None
-    if spec.split and own and spec.split != own:
-        raise InputError(f"--dataset {local}: holds split {own!r} only, not {spec.split!r}")
-    return ds, spec.split or own or "all"
+    if spec.split and spec.split != own:
+        holds = f"split {own!r} only" if own else "one table with no split name"
+        raise InputError(f"--dataset {local}: holds {holds}, not split {spec.split!r}")
+    return ds, own or "all"
 
 
 def _open_named(spec: DatasetSpec, datasets):
     name = spec.source
+    if spec.cache_dir and not Path(spec.cache_dir).expanduser().is_dir():
+        what = "is a file" if Path(spec.cache_dir).exists() else "no such folder"
+        raise InputError(
+            f"--cache-dir {spec.cache_dir}: {what}; expected the datasets cache folder"
+        )
     where = f" in {spec.cache_dir}" if spec.cache_dir else ""
     try:
         return datasets.load_dataset(

@@ -101,9 +101,9 @@ def load_hf_encoder(
             model = model.to(dtype)
         else:
             model = AutoModel.from_pretrained(source, dtype=dtype)
-    except (OSError, ValueError, KeyError) as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise InputError(f"{spec}: cannot load the model ({first})") from None
+    except Exception as e:  # a missing file, bad JSON, broken safetensors: many unrelated types
+        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        raise InputError(f"{spec}: cannot load the model ({type(e).__name__}: {first})") from None
     model = _pick_tower(model, tower or modality, explicit=tower is not None, spec=spec)
     model = model.to(device).eval()
     for p in model.parameters():
