@@ -89,7 +89,9 @@ def test_the_benchmark_name_from_the_local_cache(
     c, s = load_features(cached), load_features(saved)
     assert c.ids == s.ids
     np.testing.assert_array_equal(c.features, s.features)
-    assert c.metadata["source"].startswith("dataset:minhuh/prh@wit_1024 split=train")
+    assert c.metadata["source"].startswith(
+        "dataset:minhuh/prh@wit_1024 commit=0123abcd split=train"
+    )
 
 
 def test_the_cache_from_the_datasets_setting(
@@ -105,7 +107,7 @@ def test_the_cache_from_the_datasets_setting(
     table, source = open_hf_dataset(spec)
     rows = DatasetRows(table, spec)
     assert rows.texts(0, 5) == [c[0] for c in table_captions]
-    assert source == "dataset:minhuh/prh@wit_1024 split=train"
+    assert source == "dataset:minhuh/prh@wit_1024 commit=0123abcd split=train"
 
 
 def test_clip_embeds_both_modalities_by_its_towers(
@@ -142,3 +144,23 @@ def test_dataset_dict_splits(cli, tmp_path, tiny_bert, make_tiny_table, table_ca
     np.testing.assert_allclose(load_features(out).features, ref, rtol=1e-4, atol=1e-5)
     assert cli(f"hf:{tiny_bert}", *args) == 0  # default split: train
     assert len(load_features(out).ids) == 3
+
+
+def test_a_cached_copy_of_another_revision_is_refused(monkeypatch, tmp_path, tiny_dataset_cache):
+    """Offline, load_dataset reads the latest cached copy whatever the revision; when the hub
+    cache knows the revision's commit, prh checks that the copy read is that commit."""
+    from huggingface_hub import constants
+
+    from prh.data.hf_dataset import DatasetSpec, open_hf_dataset
+    from prh.errors import InputError
+
+    refs = tmp_path / "hub" / "datasets--minhuh--prh" / "refs"
+    refs.mkdir(parents=True)
+    (refs / "wit_1024").write_text("0123abcd")
+    (refs / "wit_4096").write_text("fedc9876")
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    cache = str(tiny_dataset_cache)
+    _, source = open_hf_dataset(DatasetSpec("minhuh/prh", revision="wit_1024", cache_dir=cache))
+    assert "commit=0123abcd" in source
+    with pytest.raises(InputError, match="cached copy is commit 0123abcd, but wit_4096 is commit"):
+        open_hf_dataset(DatasetSpec("minhuh/prh", revision="wit_4096", cache_dir=cache))

@@ -89,6 +89,8 @@ def open_hf_dataset(spec: DatasetSpec):
         return ds, f"dataset:{local} split={split}"
     ds = _open_named(spec, datasets)
     at = f"@{spec.revision}" if spec.revision else ""
+    commit = check_cached_revision(ds, spec)
+    at += f" commit={commit}" if commit else ""
     return ds, f"dataset:{spec.source}{at} split={spec.split or DEFAULT_SPLIT}"
 
 
@@ -150,6 +152,58 @@ def _open_named(spec: DatasetSpec, datasets):
         offline = datasets.config.HF_HUB_OFFLINE
         hint = " (offline: only the local cache is read)" if offline else ""
         raise InputError(f"--dataset {name}: cannot be loaded{where}{hint}; {text}") from None
+
+
+def cached_commit(ds) -> str | None:
+    """The commit a hub data set's cached Arrow files were built from (their folder's name).
+
+    ``load_dataset`` caches a hub data set under ``<cache>/<namespace>___<name>/<config>/<version>/
+    <commit>/``; ``None`` for tables not read from such a folder.
+    """
+    files = getattr(ds, "cache_files", None) or []
+    if not files:
+        return None
+    folder = Path(files[0]["filename"]).parent.name
+    return folder if folder and all(c in "0123456789abcdef" for c in folder.lower()) else None
+
+
+def revision_commit(name: str, revision: str) -> str | None:
+    """The commit the local hub cache maps ``revision`` to (``refs/<revision>``), if it knows."""
+    if len(revision) == 40 and all(c in "0123456789abcdef" for c in revision.lower()):
+        return revision.lower()
+    try:
+        from huggingface_hub import constants
+    except ImportError:
+        return None
+    ref = Path(constants.HF_HUB_CACHE) / f"datasets--{name.replace('/', '--')}" / "refs" / revision
+    try:
+        return ref.read_text().strip() or None
+    except OSError:
+        return None
+
+
+def check_cached_revision(ds, spec: DatasetSpec) -> str | None:
+    """Refuse a cached copy that is known to be another revision than ``--revision``.
+
+    Offline, ``load_dataset`` does not resolve a revision: it reads the most recent cached copy
+    of the name, whatever revision that was. When the hub cache says which commit the revision
+    is, the copy read must be that commit.
+
+    Returns
+    -------
+    str or None
+        The commit of the copy read (recorded in the feature file's ``source``).
+    """
+    commit = cached_commit(ds)
+    if commit and spec.revision:
+        want = revision_commit(spec.source, spec.revision)
+        if want and want != commit:
+            raise InputError(
+                f"--dataset {spec.source} --revision {spec.revision}: the cached copy is commit"
+                f" {commit}, but {spec.revision} is commit {want}; load that revision once with"
+                " the hub reachable"
+            )
+    return commit
 
 
 def _first_line(e: BaseException) -> str:
