@@ -235,3 +235,21 @@ def tiny_dataset_cache(tmp_path_factory) -> Path:
     builder.dataset_name = "prh"  # file names: prh-train.arrow, as the hub builder writes
     builder.download_and_prepare()
     return root / "cache"
+
+
+@pytest.fixture(scope="session")
+def tiny_siglip(tmp_path_factory) -> Path:
+    """A random two-tower SigLIP (no class token: its vision tower pools by attention)."""
+    import torch
+    from transformers import SiglipConfig, SiglipImageProcessor, SiglipModel
+
+    folder = tmp_path_factory.mktemp("tiny-siglip")
+    vocab = _word_tokenizer(folder, bert=False)
+    torch.manual_seed(5)
+    small = dict(hidden_size=16, intermediate_size=32, num_hidden_layers=2, num_attention_heads=2)
+    cfg = SiglipConfig(
+        text_config=dict(vocab_size=vocab, max_position_embeddings=32, **small),
+        vision_config=dict(image_size=32, patch_size=8, **small),
+    )
+    SiglipImageProcessor(size={"height": 32, "width": 32}).save_pretrained(folder)
+    return _save(SiglipModel(cfg), folder)

@@ -207,3 +207,21 @@ def test_cuda_matches_cpu(tiny_gpt2):
 def test_options_refused_by_other_encoders():
     with pytest.raises(InputError, match="apply to hf: and minilm encoders only"):
         load_encoder("efficientnet-lite0", options=EncoderOptions(pool="cls"))
+
+
+def test_vision_without_class_token_averages(tiny_siglip, images):
+    """SigLIP's vision tower has no class token: token 0 is a patch, so the default is avg."""
+    from transformers import AutoImageProcessor, SiglipModel
+
+    enc = load_encoder(f"hf:{tiny_siglip}", modality="image")
+    assert enc.pool == "avg"
+    feats = enc.encode_images(images, batch_size=2)
+    model = SiglipModel.from_pretrained(tiny_siglip).eval()
+    px = AutoImageProcessor.from_pretrained(tiny_siglip)(images=images, return_tensors="pt")
+    with torch.no_grad():
+        hs = model.vision_model(pixel_values=px["pixel_values"], output_hidden_states=True)
+    ref = np.stack([h.mean(1).numpy() for h in hs.hidden_states[1:]]).transpose(1, 0, 2)
+    np.testing.assert_allclose(feats, ref, atol=2e-5, rtol=1e-4)
+    with pytest.raises(InputError, match="has no class token"):
+        load_encoder(f"hf-vision:{tiny_siglip}", options=EncoderOptions(pool="cls"))
+    assert load_encoder(f"hf:{tiny_siglip}", modality="text").modality == "text"

@@ -12,7 +12,8 @@ to one vector per input:
   other models are padded on the right.
 - **vision models** (``main_input_name == "pixel_values"``: ViT, DINOv2, a CLIP/SigLIP vision
   tower) give the output of every block -> ``(N, L, D)``, pooled by ``cls`` (token 0, the
-  reference's choice for ViTs), ``avg`` (all tokens) or ``last``; models whose hidden states are
+  reference's choice for ViTs, the default when the model has a class token), ``avg`` (all
+  tokens: the default without one, as in SigLIP) or ``last``; models whose hidden states are
   feature maps ``(B, C, H, W)`` (ConvNeXt, ResNet) give their spatial mean.
 
 Spec prefixes: ``hf:`` picks the tower of a two-tower model (CLIP, SigLIP) by the modality asked
@@ -177,6 +178,14 @@ def is_causal_lm(config) -> bool:
     )
 
 
+def has_class_token(model) -> bool:
+    """True when a vision model prepends a class token (ViT, DINOv2, CLIP: token 0 is CLS)."""
+    return any(
+        name.split(".")[-1] in ("cls_token", "class_embedding")
+        for name, _ in model.named_parameters()
+    )
+
+
 class HFTextEncoder(Encoder):
     """Every hidden state of a ``transformers`` text model, pooled per layer.
 
@@ -275,7 +284,12 @@ class HFVisionEncoder(Encoder):
     def __init__(self, model, source: str, spec: str, *, options: EncoderOptions = DEFAULT_OPTIONS):
         super().__init__()
         self.model, self.spec, self.options = model, spec, options
-        self.pool = options.pool or "cls"
+        # CLS of every block (the reference's choice for ViTs) when there is a class token; a
+        # model without one (SigLIP's vision tower pools by attention instead) averages tokens.
+        has_cls = has_class_token(model)
+        self.pool = options.pool or ("cls" if has_cls else "avg")
+        if self.pool == "cls" and not has_cls:
+            raise InputError(f"--pool cls: {spec} has no class token; use --pool avg")
         self.processor = _load_processor("AutoImageProcessor", source, spec)
         cfg = model.config
         n_layers = int(getattr(cfg, "num_hidden_layers", 0) or 0)
@@ -298,7 +312,7 @@ class HFVisionEncoder(Encoder):
         layers = []
         for h in states:
             if h.ndim == 4:  # (B, C, H, W) feature map
-                if self.options.pool not in (None, "avg"):
+                if self.pool != "avg":
                     raise InputError(f"--pool {self.pool}: {self.spec} gives feature maps; use avg")
                 layers.append(spatial_mean(h).cpu().numpy())
             else:  # (B, T, D): as platonic-rep takes blocks.{i} output [:, 0] under cls
