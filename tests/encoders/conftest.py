@@ -253,3 +253,26 @@ def tiny_siglip(tmp_path_factory) -> Path:
     )
     SiglipImageProcessor(size={"height": 32, "width": 32}).save_pretrained(folder)
     return _save(SiglipModel(cfg), folder)
+
+
+@pytest.fixture(scope="session")
+def tiny_t5(tmp_path_factory) -> Path:
+    """A random encoder-decoder T5 (2 + 2 layers, width 16)."""
+    import torch
+    from transformers import T5Config, T5Model
+
+    folder = tmp_path_factory.mktemp("tiny-t5")
+    vocab = _word_tokenizer(folder, bert=False)
+    torch.manual_seed(6)
+    cfg = T5Config(
+        vocab_size=vocab,
+        d_model=16,
+        d_kv=8,
+        d_ff=32,
+        num_layers=2,
+        num_heads=2,
+        decoder_start_token_id=0,
+        pad_token_id=0,
+        eos_token_id=1,
+    )
+    return _save(T5Model(cfg), folder)

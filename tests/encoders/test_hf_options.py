@@ -225,3 +225,17 @@ def test_vision_without_class_token_averages(tiny_siglip, images):
     with pytest.raises(InputError, match="has no class token"):
         load_encoder(f"hf-vision:{tiny_siglip}", options=EncoderOptions(pool="cls"))
     assert load_encoder(f"hf:{tiny_siglip}", modality="text").modality == "text"
+
+
+def test_encoder_decoder_gives_its_encoder_stack(tiny_t5):
+    from transformers import AutoTokenizer, T5Model
+
+    feats = load_encoder(f"hf:{tiny_t5}").encode_texts(SENTENCES, batch_size=4)
+    assert feats.shape == (4, 3, 16)  # embeddings + 2 encoder layers
+    stack = T5Model.from_pretrained(tiny_t5).eval().get_encoder()
+    tok = AutoTokenizer.from_pretrained(tiny_t5)
+    for b, text in enumerate(SENTENCES):
+        with torch.no_grad():
+            hs = stack(**tok(text, return_tensors="pt"), output_hidden_states=True).hidden_states
+        ref = np.stack([h[0].mean(0).numpy() for h in hs])
+        np.testing.assert_allclose(feats[b], ref, atol=2e-5, rtol=1e-4)

@@ -3,9 +3,9 @@
 Following the PRH protocol (Huh et al. 2024, ``minyoungg/platonic-rep``), every layer is pooled
 to one vector per input:
 
-- **text models** (encoder-only like BERT, causal like GPT-2/Llama, or a two-tower model's text
-  tower) give every hidden state, the embedding output included -> ``(N, L + 1, D)``, pooled by
-  ``avg`` (mean over real tokens, ``f_l = sum_t m_t h_{l,t} / sum_t m_t``, the reference's choice
+- **text models** (encoder-only like BERT, causal like GPT-2/Llama, the encoder stack of an
+  encoder-decoder model like T5, or a two-tower model's text tower) give every hidden state,
+  the embedding output included -> ``(N, L + 1, D)``, pooled by ``avg`` (mean over real tokens, ``f_l = sum_t m_t h_{l,t} / sum_t m_t``, the reference's choice
   for language models), ``last`` (the last real token) or ``cls`` (the first token).
   Causal language models are padded on the left, with position ids counted from the first real
   token, so every row sees exactly its unpadded sequence and ``last`` is its real last token;
@@ -106,6 +106,8 @@ def load_hf_encoder(
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
         raise InputError(f"{spec}: cannot load the model ({type(e).__name__}: {first})") from None
     model = _pick_tower(model, tower or modality, explicit=tower is not None, spec=spec)
+    if getattr(model.config, "is_encoder_decoder", False) and hasattr(model, "get_encoder"):
+        model = model.get_encoder()  # T5, BART: the encoder stack is the text representation
     model = model.to(device).eval()
     for p in model.parameters():
         p.requires_grad_(False)
