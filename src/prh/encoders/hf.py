@@ -5,11 +5,11 @@ to one vector per input:
 
 - **text models** (encoder-only like BERT, causal like GPT-2/Llama, the encoder stack of an
   encoder-decoder model like T5, or a two-tower model's text tower) give every hidden state,
-  the embedding output included -> ``(N, L + 1, D)``, pooled by ``avg`` (mean over real tokens, ``f_l = sum_t m_t h_{l,t} / sum_t m_t``, the reference's choice
-  for language models), ``last`` (the last real token) or ``cls`` (the first token).
-  Causal language models are padded on the left, with position ids counted from the first real
-  token, so every row sees exactly its unpadded sequence and ``last`` is its real last token;
-  other models are padded on the right.
+  the embedding output included -> ``(N, L + 1, D)``, pooled by ``avg`` (mean over real tokens,
+  ``f_l = sum_t m_t h_{l,t} / sum_t m_t``, the reference's choice for language models), ``last``
+  (the last real token) or ``cls`` (the first token). Causal language models are padded on the
+  left, with position ids counted from the first real token, so every row sees exactly its
+  unpadded sequence and ``last`` is its real last token; other models are padded on the right.
 - **vision models** (``main_input_name == "pixel_values"``: ViT, DINOv2, a CLIP/SigLIP vision
   tower) give the output of every block -> ``(N, L, D)``, pooled by ``cls`` (token 0, the
   reference's choice for ViTs, the default when the model has a class token), ``avg`` (all
