@@ -236,3 +236,21 @@ def test_cuda_missing_is_one_line(bad_input, files):
     argv = ["embed", "minilm", "--dataset", files / "ds", "--modality", "text"]
     argv += ["--out", files / "o.safetensors", "--device", "cuda"]
     bad_input(argv, _inputs(files), "--device cuda: CUDA is not available")
+
+
+def test_an_image_that_does_not_decode_names_its_row(bad_input, tmp_path, tiny_vit):
+    """A corrupt image inside the table: one line naming the row, after the rows before it."""
+    import datasets
+    from PIL import Image
+
+    good = tmp_path / "good.png"
+    Image.fromarray(np.zeros((8, 8, 3), np.uint8)).save(good)
+    cells = [{"bytes": good.read_bytes(), "path": None}, {"bytes": b"not a png", "path": None}]
+    features = datasets.Features({"image": datasets.Image()})
+    datasets.Dataset.from_dict({"image": cells}, features=features).save_to_disk(
+        str(tmp_path / "d")
+    )
+    out = tmp_path / "o.safetensors"
+    argv = ["embed", f"hf:{tiny_vit}", "--dataset", tmp_path / "d", "--modality", "image"]
+    bad_input([*argv, "--out", out, "--quiet"], [good], r"d row 1: not a readable image")
+    assert not out.exists()

@@ -237,6 +237,7 @@ class DatasetRows:
         if self.n == 0:
             raise InputError(f"--dataset {spec.source}: no rows to embed")
         self.ids = [f"row_{i}" for i in range(self.n)]
+        self._undecoded = None  # the image column with decoding off, made on first use
 
     def __len__(self) -> int:
         return self.n
@@ -288,5 +289,18 @@ class DatasetRows:
         return out
 
     def image_cells(self, start: int, stop: int) -> list:
-        """Image cells of rows ``[start, stop)``: PIL images (or ``{"bytes", "path"}``)."""
-        return self._cells(self.spec.image_column, start, stop)
+        """Undecoded image cells of rows ``[start, stop)``: ``{"bytes", "path"}`` dicts.
+
+        Decoding is left to the caller (:func:`prh.encoders.images.image_cell_to_array`), which
+        checks the size before decoding and names the row of a cell that does not decode; inside
+        ``datasets`` a corrupt image would fail the whole slice with no row named.
+        """
+        if self._undecoded is None:
+            import datasets
+
+            column = self.spec.image_column
+            table = self.dataset.select_columns([column])
+            if isinstance(table.features[column], datasets.Image):
+                table = table.cast_column(column, datasets.Image(decode=False))
+            self._undecoded = table
+        return self._undecoded[start:stop][self.spec.image_column]

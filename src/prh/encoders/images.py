@@ -45,7 +45,10 @@ def read_image(path: str | Path) -> np.ndarray:
 
 
 def image_cell_to_array(cell, where: str) -> np.ndarray:
-    """A ``datasets`` Image cell (a decoded PIL image, or ``{"bytes", "path"}``) as ``(H, W, 3)``.
+    """A ``datasets`` Image cell (``{"bytes", "path"}``, or a PIL image) as ``(H, W, 3)`` uint8.
+
+    ``Image.open`` reads only the header, so the size limit is checked before any pixel is
+    decoded.
 
     Raises
     ------
@@ -63,6 +66,8 @@ def image_cell_to_array(cell, where: str) -> np.ndarray:
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             if isinstance(cell, dict) and cell.get("bytes") is not None:
                 cell = Image.open(io.BytesIO(cell["bytes"]))
+            elif isinstance(cell, dict) and cell.get("path"):
+                cell = Image.open(cell["path"])  # a data set that stores file paths
             if not isinstance(cell, Image.Image):
                 raise InputError(f"{where}: expected an image, got {type(cell).__name__}")
             if cell.width * cell.height > MAX_PIXELS:
