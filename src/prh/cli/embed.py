@@ -274,7 +274,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _input_paths(args) -> list[str]:
     """Every local path the command reads, for the output guard (a model folder included)."""
-    paths = [args.corpus, args.images, args.dataset]
+    paths = [args.corpus, args.images, args.dataset, args.cache_dir]
     model = args.model
     for prefix in ("random:", "features:", "onnx:", "hf:", "hf-text:", "hf-vision:"):
         if model.startswith(prefix):
