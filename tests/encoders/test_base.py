@@ -66,7 +66,7 @@ def test_stack_and_unpad_layers():
     ("spec", "match"),
     [
         ("resnet-50", "unknown encoder spec 'resnet-50'; expected one of: efficientnet-lite0"),
-        ("random:minilm", "only random:efficientnet-lite0 exists"),
+        ("random:minilm", "random: applies to efficientnet-lite0 and hf: specs"),
         ("./no/such/run", "no such run directory ./no/such/run"),
         ("onnx:/no/such.onnx", "no such file /no/such.onnx"),
         ("features:/no/such.safetensors", "no such file"),

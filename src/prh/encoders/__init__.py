@@ -14,7 +14,12 @@ Specs
     all-MiniLM-L6-v2 from its PyPI package (text).
 ``hf:PATH_OR_ID``
     Any ``transformers`` model: text models every layer mean-pooled, vision models the CLS token of
-    every block.
+    every block (``--pool`` changes either); a two-tower model (CLIP, SigLIP) gives the tower of
+    the modality asked for.
+``hf-text:PATH_OR_ID``, ``hf-vision:PATH_OR_ID``
+    The named tower of a two-tower model.
+``random:hf:PATH_OR_ID`` (and ``random:hf-text:``, ``random:hf-vision:``)
+    The same architecture from its config, seeded random init.
 ``onnx:PATH``
     An ONNX model via onnxruntime (see :mod:`prh.encoders.onnx` for the input convention).
 ``features:PATH``
@@ -30,16 +35,27 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from prh.encoders.base import Encoder, Features, stack_layers, unpad_layer
+from prh.encoders.base import Encoder, EncoderOptions, Features, stack_layers, unpad_layer
 from prh.errors import InputError
 
-__all__ = ["SPECS", "Encoder", "Features", "load_encoder", "stack_layers", "unpad_layer"]
+__all__ = [
+    "SPECS",
+    "Encoder",
+    "EncoderOptions",
+    "Features",
+    "load_encoder",
+    "stack_layers",
+    "unpad_layer",
+]
 
 SPECS = (
     "efficientnet-lite0",
     "random:efficientnet-lite0",
     "minilm",
     "hf:PATH_OR_ID",
+    "hf-text:PATH_OR_ID",
+    "hf-vision:PATH_OR_ID",
+    "random:hf:PATH_OR_ID",
     "onnx:PATH",
     "features:PATH",
     "a prh train run directory",
@@ -53,6 +69,8 @@ def load_encoder(
     threads: int | None = None,
     image_size: int = 224,
     efficientnet_layers: str = "stages",
+    modality: str | None = None,
+    options: EncoderOptions | None = None,
 ) -> Encoder:
     """Build the frozen encoder a spec names.
 
@@ -68,6 +86,11 @@ def load_encoder(
         Input side of ONNX image models whose graph does not fix it.
     efficientnet_layers : {"stages", "blocks", "head"}
         Which EfficientNet outputs become layers.
+    modality : {"text", "image"}, optional
+        What will be encoded: picks the tower of a two-tower ``hf:`` model.
+    options : EncoderOptions, optional
+        Device, dtype, pooling and prompt of ``hf:`` and ``minilm`` encoders; other encoders
+        refuse anything but the defaults.
 
     Raises
     ------
@@ -75,6 +98,22 @@ def load_encoder(
         An unknown name or a path that does not exist, in one line.
     """
     spec = str(spec).strip()
+    from prh.encoders.hf import is_hf_spec
+
+    if is_hf_spec(spec):
+        from prh.encoders.hf import load_hf_encoder
+
+        return load_hf_encoder(
+            spec, modality=modality, seed=seed, threads=threads, options=options or EncoderOptions()
+        )
+    if spec in ("minilm", "all-minilm-l6-v2", "all-MiniLM-L6-v2"):
+        from prh.encoders.minilm import MiniLMEncoder
+
+        return MiniLMEncoder(threads=threads, options=options or EncoderOptions())
+    if options is not None and options != EncoderOptions():
+        raise InputError(
+            f"{spec}: --device, --dtype, --pool and --prompt apply to hf: and minilm encoders only"
+        )
     if spec in ("efficientnet-lite0", "random:efficientnet-lite0"):
         from prh.encoders.efficientnet import EfficientNetEncoder
 
@@ -84,14 +123,6 @@ def load_encoder(
             layers=efficientnet_layers,
             threads=threads,
         )
-    if spec in ("minilm", "all-minilm-l6-v2", "all-MiniLM-L6-v2"):
-        from prh.encoders.minilm import MiniLMEncoder
-
-        return MiniLMEncoder(threads=threads)
-    if spec.startswith("hf:"):
-        from prh.encoders.hf import load_hf_encoder
-
-        return load_hf_encoder(spec[3:], spec=spec, threads=threads)
     if spec.startswith("onnx:"):
         from prh.encoders.onnx import OnnxEncoder
 
@@ -113,7 +144,9 @@ def load_encoder(
             )
         raise InputError(f"{spec}: folder is not a prh run directory (no config.json/meta.json)")
     if spec.startswith("random:"):
-        raise InputError(f"unknown encoder spec {spec!r}: only random:efficientnet-lite0 exists")
+        raise InputError(
+            f"unknown encoder spec {spec!r}: random: applies to efficientnet-lite0 and hf: specs"
+        )
     looks_like_path = "/" in spec or spec.startswith((".", "~"))
     where = f"no such run directory {spec}" if looks_like_path else f"unknown encoder spec {spec!r}"
     raise InputError(f"{where}; expected one of: {', '.join(SPECS)}")

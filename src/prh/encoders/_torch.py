@@ -1,8 +1,17 @@
-"""Torch helpers shared by the encoders (imported only when a torch-backed encoder is built)."""
+"""Torch helpers shared by the encoders (imported only when a torch-backed encoder is built).
+
+Pooling functions are pure: ``(..., B, T, D)`` token states and a ``(B, T)`` mask in, ``(..., B,
+D)`` out; they do not care on which side the padding is.
+"""
 
 from __future__ import annotations
 
 import torch
+
+from prh.encoders.base import POOLS
+from prh.errors import InputError
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
 def masked_mean(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -18,12 +27,59 @@ def masked_mean(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     Returns
     -------
     torch.Tensor
-        ``(B, D)`` (or ``(L, B, D)``), float32. A row with no valid token gives zeros.
+        ``(B, D)`` (or ``(L, B, D)``), float32. A row with no valid token gives zeros. Padded
+        positions are selected out, not multiplied by 0, so a NaN there (a fully masked query row
+        under left padding) cannot leak in.
     """
-    m = mask.to(torch.float32).unsqueeze(-1)  # (B, T, 1)
-    total = (hidden.to(torch.float32) * m).sum(dim=-2)  # (..., B, D)
-    count = m.sum(dim=-2).clamp(min=1.0)  # (B, 1)
-    return total / count
+    m = mask.to(torch.bool).unsqueeze(-1)  # (B, T, 1)
+    h = torch.where(m, hidden.to(torch.float32), 0.0)  # (..., B, T, D)
+    count = m.sum(dim=-2).clamp(min=1).to(torch.float32)  # (B, 1)
+    return h.sum(dim=-2) / count
+
+
+def first_valid_index(mask: torch.Tensor) -> torch.Tensor:
+    """``(B,)`` index of the first real token of each row (0 for right padding)."""
+    return mask.to(torch.int64).argmax(dim=-1)
+
+
+def last_valid_index(mask: torch.Tensor) -> torch.Tensor:
+    """``(B,)`` index of the last real token of each row (``T - 1`` for left padding)."""
+    t = mask.shape[-1]
+    return t - 1 - mask.to(torch.int64).flip(-1).argmax(dim=-1)
+
+
+def gather_tokens(hidden: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """Token ``index[b]`` of each row: ``(..., B, T, D), (B,) -> (..., B, D)`` float32."""
+    b = torch.arange(hidden.shape[-3], device=hidden.device)
+    return hidden[..., b, index.to(hidden.device), :].to(torch.float32)
+
+
+def pool_tokens(hidden: torch.Tensor, mask: torch.Tensor, how: str) -> torch.Tensor:
+    """Pool token states to one vector per row.
+
+    Parameters
+    ----------
+    hidden : torch.Tensor
+        ``(L, B, T, D)`` (or ``(B, T, D)``).
+    mask : torch.Tensor
+        ``(B, T)``, 1 for real tokens.
+    how : {"avg", "last", "cls"}
+        ``avg``: mean over real tokens (:func:`masked_mean`); ``last``: the last real token
+        (a causal model's summary of the whole text); ``cls``: the first real token (BERT's
+        ``[CLS]``, a ViT's class token).
+
+    Returns
+    -------
+    torch.Tensor
+        ``(L, B, D)`` (or ``(B, D)``) float32.
+    """
+    if how == "avg":
+        return masked_mean(hidden, mask)
+    if how == "last":
+        return gather_tokens(hidden, last_valid_index(mask))
+    if how == "cls":
+        return gather_tokens(hidden, first_valid_index(mask))
+    raise InputError(f"pool {how!r}: expected one of {', '.join(POOLS)}")
 
 
 def spatial_mean(x: torch.Tensor) -> torch.Tensor:
@@ -35,3 +91,43 @@ def set_threads(threads: int | None) -> None:
     """Use ``threads`` intra-op threads (``None``: leave torch's current setting)."""
     if threads is not None:
         torch.set_num_threads(max(1, int(threads)))
+
+
+def resolve_device(name: str) -> torch.device:
+    """The torch device ``name`` asks for, refusing one this machine does not have.
+
+    Parameters
+    ----------
+    name : str
+        ``cpu``, ``cuda``, ``cuda:N`` or ``auto`` (CUDA when present, else CPU).
+
+    Raises
+    ------
+    InputError
+        An unknown name, or CUDA (or device ``N``) absent here, in one line.
+    """
+    name = str(name).strip().lower()
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cpu":
+        return torch.device("cpu")
+    if name == "cuda" or name.startswith("cuda:"):
+        if not torch.cuda.is_available():
+            why = "torch was built without CUDA" if torch.version.cuda is None else "no GPU found"
+            raise InputError(f"--device {name}: CUDA is not available here ({why}); use cpu")
+        try:
+            dev = torch.device(name)
+        except RuntimeError:
+            raise InputError(f"--device {name}: expected cuda or cuda:N") from None
+        count = torch.cuda.device_count()
+        if dev.index is not None and dev.index >= count:
+            raise InputError(f"--device {name}: this machine has {count} CUDA device(s)")
+        return dev
+    raise InputError(f"--device {name}: expected cpu, cuda, cuda:N or auto")
+
+
+def resolve_dtype(name: str) -> torch.dtype:
+    """``float32`` / ``bfloat16`` / ``float16`` as a torch dtype (:class:`InputError` otherwise)."""
+    if name not in DTYPES:
+        raise InputError(f"--dtype {name}: expected one of {', '.join(DTYPES)}")
+    return DTYPES[name]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -27,6 +28,48 @@ IMAGE_MEAN = 0.5
 IMAGE_STD = 0.5
 
 Progress = Callable[[int, int], None]  # (done, total) -> None
+
+POOLS = ("avg", "last", "cls")
+DEVICES = ("cpu", "cuda", "auto")  # and cuda:N
+DTYPE_NAMES = ("float32", "bfloat16", "float16")
+
+
+@dataclass(frozen=True)
+class EncoderOptions:
+    """How a torch-backed ``transformers`` encoder (``hf:``, ``minilm``) runs and pools.
+
+    Attributes
+    ----------
+    device : str
+        ``cpu``, ``cuda``, ``cuda:N`` or ``auto`` (CUDA when present).
+    dtype : {"float32", "bfloat16", "float16"}
+        Weights and activations; features are returned as float32 whatever this is.
+    pool : {"avg", "last", "cls"} or None
+        Token pooling of every layer; ``None``: ``avg`` for text models, ``cls`` for vision
+        transformers (the PRH reference's choices).
+    prompt : str
+        Template of each text, ``{}`` standing for the text (``"{}"``: the text as is).
+    """
+
+    device: str = "cpu"
+    dtype: str = "float32"
+    pool: str | None = None
+    prompt: str = "{}"
+
+    def __post_init__(self) -> None:
+        if self.pool is not None and self.pool not in POOLS:
+            raise InputError(f"--pool {self.pool}: expected one of {', '.join(POOLS)}")
+        if self.dtype not in DTYPE_NAMES:
+            raise InputError(f"--dtype {self.dtype}: expected one of {', '.join(DTYPE_NAMES)}")
+        if "{}" not in self.prompt:
+            raise InputError(f"--prompt {self.prompt!r}: must contain {{}} where the text goes")
+
+    def apply_prompt(self, text: str) -> str:
+        """The text inside the prompt template (a plain substitution: other braces are kept)."""
+        return text if self.prompt == "{}" else self.prompt.replace("{}", text)
+
+
+DEFAULT_OPTIONS = EncoderOptions()
 
 
 class Encoder(ABC):

@@ -1,4 +1,6 @@
-"""Embed the scenes of the cave world, or a caption corpus, with one encoder (no disk I/O here).
+"""Embed the scenes of the cave world, a caption corpus or a Hugging Face table with one encoder.
+
+No disk I/O here beyond what the given sources read.
 
 Row order is the order of the scene (or image) ids, for every modality, so that a text file and an
 image file of the same scenes pair row by row (and by id) in ``prh measure``.
@@ -145,6 +147,62 @@ def embed_corpus(
         return read_image_for_id(images_dir, image_id)
 
     return _embed_streamed(encoder, ids, make, config.batch_size, progress), ids
+
+
+def embed_dataset(
+    encoder: Encoder,
+    rows,
+    modality: str,
+    batch_size: int = 64,
+    progress: Progress | None = None,
+) -> tuple[np.ndarray, list[str]]:
+    """Features of the rows of a Hugging Face table (:class:`prh.data.hf_dataset.DatasetRows`).
+
+    Rows are read, decoded and encoded ``4 * batch_size`` at a time: never the whole table in
+    memory, whatever its size.
+
+    Parameters
+    ----------
+    encoder : Encoder
+    rows : DatasetRows
+        ``len(rows)``, ``rows.ids``, ``rows.texts(start, stop)`` (one caption per row) and
+        ``rows.image_cells(start, stop)``.
+    modality : {"text", "image"}
+    batch_size : int
+        Items per forward pass.
+    progress : callable, optional
+        ``progress(done, total)`` in rows.
+
+    Returns
+    -------
+    features : np.ndarray
+        ``(N, L, D)`` float32, row ``i`` is table row ``i``.
+    ids : list of str
+        ``rows.ids``.
+    """
+    if modality not in ("text", "image"):
+        raise InputError(f"modality {modality!r}: a data set has text and image columns only")
+    encoder.check_modality(modality)
+    ids = list(rows.ids)
+    if isinstance(encoder, Features):
+        return encoder.rows(ids), ids
+    from prh.encoders.images import image_cell_to_array
+
+    source = rows.spec.source
+
+    def encode(start: int, stop: int) -> np.ndarray:
+        if modality == "text":
+            return encoder.encode_texts(rows.texts(start, stop), batch_size=batch_size)
+        cells = rows.image_cells(start, stop)
+        images = [image_cell_to_array(c, f"{source} row {start + j}") for j, c in enumerate(cells)]
+        return encoder.encode_images(images, batch_size=batch_size)
+
+    chunk, n, out = max(batch_size, 1) * 4, len(rows), []
+    for start in range(0, n, chunk):
+        out.append(encode(start, min(start + chunk, n)))
+        if progress is not None:
+            progress(min(start + chunk, n), n)
+    return np.concatenate(out, axis=0), ids
 
 
 def _embed_caption_lists(

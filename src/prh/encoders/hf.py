@@ -1,15 +1,24 @@
-"""Any ``transformers`` model as a frozen encoder: ``hf:PATH_OR_ID``.
+"""Any ``transformers`` model as a frozen encoder: ``hf:PATH_OR_ID`` and its variants.
 
-Following the PRH protocol (Huh et al. 2024, ``minyoungg/platonic-rep``):
+Following the PRH protocol (Huh et al. 2024, ``minyoungg/platonic-rep``), every layer is pooled
+to one vector per input:
 
-- **text models** (encoder-only like BERT, or causal like GPT-2/Llama, loaded with ``AutoModel``)
-  give every hidden state, the embedding output included, mean-pooled over valid tokens:
-  ``f_l = sum_t m_t h_{l,t} / sum_t m_t`` -> ``(N, L + 1, D)``. Padding is on the right, so causal
-  models see exactly the unpadded sequence at every valid position.
-- **vision models** (``main_input_name == "pixel_values"``, e.g. ViT, DINOv2) give the CLS token
-  (token 0) of the output of every block -> ``(N, L, D)``; models whose hidden states are feature
-  maps ``(B, C, H, W)`` (ConvNeXt, ResNet) give their spatial mean instead, zero-padded to the
-  widest stage.
+- **text models** (encoder-only like BERT, causal like GPT-2/Llama, the encoder stack of an
+  encoder-decoder model like T5, or a two-tower model's text tower) give every hidden state,
+  the embedding output included -> ``(N, L + 1, D)``, pooled by ``avg`` (mean over real tokens,
+  ``f_l = sum_t m_t h_{l,t} / sum_t m_t``, the reference's choice for language models), ``last``
+  (the last real token) or ``cls`` (the first token). Causal language models are padded on the
+  left, with position ids counted from the first real token, so every row sees exactly its
+  unpadded sequence and ``last`` is its real last token; other models are padded on the right.
+- **vision models** (``main_input_name == "pixel_values"``: ViT, DINOv2, a CLIP/SigLIP vision
+  tower) give the output of every block -> ``(N, L, D)``, pooled by ``cls`` (token 0, the
+  reference's choice for ViTs, the default when the model has a class token), ``avg`` (all
+  tokens: the default without one, as in SigLIP) or ``last``; models whose hidden states are
+  feature maps ``(B, C, H, W)`` (ConvNeXt, ResNet) give their spatial mean.
+
+Spec prefixes: ``hf:`` picks the tower of a two-tower model (CLIP, SigLIP) by the modality asked
+for; ``hf-text:`` / ``hf-vision:`` name it; ``random:`` before any of them builds the same
+architecture from its config with seeded random weights (the no-pretraining control).
 
 Pre-processing comes from the model's own ``AutoTokenizer`` / ``AutoImageProcessor``. A local folder
 is loaded from disk; any other string is a hub id, which works for users who have the hub (or a
@@ -24,49 +33,121 @@ from pathlib import Path
 
 import numpy as np
 
-from prh.encoders.base import Encoder, stack_layers
+from prh.encoders.base import DEFAULT_OPTIONS, Encoder, EncoderOptions, stack_layers
 from prh.errors import InputError
 
 MAX_TEXT_TOKENS = 512
+TOWERS = {"hf:": None, "hf-text:": "text", "hf-vision:": "image"}
 
 
-def load_hf_encoder(path_or_id: str, *, spec: str | None = None, threads: int | None = None):
-    """Load ``hf:PATH_OR_ID``, choosing the text or vision wrapper from the model's main input.
+def split_hf_spec(spec: str) -> tuple[str, str | None, bool]:
+    """``[random:]hf[-text|-vision]:PATH`` -> ``(PATH, tower or None, random_init)``."""
+    rest = spec[len("random:") :] if spec.startswith("random:") else spec
+    for prefix, tower in TOWERS.items():
+        if rest.startswith(prefix):
+            return rest[len(prefix) :], tower, rest is not spec
+    raise InputError(f"{spec!r}: expected hf:, hf-text: or hf-vision: (optionally after random:)")
+
+
+def is_hf_spec(spec: str) -> bool:
+    """True for ``hf:``, ``hf-text:``, ``hf-vision:`` specs, with or without ``random:``."""
+    rest = spec[len("random:") :] if spec.startswith("random:") else spec
+    return rest.startswith(tuple(TOWERS))
+
+
+def load_hf_encoder(
+    spec: str,
+    *,
+    modality: str | None = None,
+    seed: int = 0,
+    threads: int | None = None,
+    options: EncoderOptions = DEFAULT_OPTIONS,
+) -> Encoder:
+    """Load an ``hf:`` spec on ``options.device`` in ``options.dtype``.
+
+    Parameters
+    ----------
+    spec : str
+        ``[random:]hf[-text|-vision]:PATH_OR_ID``.
+    modality : {"text", "image"}, optional
+        The inputs to be encoded: picks the tower of a two-tower model under plain ``hf:``.
+    seed : int
+        Initialisation seed of ``random:`` specs (torch's global generator is left untouched).
+    threads : int, optional
+        Intra-op CPU threads.
+    options : EncoderOptions
 
     Raises
     ------
     InputError
-        A path that does not exist, a folder that is not a model, or a hub id that cannot be
-        reached.
+        A path that does not exist or is not a model folder, a hub id that cannot be reached,
+        a missing device, a tower the model does not have.
     """
-    spec = spec or f"hf:{path_or_id}"
+    path_or_id, tower, random_init = split_hf_spec(spec)
+    source = _model_source(path_or_id, spec)
+
+    import torch
+    from transformers import AutoConfig, AutoModel
+
+    from prh.encoders._torch import resolve_device, resolve_dtype, set_threads
+
+    device, dtype = resolve_device(options.device), resolve_dtype(options.dtype)
+    set_threads(threads)
+    try:
+        if random_init:
+            config = AutoConfig.from_pretrained(source)
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(int(seed))
+                model = AutoModel.from_config(config)
+            model = model.to(dtype)
+        else:
+            model = AutoModel.from_pretrained(source, dtype=dtype)
+    except Exception as e:  # a missing file, bad JSON, broken safetensors: many unrelated types
+        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        raise InputError(f"{spec}: cannot load the model ({type(e).__name__}: {first})") from None
+    model = _pick_tower(model, tower or modality, explicit=tower is not None, spec=spec)
+    if getattr(model.config, "is_encoder_decoder", False) and hasattr(model, "get_encoder"):
+        model = model.get_encoder()  # T5, BART: the encoder stack is the text representation
+    model = model.to(device).eval()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    if getattr(model, "main_input_name", "input_ids") == "pixel_values":
+        return HFVisionEncoder(model, source, spec, options=options)
+    return HFTextEncoder(model, source, spec, options=options)
+
+
+def _model_source(path_or_id: str, spec: str) -> str:
+    """A local model folder (checked) or a hub id, as ``from_pretrained`` takes it."""
     if not path_or_id:
-        raise InputError("hf: spec needs a path or hub id, e.g. hf:facebook/dinov2-base")
+        raise InputError(f"{spec}: needs a path or hub id, e.g. hf:facebook/dinov2-base")
     local = Path(path_or_id).expanduser()
     looks_like_path = path_or_id.startswith(("/", "./", "../", "~")) or os.sep in path_or_id[:1]
     if looks_like_path and not local.exists():
         raise InputError(f"{spec}: no such folder {local}")
+    if local.is_file():
+        raise InputError(f"{spec}: {local} is a file; expected a transformers model folder")
     if local.exists() and not (local / "config.json").is_file():
         raise InputError(f"{spec}: {local} has no config.json, not a transformers model folder")
-    source = str(local) if local.exists() else path_or_id
+    return str(local) if local.exists() else path_or_id
 
-    import torch
-    from transformers import AutoModel
 
-    from prh.encoders._torch import set_threads
-
-    set_threads(threads)
-    try:
-        model = AutoModel.from_pretrained(source)
-    except (OSError, ValueError, KeyError) as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise InputError(f"{spec}: cannot load the model ({first})") from None
-    model.eval()
-    for p in model.parameters():
-        p.requires_grad_(False)
-    if getattr(model, "main_input_name", "input_ids") == "pixel_values":
-        return HFVisionEncoder(model, source, spec, torch)
-    return HFTextEncoder(model, source, spec, torch)
+def _pick_tower(model, want: str | None, *, explicit: bool, spec: str):
+    """The text or vision tower of a two-tower model; a one-tower model checked against ``want``."""
+    towers = {
+        "text": getattr(model, "text_model", None),
+        "image": getattr(model, "vision_model", None),
+    }
+    if towers["text"] is not None and towers["image"] is not None:
+        if want is None:
+            raise InputError(
+                f"{spec}: a two-tower model ({type(model).__name__}); name the tower with"
+                " hf-text: or hf-vision:"
+            )
+        return towers[want]
+    has = "image" if getattr(model, "main_input_name", "input_ids") == "pixel_values" else "text"
+    if explicit and want != has:
+        raise InputError(f"{spec}: {type(model).__name__} is a {has} model with no {want} tower")
+    return model
 
 
 def _load_processor(kind: str, source: str, spec: str):
@@ -80,35 +161,74 @@ def _load_processor(kind: str, source: str, spec: str):
         raise InputError(f"{spec}: cannot load its {kind} ({first})") from None
 
 
+def is_causal_lm(config) -> bool:
+    """A decoder-only language model (GPT-2, Llama, ...): padded on the left.
+
+    Read from transformers' own tables: a model type with a causal-LM head and no masked-LM head
+    (BERT and RoBERTa have both and attend both ways).
+    """
+    from transformers.models.auto.modeling_auto import (
+        MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+        MODEL_FOR_MASKED_LM_MAPPING_NAMES,
+    )
+
+    kind = getattr(config, "model_type", "")
+    if getattr(config, "is_decoder", False):
+        return True
+    return (
+        kind in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and kind not in MODEL_FOR_MASKED_LM_MAPPING_NAMES
+    )
+
+
+def has_class_token(model) -> bool:
+    """True when a vision model prepends a class token (ViT, DINOv2, CLIP: token 0 is CLS)."""
+    return any(
+        name.split(".")[-1] in ("cls_token", "class_embedding")
+        for name, _ in model.named_parameters()
+    )
+
+
 class HFTextEncoder(Encoder):
-    """Every hidden state of a ``transformers`` text model, mean-pooled over valid tokens.
+    """Every hidden state of a ``transformers`` text model, pooled per layer.
 
     Parameters
     ----------
     model : transformers.PreTrainedModel
-        A base model (``AutoModel``) in eval mode.
+        A base model (``AutoModel``, or a tower), in eval mode, on its device and dtype.
     source : str
         Folder or hub id of the tokenizer.
     spec : str
         The spec, for messages and metadata.
     max_length : int, optional
         Truncation length in tokens (default: the model's position limit, at most 512).
+    options : EncoderOptions
+        Pooling (default ``avg``) and prompt; device and dtype are read from the model.
     """
 
     modality = "text"
 
-    def __init__(self, model, source: str, spec: str, torch_module, max_length: int | None = None):
+    def __init__(
+        self,
+        model,
+        source: str,
+        spec: str,
+        *,
+        max_length: int | None = None,
+        options: EncoderOptions = DEFAULT_OPTIONS,
+    ):
         super().__init__()
-        self.model, self.spec, self._torch = model, spec, torch_module
+        self.model, self.spec, self.options = model, spec, options
+        self.pool = options.pool or "avg"
         self.tokenizer = _load_processor("AutoTokenizer", source, spec)
-        self.tokenizer.padding_side = "right"
+        cfg = model.config
+        self.left_padding = is_causal_lm(cfg)
+        self.tokenizer.padding_side = "left" if self.left_padding else "right"
         if self.tokenizer.pad_token is None:
             # GPT-2-style tokenizers have no pad token; its id never matters under the mask.
             fallback = self.tokenizer.eos_token or self.tokenizer.unk_token
             if fallback is None:
                 raise InputError(f"{spec}: tokenizer has no pad, eos or unk token to pad with")
             self.tokenizer.pad_token = fallback
-        cfg = model.config
         limits = [
             getattr(cfg, k, None) for k in ("max_position_embeddings", "n_positions", "max_length")
         ]
@@ -116,46 +236,62 @@ class HFTextEncoder(Encoder):
         self.max_length = int(max_length or min(int(x) for x in limits if x and x > 0))
         params = inspect.signature(model.forward).parameters
         self._inputs = [k for k in ("input_ids", "attention_mask", "token_type_ids") if k in params]
+        self._positions = self.left_padding and "position_ids" in params
         n_layers = int(getattr(cfg, "num_hidden_layers", 0) or getattr(cfg, "n_layer", 0))
         dim = int(getattr(cfg, "hidden_size", 0) or getattr(cfg, "n_embd", 0))
         self.layer_names = ["embeddings"] + [f"layer{i + 1}" for i in range(n_layers)]
         self.layer_dims = [dim] * (n_layers + 1)
 
     def tokenize(self, texts: list[str]) -> dict:
-        """Right-padded, truncated token ids and mask ``(B, T)``, as torch tensors."""
+        """Padded, truncated model inputs ``(B, T)`` (prompt applied), as torch tensors.
+
+        Under left padding, ``position_ids`` count from each row's first real token (0 on the
+        padding), so a left-padded row is computed exactly as the row alone.
+        """
         enc = self.tokenizer(
-            texts,
+            [self.options.apply_prompt(t) for t in texts],
             padding=True,
             truncation=True,
             max_length=self.max_length,
             return_tensors="pt",
         )
-        return {k: enc[k] for k in self._inputs if k in enc}
+        out = {k: enc[k] for k in self._inputs if k in enc}
+        if self._positions:
+            out["position_ids"] = (enc["attention_mask"].cumsum(-1) - 1).clamp(min=0)
+        return out
 
     def hidden_states(self, texts: list[str]):
-        """``(L + 1, B, T, D)`` hidden states and the ``(B, T)`` mask of a batch."""
-        torch = self._torch
-        enc = self.tokenize(texts)
+        """``(L + 1, B, T, D)`` hidden states (model dtype, device) and the ``(B, T)`` mask."""
+        import torch
+
+        device = next(self.model.parameters()).device
+        enc = {k: v.to(device) for k, v in self.tokenize(texts).items()}
         with torch.inference_mode():
             out = self.model(**enc, output_hidden_states=True)
         return torch.stack(out.hidden_states), enc["attention_mask"]  # (L+1, B, T, D), (B, T)
 
     def _encode_text_batch(self, texts: list[str]) -> np.ndarray:
-        from prh.encoders._torch import masked_mean
+        from prh.encoders._torch import pool_tokens
 
         hs, mask = self.hidden_states(texts)
-        pooled = masked_mean(hs, mask)  # (L+1, B, D)
-        return pooled.permute(1, 0, 2).contiguous().numpy()  # (B, L+1, D)
+        pooled = pool_tokens(hs, mask, self.pool)  # (L+1, B, D) float32
+        return pooled.permute(1, 0, 2).contiguous().cpu().numpy()  # (B, L+1, D)
 
 
 class HFVisionEncoder(Encoder):
-    """The CLS token (or pooled map) of every block of a ``transformers`` vision model."""
+    """Every block of a ``transformers`` vision model, pooled (default: the CLS token)."""
 
     modality = "image"
 
-    def __init__(self, model, source: str, spec: str, torch_module):
+    def __init__(self, model, source: str, spec: str, *, options: EncoderOptions = DEFAULT_OPTIONS):
         super().__init__()
-        self.model, self.spec, self._torch = model, spec, torch_module
+        self.model, self.spec, self.options = model, spec, options
+        # CLS of every block (the reference's choice for ViTs) when there is a class token; a
+        # model without one (SigLIP's vision tower pools by attention instead) averages tokens.
+        has_cls = has_class_token(model)
+        self.pool = options.pool or ("cls" if has_cls else "avg")
+        if self.pool == "cls" and not has_cls:
+            raise InputError(f"--pool cls: {spec} has no class token; use --pool avg")
         self.processor = _load_processor("AutoImageProcessor", source, spec)
         cfg = model.config
         n_layers = int(getattr(cfg, "num_hidden_layers", 0) or 0)
@@ -164,10 +300,13 @@ class HFVisionEncoder(Encoder):
         self.layer_dims = [dim] * n_layers if dim else []
 
     def _encode_image_batch(self, images: list[np.ndarray]) -> np.ndarray:
-        from prh.encoders._torch import spatial_mean
+        import torch
 
-        torch = self._torch
+        from prh.encoders._torch import pool_tokens, spatial_mean
+
+        param = next(self.model.parameters())
         pixels = self.processor(images=images, return_tensors="pt")["pixel_values"]
+        pixels = pixels.to(device=param.device, dtype=param.dtype)
         with torch.inference_mode():
             out = self.model(pixel_values=pixels, output_hidden_states=True)
         states = out.hidden_states
@@ -175,9 +314,12 @@ class HFVisionEncoder(Encoder):
         layers = []
         for h in states:
             if h.ndim == 4:  # (B, C, H, W) feature map
-                layers.append(spatial_mean(h).numpy())
-            else:  # (B, T, D): CLS token, as platonic-rep takes blocks.{i} output [:, 0]
-                layers.append(h[:, 0].to(torch.float32).numpy())
+                if self.pool != "avg":
+                    raise InputError(f"--pool {self.pool}: {self.spec} gives feature maps; use avg")
+                layers.append(spatial_mean(h).cpu().numpy())
+            else:  # (B, T, D): as platonic-rep takes blocks.{i} output [:, 0] under cls
+                mask = torch.ones(h.shape[:2], dtype=torch.int64, device=h.device)
+                layers.append(pool_tokens(h, mask, self.pool).cpu().numpy())
         self.layer_names = [f"block{i}" for i in range(len(layers))]
         self.layer_dims = [int(x.shape[1]) for x in layers]
         return stack_layers(layers)  # (B, L, D)

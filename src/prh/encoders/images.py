@@ -1,4 +1,5 @@
-"""Reading user image files safely (PIL, size-limited), for ``prh embed --corpus --images``."""
+"""Reading user images safely (PIL, size-limited): files for ``prh embed --corpus --images``,
+Image cells for ``prh embed --dataset``."""
 
 from __future__ import annotations
 
@@ -43,9 +44,49 @@ def read_image(path: str | Path) -> np.ndarray:
         raise InputError(f"{p}: not a readable image ({type(e).__name__}: {e})") from None
 
 
+def image_cell_to_array(cell, where: str) -> np.ndarray:
+    """A ``datasets`` Image cell (``{"bytes", "path"}``, or a PIL image) as ``(H, W, 3)`` uint8.
+
+    ``Image.open`` reads only the header, so the size limit is checked before any pixel is
+    decoded.
+
+    Raises
+    ------
+    InputError
+        A cell that is no image, one PIL cannot decode, or one above :data:`MAX_PIXELS` pixels,
+        naming ``where`` (the data set and row).
+    """
+    import io
+    import warnings
+
+    from PIL import Image
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            if isinstance(cell, dict) and cell.get("bytes") is not None:
+                cell = Image.open(io.BytesIO(cell["bytes"]))
+            elif isinstance(cell, dict) and cell.get("path"):
+                cell = Image.open(cell["path"])  # a data set that stores file paths
+            if not isinstance(cell, Image.Image):
+                raise InputError(f"{where}: expected an image, got {type(cell).__name__}")
+            if cell.width * cell.height > MAX_PIXELS:
+                raise InputError(
+                    f"{where}: image of {cell.width}x{cell.height} pixels is above the limit"
+                    f" of {MAX_PIXELS}"
+                )
+            return np.asarray(cell.convert("RGB"))
+    except InputError:
+        raise
+    except Exception as e:  # PIL raises UnidentifiedImageError, OSError, warnings-as-errors
+        raise InputError(f"{where}: not a readable image ({type(e).__name__}: {e})") from None
+
+
 def read_image_for_id(folder: str | Path, image_id: str) -> np.ndarray:
     """The image of ``image_id``: ``folder/image_id``, else with a common extension added."""
     base = Path(folder)
+    if base.is_file():
+        raise InputError(f"--images {base}: is a file, expected the folder of the image files")
     if not base.is_dir():
         raise InputError(f"--images {base}: no such folder")
     if Path(image_id).is_absolute() or ".." in Path(image_id).parts:

@@ -14,11 +14,11 @@ the model's ``max_seq_length``.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 
 import numpy as np
 
+from prh.encoders.base import DEFAULT_OPTIONS, EncoderOptions
 from prh.encoders.hf import HFTextEncoder
 from prh.errors import InputError
 
@@ -40,23 +40,27 @@ def minilm_path():
 class MiniLMEncoder(HFTextEncoder):
     """Frozen all-MiniLM-L6-v2 (every layer mean-pooled; last layer = sentence embedding)."""
 
-    def __init__(self, threads: int | None = None) -> None:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a local folder: never reach for the hub
-        import torch
+    def __init__(
+        self, threads: int | None = None, options: EncoderOptions = DEFAULT_OPTIONS
+    ) -> None:
         from transformers import AutoModel
 
-        from prh.encoders._torch import set_threads
+        from prh.encoders._torch import resolve_device, resolve_dtype, set_threads
 
+        device, dtype = resolve_device(options.device), resolve_dtype(options.dtype)
         set_threads(threads)
         path = minilm_path()
-        model = AutoModel.from_pretrained(str(path)).eval()
+        # A local folder: local_files_only keeps this load off the hub without switching the
+        # whole process to offline mode (HF_HUB_OFFLINE would outlive this call).
+        model = AutoModel.from_pretrained(str(path), local_files_only=True, dtype=dtype)
+        model = model.to(device).eval()
         for p in model.parameters():
             p.requires_grad_(False)
         max_len = MAX_SEQ_LENGTH
         cfg_file = path / "sentence_bert_config.json"
         if cfg_file.is_file():
             max_len = int(json.loads(cfg_file.read_text()).get("max_seq_length", max_len))
-        super().__init__(model, str(path), SPEC, torch, max_length=max_len)
+        super().__init__(model, str(path), SPEC, max_length=max_len, options=options)
 
     def sentence_embeddings(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
         """Sentence-transformers embedding ``(N, 384)``: last layer mean-pooled, L2-normalised."""

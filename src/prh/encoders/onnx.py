@@ -62,6 +62,8 @@ class OnnxEncoder(Encoder):
         super().__init__()
         p = Path(path).expanduser()
         self.spec = f"onnx:{path}"
+        if p.is_dir():
+            raise InputError(f"{self.spec}: {p} is a folder, expected an .onnx file")
         if not p.is_file():
             raise InputError(f"{self.spec}: no such file {p}")
         try:

@@ -25,6 +25,8 @@ class FeatureFileEncoder(Encoder, Features):
         from prh.features import load_features
 
         self.spec = f"features:{path}"
+        if Path(path).expanduser().is_dir():
+            raise InputError(f"{self.spec}: {path} is a folder, expected a feature file")
         self.fs = load_features(path)
         self.modality = self.fs.metadata.get("modality", "any")
         if self.modality not in ("text", "image", "any"):
