@@ -34,6 +34,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--out", required=True, metavar="FILE", help="output .safetensors file")
     parser.add_argument(
+        "--out-format",
+        choices=["prh", "platonic-rep"],
+        default=None,
+        help="prh safetensors, or platonic-rep's .pt ({'feats': ...}, torch.save) (default: "
+        "from the --out suffix, .pt is platonic-rep)",
+    )
+    parser.add_argument(
         "--n",
         metavar="N",
         type=positive_int,
@@ -121,12 +128,14 @@ def run(args: argparse.Namespace) -> int:
     from prh.encoders import load_encoder
     from prh.encoders.embed import EmbedConfig, embed_corpus, embed_world
     from prh.errors import InputError
-    from prh.features import save_features
+    from prh.features import save_features, save_platonic_rep
     from prh.io import check_writable
 
     out = check_writable(args.out, "--out")
-    if out.suffix.lower() != ".safetensors":
-        raise InputError(f"--out {out}: expected a .safetensors file name")
+    out_format = args.out_format or ("platonic-rep" if out.suffix.lower() == ".pt" else "prh")
+    want = ".pt" if out_format == "platonic-rep" else ".safetensors"
+    if out.suffix.lower() != want:
+        raise InputError(f"--out {out}: expected a {want} file name for --out-format {out_format}")
     threads = args.threads or len(os.sched_getaffinity(0))
     cfg = EmbedConfig(
         modality=args.modality,
@@ -170,7 +179,10 @@ def run(args: argparse.Namespace) -> int:
         "layer_names": json.dumps(list(encoder.layer_names)),
         "config": json.dumps(cfg.__dict__),
     }
-    save_features(out, features, ids, metadata)
+    if out_format == "platonic-rep":
+        save_platonic_rep(out, features, ids, metadata, layer_dims=encoder.layer_dims)
+    else:
+        save_features(out, features, ids, metadata)
     n, layers, dim = features.shape
     print(
         f"wrote {out}: features ({n}, {layers}, {dim}) from {encoder.spec} [{args.modality}]"
