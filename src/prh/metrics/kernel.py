@@ -96,7 +96,7 @@ def _kernel_rows(x: np.ndarray, sq: np.ndarray, rows: slice, kernel: str, sigma:
     start = rows.start or 0
     b = g.shape[0]
     d2[np.arange(b), np.arange(start, start + b)] = 0.0  # exact zero self-distance
-    return np.exp(-d2 / (2.0 * sigma**2))
+    return np.exp(-(d2 / sigma) / (2.0 * sigma))  # sigma**2 would overflow for sigma > 1e154
 
 
 def kernel_side(x: np.ndarray, kernel: str = "linear", sigma: float = 1.0) -> KernelSide:
