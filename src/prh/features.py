@@ -219,9 +219,16 @@ def load_features(
 def read_ids(path: str | os.PathLike[str]) -> list[str]:
     """Read one id per line (blank lines at the end ignored)."""
     p = Path(path)
+    if p.is_dir():
+        raise InputError(f"{p}: is a folder, expected an ids file (one id per line)")
     if not p.is_file():
         raise InputError(f"{p}: no such ids file")
-    lines = p.read_text(encoding="utf-8").splitlines()
+    try:
+        lines = p.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as e:
+        raise InputError(
+            f"{p}: not a UTF-8 text file (byte {e.start}); expected one id per line"
+        ) from None
     while lines and not lines[-1].strip():
         lines.pop()
     return [line.strip() for line in lines]
@@ -307,10 +314,13 @@ def _load_pt(p: Path) -> tuple[np.ndarray, list[str] | None, dict[str, str]]:
             "or 'feats' (platonic-rep)"
         )
     ids = obj.get("ids")
+    if ids is not None and not isinstance(ids, (list, tuple)):
+        raise InputError(f"{p}: ids is a {type(ids).__name__}, expected a list of strings")
     ids = [str(i) for i in ids] if ids is not None else None
-    metadata = {str(k): str(v) for k, v in (obj.get("prh_metadata") or {}).items()}
+    meta = obj.get("prh_metadata") or {}
+    metadata = {str(k): str(v) for k, v in meta.items()} if isinstance(meta, dict) else {}
     if "num_params" in obj:
-        metadata["num_params"] = str(int(obj["num_params"]))
+        metadata["num_params"] = str(obj["num_params"])
     feats = obj[key]
     if not isinstance(feats, (list, tuple)):
         return _tensor(p, feats, key), ids, metadata

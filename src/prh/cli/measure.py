@@ -37,8 +37,9 @@ METRIC_CHOICES = (
 )
 JSON_FORMAT = "prh-measure/2"
 # argparse takes any word that starts with "-" and is not a plain negative number for an option,
-# so `--layers -1,-1` (as the README and platonic-rep users type it) would be refused.
-_NEGATIVE_OR_PAIR = re.compile(r"^-\d+$|^-\d*\.\d+$|^-?\d+,-?\d+$")
+# so `--layers -1,-1` (as the README and platonic-rep users type it) or `--eps -1e-6` would be
+# refused as unknown options rather than read (and, for a bad value, named) as values.
+_NEGATIVE_OR_PAIR = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-?\d+,-?\d+$")
 
 
 def _layer_pair(text: str) -> tuple[int, int]:
@@ -193,10 +194,17 @@ def _check_outputs(args, xs, ys, npy: dict[str, Path]) -> None:
     if args.heatmap and Path(args.heatmap).suffix.lower() != ".png":
         raise InputError(f"--heatmap {args.heatmap}: expected a .png file name")
     outputs = {"--json": args.json, "--heatmap": args.heatmap}
-    outputs.update({f"--npy ({m})": p for m, p in npy.items()})
+    outputs.update({"--npy" if len(npy) == 1 else f"--npy ({m})": p for m, p in npy.items()})
     named = [Path(p).resolve() for p in outputs.values() if p is not None]
     if len(set(named)) != len(named):
         raise InputError("two outputs (--json, --npy, --heatmap) name the same file")
+    for folder in (Path(f) for f in [*(args.x or []), *(args.y or [])] if Path(f).is_dir()):
+        for what, out in outputs.items():
+            if out is not None and Path(out).resolve().is_relative_to(folder.resolve()):
+                raise InputError(
+                    f"{what} {out}: inside the input folder {folder}, whose files are all read; "
+                    "choose another folder"
+                )
     inputs = [*xs, *ys, args.ids_a, args.ids_b, *(args.x or []), *(args.y or [])]
     guard_outputs(outputs, inputs=inputs)
 
