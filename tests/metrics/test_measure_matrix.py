@@ -129,6 +129,7 @@ def test_undefined_score_is_null_never_nan(models, tmp_path, capsys):
     assert "undefined" in capsys.readouterr().out
     doc = strict(out)
     assert doc["results"][0]["score"] is None and doc["matrices"]["cka"]["scores"] == [[None]]
+    assert doc["results"][0]["p_value"] is None  # no p-value for an undefined score
 
 
 def test_seed_gives_identical_results(models, tmp_path):

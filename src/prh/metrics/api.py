@@ -335,6 +335,8 @@ def measure(
 
     null_rng, boot_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2))
     p = cal = crit = None
+    if not np.isfinite(obs):  # undefined score (a constant kernel): no null, no interval
+        null = bootstrap = 0
     if null > 0:
         draws = calibrate.permutation_null(
             lambda perm: statistic(sa, sb, perm)[0], n, null, null_rng
