@@ -44,18 +44,20 @@ def strict(path):
     return json.loads(path.read_text(), parse_constant=refuse)
 
 
-def test_matrix_equals_each_pair(models, tmp_path, capsys):
+@pytest.mark.parametrize("metric", ["mutual_knn", "svcca"])  # both cache per-file states
+def test_matrix_equals_each_pair(models, tmp_path, capsys, metric):
     xs, ys, _, _ = models
     out = tmp_path / "m.json"
-    assert run("--x", *xs, "--y", *ys, "--k", 5, "--json", out) == 0
+    opts = ["--metric", metric, "--k", 5, "--cca-dim", 3]
+    assert run("--x", *xs, "--y", *ys, *opts, "--json", out) == 0
     doc = strict(out)
-    m = doc["matrices"]["mutual_knn"]
+    m = doc["matrices"][metric]
     assert np.shape(m["scores"]) == (3, 2) and np.shape(m["layers"]) == (3, 2, 2)
     assert len(doc["results"]) == 6
     for i, x in enumerate(xs):
         for j, y in enumerate(ys):
             one = tmp_path / f"p{i}{j}.json"
-            assert run(x, y, "--k", 5, "--json", one) == 0
+            assert run(x, y, *opts, "--json", one) == 0
             (r,) = strict(one)["results"]
             assert m["scores"][i][j] == r["score"] and m["layers"][i][j] == r["layers"]
     assert "x0" in capsys.readouterr().out

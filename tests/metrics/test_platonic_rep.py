@@ -167,3 +167,17 @@ def test_pickled_objects_are_refused_unread(tmp_path, legacy):
     with pytest.raises(InputError, match=r"evil.pt: holds pickled objects.*not loaded"):
         load_features(evil)
     assert not marker.exists()
+
+
+def test_embed_hf_model_records_num_params(tmp_path, monkeypatch, tiny_vit):
+    """The benchmark plots alignment against ``num_params``; prh embed writes it for hf models."""
+    pytest.importorskip("prh.world")
+    from transformers import ViTModel
+
+    out = tmp_path / "vit.pt"
+    monkeypatch.setattr(cli, "COMMANDS", {"embed": cli.COMMANDS["embed"]})
+    argv = ["embed", f"hf:{tiny_vit}", "--world", "cave", "--n", "3", "--modality", "image"]
+    assert cli.main([*argv, "--out", str(out), "--quiet", "--threads", "1"]) == 0
+    raw = torch.load(out, weights_only=True)
+    want = sum(p.numel() for p in ViTModel.from_pretrained(tiny_vit).parameters())
+    assert raw["num_params"] == want and raw["feats"].shape[0] == 3

@@ -180,7 +180,10 @@ def run(args: argparse.Namespace) -> int:
         "config": json.dumps(cfg.__dict__),
     }
     if out_format == "platonic-rep":
-        save_platonic_rep(out, features, ids, metadata, layer_dims=encoder.layer_dims)
+        module = getattr(encoder, "model", None)  # a torch-backed encoder: its num_params
+        has_params = hasattr(module, "parameters")
+        n_params = sum(p.numel() for p in module.parameters()) if has_params else None
+        save_platonic_rep(out, features, ids, metadata, encoder.layer_dims, n_params)
     else:
         save_features(out, features, ids, metadata)
     n, layers, dim = features.shape

@@ -290,8 +290,9 @@ def run(args: argparse.Namespace) -> int:
         device=args.device,
     )
     matrix = len(xs) * len(ys) > 1
-    # Each file's neighbour lists serve every pair it is in (only the small kNN states are kept).
-    caches = {m: {} for m in names if m in KNN_METRICS} if matrix else {}
+    # Each file's neighbour lists (N x k) or SVCCA basis (N x cca_dim) serve every pair it is in;
+    # kernel states (N x D float64, N x N Gram) are too large to keep for every file.
+    caches = {m: {} for m in names if m in (*KNN_METRICS, "svcca")} if matrix else {}
     scores = {m: np.full((len(xs), len(ys)), np.nan) for m in names}  # (X, Y)
     best = {m: np.zeros((len(xs), len(ys), 2), dtype=np.int64) for m in names}  # (layer x, y)
     results = []
