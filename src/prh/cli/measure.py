@@ -209,14 +209,37 @@ def _check_outputs(args, xs, ys, npy: dict[str, Path]) -> None:
     guard_outputs(outputs, inputs=inputs)
 
 
-def _load_pair(fx, fy, ids_a, ids_b):
-    """Paired ``(N, L, D)`` arrays of two feature sets, and whether rows were joined by id."""
-    from prh.features import join_by_ids
+def _prepare(fs: Any, features: Any, args: argparse.Namespace) -> Any:
+    """A file's rows checked and preprocessed as :func:`prh.metrics.measure` would do it."""
+    from prh.metrics.preprocess import as_layers, preprocess
 
-    if ids_a or ids_b or (fx.ids is not None and fy.ids is not None):
-        a, b, _ = join_by_ids(fx, fy)
-        return a, b, True
-    return fx.features, fy.features, False
+    x = as_layers(features, fs.path)  # (N, L, D) float32, finite
+    if args.no_preprocess:
+        return x
+    q = 1.0 if args.clamp == "none" else 0.95
+    return preprocess(x, q, args.clamp == "exact", fs.path, fs.layer_dims, fs.per_layer)
+
+
+class _Files:
+    """Feature files and their preprocessed rows, each loaded and preprocessed once, and kept while
+    they fit in ``budget`` bytes (the matrix reads every Y file once per X file)."""
+
+    def __init__(self, args: argparse.Namespace, budget: int = 2 * 2**30) -> None:
+        self.args, self.budget, self.used = args, budget, 0
+        self.kept: dict[tuple[str, str | None], tuple[Any, Any]] = {}
+
+    def get(self, path: Path, ids_path: str | None) -> tuple[Any, Any]:
+        from prh.features import load_features
+
+        key = (str(path), ids_path)
+        if key in self.kept:
+            return self.kept[key]
+        fs = load_features(path, ids_path)
+        prepared = _prepare(fs, fs.features, self.args)
+        size = fs.features.nbytes + prepared.nbytes
+        if self.used + size <= self.budget:
+            self.kept[key], self.used = (fs, prepared), self.used + size
+        return fs, prepared
 
 
 def _finite(obj: Any) -> Any:
@@ -267,7 +290,7 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from prh import __version__
-    from prh.features import load_features
+    from prh.features import join_by_ids
     from prh.io import atomic_write, write_json
     from prh.metrics import METRICS, MetricOptions, measure
     from prh.metrics.api import KNN_METRICS
@@ -296,37 +319,35 @@ def run(args: argparse.Namespace) -> int:
     scores = {m: np.full((len(xs), len(ys)), np.nan) for m in names}  # (X, Y)
     best = {m: np.zeros((len(xs), len(ys), 2), dtype=np.int64) for m in names}  # (layer x, y)
     results = []
+    files = _Files(args)
     for i, x in enumerate(xs):
-        fx = load_features(x, args.ids_a)
+        fx, px = files.get(x, args.ids_a)  # x keeps its own row order, joined or not
         for j, y in enumerate(ys):
-            fy = load_features(y, args.ids_b)
-            a, b, joined = _load_pair(fx, fy, args.ids_a, args.ids_b)
+            fy, py = files.get(y, args.ids_b)
+            joined = bool(args.ids_a or args.ids_b or (fx.ids is not None and fy.ids is not None))
+            if joined:  # y's rows in x's order: the clamp sees exactly the paired rows
+                py = _prepare(fy, join_by_ids(fx, fy)[1], args)
             for name in names:
                 r = measure(
-                    a,
-                    b,
+                    px,
+                    py,
                     name,
                     k=args.k,
                     null=args.null,
                     bootstrap=args.bootstrap,
                     seed=args.seed,
                     layers=args.layers,
-                    preprocess_features=not args.no_preprocess,
+                    preprocess_features=False,  # done once per file above
                     options=options,
                     name_a=str(x),
                     name_b=str(y),
-                    layer_dims_a=fx.layer_dims,
-                    layer_dims_b=fy.layer_dims,
-                    clamp=args.clamp,
-                    per_layer_a=fx.per_layer,
-                    per_layer_b=fy.per_layer,
                     cache=None if joined else caches.get(name),
                 )
                 scores[name][i, j], best[name][i, j] = r.score, r.layers
                 if not matrix:
                     if results:
                         print()
-                    _print(r, a.shape[1], b.shape[1])  # (N, L, D) each
+                    _print(r, px.shape[1], py.shape[1])  # (N, L, D) each
                     sys.stdout.flush()
                 results.append({"x": str(x), "y": str(y), "row": i, "col": j, **r.to_dict()})
     if matrix:
