@@ -334,6 +334,8 @@ def _tensor(p: Path, obj: object, what: str) -> np.ndarray:
 
     if not isinstance(obj, torch.Tensor):
         raise InputError(f"{p}: {what} is a {type(obj).__name__}, expected a tensor")
+    if obj.is_complex():
+        raise InputError(f"{p}: {what} holds complex numbers ({obj.dtype}), expected real ones")
     return obj.detach().float().cpu().numpy()
 
 

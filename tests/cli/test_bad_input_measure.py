@@ -113,3 +113,8 @@ def test_mismatched_rows(d, bad_input):
 def test_binary_ids_file(d, bad_input):
     bad_input(["measure", d / "a.npy", d / "b.npy", "--ids-a", d / "ids.bin"],
               inputs=[d / "ids.bin"], match=r"ids.bin: not a UTF-8 text file")  # fmt: skip
+
+
+def test_complex_tensor_refused(d, bad_input):
+    torch.save({"feats": torch.randn(30, 2, 5, dtype=torch.complex64)}, d / "cx.pt")
+    bad_input(["measure", d / "cx.pt", d / "a.npy"], match=r"cx.pt: feats holds complex numbers")
