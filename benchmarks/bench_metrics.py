@@ -3,6 +3,10 @@
 One table, one run. For each N (default 1k, 4k, 16k, 64k) at D = 768, k = 10:
 
 * ``prh``: :func:`prh.metrics.mutual_knn` (exact blockwise top-k, memory ``N k + block N``);
+* ``torch``: the same with ``backend="torch"`` (float32 candidates from row blocks and
+  ``torch.topk`` on the torch device: CUDA when present, else the CPU; exact float64 re-scoring
+  as numpy). ``same`` says whether its score equals prh's exactly (identical neighbour lists give
+  identical scores);
 * ``baseline``: the reference protocol as ``minyoungg/platonic-rep`` codes it (float32, in numpy
   on the CPU, the same BLAS as prh): dense Gram ``A A^T``, diagonal ``-1e8``, full descending
   ``argsort`` of every row, the first ``k`` columns (a view that keeps the whole index matrix
@@ -15,7 +19,12 @@ Every cell runs in a fresh subprocess. Time is wall-clock of the call. Peak memo
 of the resident set during the call: the peak RSS counter is reset (``/proc/self/clear_refs``)
 just before the call, and ``VmHWM - VmRSS(before)`` is reported (inputs, 2 x N x D float32, are
 allocated before and not counted; so is importing torch, which prh uses for ``topk``).
-Run with ``python benchmarks/bench_metrics.py [--sizes ...] [--with-100k]``.
+Run with ``python benchmarks/bench_metrics.py [--sizes ...] [--with-100k] [--no-baseline]``.
+
+``--svcca-seeds S`` prints instead how much the reference's SVCCA moves between seeds: its formula
+(standardise, randomised ``torch.svd_lowrank(q = 10)``, scikit-learn ``CCA``, ``1e-10`` noise, mean
+correlation; re-written here) for seeds ``0..S-1`` against prh's exact SVCCA, on two partly aligned
+``(1024, 768)`` arrays with a power-law spectrum (the benchmark's N; real features' spectra decay).
 """
 
 from __future__ import annotations
@@ -63,6 +72,44 @@ def _baseline(a: np.ndarray, b: np.ndarray, k: int) -> float:
     return float(((mask_a * mask_b).sum(axis=1) / k).mean())
 
 
+def _reference_svcca(a: np.ndarray, b: np.ndarray, dim: int, seed: int) -> float:
+    """platonic-rep's SVCCA formula (randomised SVD, iterative CCA, noise), seeded."""
+    import torch
+    from sklearn.cross_decomposition import CCA
+
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+
+    def basis(x: np.ndarray) -> np.ndarray:
+        t = torch.from_numpy(x)
+        t = t - t.mean(dim=0)
+        t = t / (t.std(dim=0) + 1e-8)
+        u, _, _ = torch.svd_lowrank(t, q=dim)  # randomised: depends on the seed
+        return u.numpy()  # (N, dim)
+
+    ua, ub = basis(a), basis(b)
+    ca, cb = CCA(n_components=dim).fit(ua, ub).transform(ua, ub)
+    ca = ca + 1e-10 * rng.standard_normal(ca.shape)
+    cb = cb + 1e-10 * rng.standard_normal(cb.shape)
+    return float(np.mean([np.corrcoef(ca[:, i], cb[:, i])[0, 1] for i in range(dim)]))
+
+
+def svcca_seed_spread(seeds: int, n: int = 1024, d: int = 768, dim: int = 10) -> None:
+    """Print the reference SVCCA's range over seeds beside prh's exact (seed-free) SVCCA."""
+    from prh.metrics import l2_normalize, svcca
+
+    rng = np.random.default_rng(0)
+    scale = np.arange(1, d + 1, dtype=np.float32) ** -0.5  # (D,) power-law spectrum
+    a = rng.standard_normal((n, d), dtype=np.float32) * scale
+    b = 0.5 * a + rng.standard_normal((n, d), dtype=np.float32) * scale
+    a, b = l2_normalize(a), l2_normalize(b)
+    ref = [_reference_svcca(a, b, dim, s) for s in range(seeds)]
+    exact = svcca(a, b, dim)
+    print(f"svcca, N = {n}, D = {d}, cca_dim = {dim}, {seeds} seeds of the reference formula")
+    print(f"reference min {min(ref):.4f}  max {max(ref):.4f}  range {max(ref) - min(ref):.4f}")
+    print(f"prh exact     {exact:.4f}  (no seed)")
+
+
 def _floor(a: np.ndarray, b: np.ndarray) -> float:
     from prh.metrics.knn import default_block_size
 
@@ -76,12 +123,15 @@ def _floor(a: np.ndarray, b: np.ndarray) -> float:
 def worker(method: str, n: int, d: int, k: int, seed: int) -> None:
     """Run one cell and print one JSON line."""
     a, b = _inputs(n, d, seed)
-    if method == "prh":
-        import torch  # noqa: F401 - imported before timing: knn uses torch.topk on long rows
+    if method in ("prh", "torch"):
+        import torch  # imported before timing: knn uses torch.topk on long rows
 
         from prh.metrics import mutual_knn
 
-        call = lambda: mutual_knn(a, b, k)  # noqa: E731
+        backend = "numpy" if method == "prh" else "torch"
+        if backend == "torch" and torch.cuda.is_available():
+            mutual_knn(a[:64], b[:64], k, backend=backend)  # CUDA context and kernels: warm-up
+        call = lambda: mutual_knn(a, b, k, backend=backend)  # noqa: E731
     elif method == "baseline":
         call = lambda: _baseline(a, b, k)  # noqa: E731
     else:
@@ -93,7 +143,12 @@ def worker(method: str, n: int, d: int, k: int, seed: int) -> None:
     score = call()
     dt = time.perf_counter() - t0
     peak = _status_kib("VmHWM") - rss0
-    print(json.dumps({"time": dt, "peak_kib": peak, "score": score}))
+    device = "-"
+    if method == "torch":
+        import torch
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    print(json.dumps({"time": dt, "peak_kib": peak, "score": score, "device": device}))
 
 
 def _run_cell(method: str, n: int, d: int, k: int, seed: int) -> dict:
@@ -129,26 +184,32 @@ def main(argv: list[str] | None = None) -> int:
         "--budget-gib", type=float, default=None, help="baseline memory budget (default: 80%% of"
         " MemAvailable)"
     )  # fmt: skip
+    p.add_argument("--no-baseline", action="store_true", help="skip the dense baseline")
+    p.add_argument("--svcca-seeds", type=int, default=0, help="SVCCA spread over seeds instead")
     p.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.worker:
         m, n, d, k, s = args.worker
         worker(m, int(n), int(d), int(k), int(s))
         return 0
+    if args.svcca_seeds:
+        svcca_seed_spread(args.svcca_seeds)
+        return 0
     budget = args.budget_gib or 0.8 * _mem_available_gib()
     sizes = [int(s) for s in args.sizes.split(",") if s]
     print(
         f"mutual_knn, D = {args.dim}, k = {args.k}, {os.cpu_count()} CPUs, budget {budget:.1f} GiB"
     )
-    head = (
-        f"{'N':>7} | {'prh s':>8} {'prh MiB':>8} | {'base s':>8} {'base MiB':>9} | {'floor s':>8}"
-    )
+    head = f"{'N':>7} | {'prh s':>8} {'prh MiB':>8} | {'torch s':>8} {'torch MiB':>9} {'dev':>4}"
+    head += f" {'same':>4} | {'base s':>8} {'base MiB':>9} | {'floor s':>8}"
     head += f" | {'prh/floor':>9} {'base/prh':>8} | |score diff|"
     print(head)
     print("-" * len(head))
-    rows = [(n, True) for n in sizes] + ([(100_000, False)] if args.with_100k else [])
+    rows = [(n, not args.no_baseline) for n in sizes]
+    rows += [(100_000, False)] if args.with_100k else []
     for n, with_baseline in rows:
         prh = _run_cell("prh", n, args.dim, args.k, args.seed)
+        tch = _run_cell("torch", n, args.dim, args.k, args.seed)
         floor = _run_cell("floor", n, args.dim, args.k, args.seed)
         need = 28 * n * n / 2**30
         if not with_baseline:
@@ -158,6 +219,9 @@ def main(argv: list[str] | None = None) -> int:
         else:
             base = _run_cell("baseline", n, args.dim, args.k, args.seed)
         line = f"{n:>7} | {_cell(prh, 'time', 1, 8)} {_cell(prh, 'peak_kib', 1024, 8)} | "
+        same = "yes" if tch.get("score", 0) == prh.get("score", 1) else "NO"
+        line += f"{_cell(tch, 'time', 1, 8)} {_cell(tch, 'peak_kib', 1024, 9)} "
+        line += f"{tch.get('device', '?'):>4} {same:>4} | "
         if "skip" in base and base["skip"].startswith("OOM"):
             line += f"{base['skip']:>18}"
         else:

@@ -20,7 +20,7 @@ def test_stamp_records_version_inputs_seed_and_options(tmp_path):
     f.write_bytes(b"hello")
     args = argparse.Namespace(a=str(f), k=10, out=tmp_path / "o.json", func=print, _raw=1)
     head = stamp("measure", inputs=[f, tmp_path, "hf:bert-base", None], seed=3, options=args)
-    assert head["format"] == "prh-measure/1" and head["prh_version"] == prh.__version__
+    assert head["format"] == "prh-measure/2" and head["prh_version"] == prh.__version__
     assert head["seed"] == 3
     file_in, folder_in, spec_in = head["inputs"]
     assert file_in == {
@@ -60,7 +60,7 @@ def test_expect_format_accepts_current_notes_older_refuses_foreign_and_newer():
     assert notes == []
     assert expect_format({"chosen": "power"}, "fit-law", "old.json", note=notes.append) == 0
     assert len(notes) == 1 and "old.json" in notes[0] and "no 'format'" in notes[0]
-    with pytest.raises(InputError, match=r"m\.json: a 'prh-measure/1' file; expected prh-fit"):
+    with pytest.raises(InputError, match=r"m\.json: a 'prh-measure/2' file; expected prh-fit"):
         expect_format(stamp("measure"), "fit-law", "m.json")
     with pytest.raises(InputError, match="newer than this prh"):
         expect_format({"format": "prh-fit-law/99"}, "fit-law", "new.json")
@@ -74,8 +74,8 @@ def test_expect_rows_one_note_for_a_whole_older_file():
     assert expect_rows(rows, "result", "r.jsonl", note=notes.append) == 0
     assert notes == ["r.jsonl: 2 of 3 rows have no 'format' field (written before prh "
                      "stamped its outputs); read as prh-result/1"]  # fmt: skip
-    with pytest.raises(InputError, match=r"r\.jsonl row 2: a 'prh-measure/1' file"):
-        expect_rows([{"format": "prh-result/1"}, {"format": "prh-measure/1"}], "result", "r.jsonl")
+    with pytest.raises(InputError, match=r"r\.jsonl row 2: a 'prh-measure/2' file"):
+        expect_rows([{"format": "prh-result/1"}, {"format": "prh-measure/2"}], "result", "r.jsonl")
 
 
 # ---------------------------------------------------------------- the commands that write and read
@@ -98,8 +98,8 @@ def test_measure_json_says_which_prh_inputs_seed_and_options_made_it(features, t
     out = tmp_path / "r.json"
     assert main(["measure", str(a), str(b), "--k", "5", "--seed", "7", "--json", str(out)]) == 0
     r = json.loads(out.read_text())
-    assert r["format"] == "prh-measure/1" and r["prh_version"] == prh.__version__
-    assert r["seed"] == 7 and r["options"]["k"] == 5 and r["score"] is not None
+    assert r["format"] == "prh-measure/2" and r["prh_version"] == prh.__version__
+    assert r["seed"] == 7 and r["options"]["k"] == 5 and r["results"][0]["score"] is not None
     assert [i["sha256"] for i in r["inputs"]] == [
         hashlib.sha256(p.read_bytes()).hexdigest() for p in (a, b)
     ]
@@ -113,7 +113,7 @@ def test_fit_law_given_a_measure_json_says_so_in_one_line(features, tmp_path, ba
     assert main(["measure", str(a), str(b), "--k", "5", "--json", str(m)]) == 0
     capsys.readouterr()
     line = bad_input(["fit-law", str(m), "--out", str(tmp_path / "law")], inputs=[m])
-    assert "'prh-measure/1' file; expected results.jsonl rows" in line
+    assert "'prh-measure/2' file; expected results.jsonl rows" in line
 
 
 def _rows(n: int = 3) -> list[dict]:

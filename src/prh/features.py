@@ -6,13 +6,23 @@ layers) and optionally ``ids``, one string per row, so two files can be joined b
 Formats read: ``.npy``, ``.npz`` (key ``features`` or the only array; optional ``ids``),
 ``.safetensors`` (tensor ``features``; ``ids`` in the metadata as a JSON list), ``.pt`` (a tensor
 or a dict with ``features``, read only with ``torch.load(weights_only=True)``: never unpickled).
-Format written: safetensors, atomically.
+
+``.pt`` files of the PRH benchmark (``minyoungg/platonic-rep``, ``extract_features.py``) are read
+too: a dict whose ``feats`` is an ``(N, L, D)`` tensor, or a list of per-layer ``(N, D_l)`` tensors
+(convnet stages of different widths), beside ``num_params``, ``mask``, ``loss``, ``bpb``. A list is
+zero-padded to ``max D_l`` with the true widths in ``layer_dims`` and marked ``layer_storage =
+list``: the reference clamps each listed layer on its own threshold, and so does ``prh measure``.
+A ``.pt`` file holding anything but tensors, dicts, lists, strings and numbers is refused unread.
+
+Formats written: safetensors (:func:`save_features`), and the benchmark's ``.pt`` layout
+(:func:`save_platonic_rep`), both atomically.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import pickle
 import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -24,6 +34,7 @@ from prh.errors import InputError
 from prh.io import atomic_write
 
 SUFFIXES = (".npy", ".npz", ".safetensors", ".pt")
+_PICKLE_PROTO = 0x80  # first byte of a pickle of protocol >= 2 (a legacy torch.save file)
 
 
 @dataclass(frozen=True)
@@ -72,6 +83,15 @@ class FeatureSet:
             )
         return dims
 
+    @property
+    def per_layer(self) -> bool:
+        """Whether each layer is clamped on its own threshold (the reference's rule for a list of
+        layers): the file stored its layers separately, or their widths differ."""
+        if self.metadata.get("layer_storage") == "list":
+            return True
+        dims = self.layer_dims
+        return dims is not None and len(set(dims)) > 1
+
 
 def save_features(
     path: str | os.PathLike[str],
@@ -96,6 +116,58 @@ def save_features(
         f.write(blob)
 
 
+def save_platonic_rep(
+    path: str | os.PathLike[str],
+    features: np.ndarray,
+    ids: Sequence[str] | None = None,
+    metadata: dict[str, str] | None = None,
+    layer_dims: Sequence[int] | None = None,
+    num_params: int | None = None,
+) -> None:
+    """Write features in the PRH benchmark's ``.pt`` layout, atomically.
+
+    ``torch.save({"feats": ..., "num_params": ...})`` as ``minyoungg/platonic-rep`` writes it:
+    ``feats`` is one ``(N, L, D)`` float32 tensor when every layer has width ``D``, else a list of
+    ``(N, D_l)`` tensors (padding dropped), which the reference clamps layer by layer. prh adds
+    ``ids`` (list of str) and ``prh_metadata`` (str to str); the reference ignores both.
+
+    Parameters
+    ----------
+    features : np.ndarray
+        ``(N, D)`` or ``(N, L, D)``; narrower layers zero-padded to ``D``.
+    layer_dims : sequence of int, optional
+        True width of each layer (``Encoder.layer_dims``); ``None``: every layer is ``D`` wide.
+    num_params : int, optional
+        The encoder's parameter count (the reference plots alignment against it).
+    """
+    import torch
+
+    arr = np.asarray(features, dtype=np.float32)
+    if arr.ndim == 2:
+        arr = arr[:, None, :]
+    if arr.ndim != 3:
+        raise InputError(f"{path}: features must be (N, D) or (N, L, D), got shape {arr.shape}")
+    n, n_layers, d = arr.shape
+    dims = [int(w) for w in layer_dims] if layer_dims is not None else [d] * n_layers
+    if len(dims) != n_layers or not all(0 < w <= d for w in dims):
+        raise InputError(f"{path}: layer_dims {dims} does not fit shape {arr.shape}")
+    if all(w == d for w in dims):
+        feats: object = torch.from_numpy(np.ascontiguousarray(arr))  # (N, L, D)
+    else:
+        feats = [torch.from_numpy(np.ascontiguousarray(arr[:, i, :w])) for i, w in enumerate(dims)]
+    blob: dict[str, object] = {"feats": feats}
+    if num_params is not None:
+        blob["num_params"] = int(num_params)
+    if ids is not None:
+        ids = [str(i) for i in ids]
+        if len(ids) != n:
+            raise InputError(f"{path}: {len(ids)} ids for {n} rows")
+        blob["ids"] = ids
+    blob["prh_metadata"] = {str(k): str(v) for k, v in (metadata or {}).items()}
+    with atomic_write(path, "wb") as f:
+        torch.save(blob, f)
+
+
 def load_features(
     path: str | os.PathLike[str], ids_path: str | os.PathLike[str] | None = None
 ) -> FeatureSet:
@@ -107,6 +179,8 @@ def load_features(
         Missing file, unknown suffix, not an array, wrong rank, or an ids file of the wrong length.
     """
     p = Path(path)
+    if p.is_dir():
+        raise InputError(f"{p}: is a folder, expected a feature file")
     if not p.is_file():
         raise InputError(f"{p}: no such file")
     suffix = p.suffix.lower()
@@ -120,13 +194,14 @@ def load_features(
         elif suffix == ".safetensors":
             arr, ids, metadata = _load_safetensors(p)
         elif suffix == ".pt":
-            arr, ids = _load_pt(p)
+            arr, ids, metadata = _load_pt(p)
         else:
             raise InputError(f"{p}: unknown feature format {suffix!r}, expected one of {SUFFIXES}")
     except InputError:
         raise
     except Exception as e:  # numpy/safetensors/torch each raise their own types on bad bytes
-        raise InputError(f"{p}: not a readable array file ({type(e).__name__}: {e})") from None
+        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        raise InputError(f"{p}: not a readable array file ({type(e).__name__}: {first})") from None
     arr = np.asarray(arr)
     if arr.dtype.kind not in "fiub":
         raise InputError(f"{p}: expected a numeric array, got dtype {arr.dtype}")
@@ -144,9 +219,16 @@ def load_features(
 def read_ids(path: str | os.PathLike[str]) -> list[str]:
     """Read one id per line (blank lines at the end ignored)."""
     p = Path(path)
+    if p.is_dir():
+        raise InputError(f"{p}: is a folder, expected an ids file (one id per line)")
     if not p.is_file():
         raise InputError(f"{p}: no such ids file")
-    lines = p.read_text(encoding="utf-8").splitlines()
+    try:
+        lines = p.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as e:
+        raise InputError(
+            f"{p}: not a UTF-8 text file (byte {e.start}); expected one id per line"
+        ) from None
     while lines and not lines[-1].strip():
         lines.pop()
     return [line.strip() for line in lines]
@@ -206,19 +288,69 @@ def _load_safetensors(p: Path) -> tuple[np.ndarray, list[str] | None, dict[str, 
     return arr, ids, metadata
 
 
-def _load_pt(p: Path) -> tuple[np.ndarray, list[str] | None]:
+def _load_pt(p: Path) -> tuple[np.ndarray, list[str] | None, dict[str, str]]:
+    """A tensor, a prh dict (``features``) or a benchmark dict (``feats``), never unpickled."""
     import torch
 
     if not zipfile.is_zipfile(p):
-        raise InputError(f"{p}: not a torch zip archive (legacy pickles are never loaded)")
-    obj = torch.load(p, map_location="cpu", weights_only=True)
-    ids = None
-    if isinstance(obj, dict):
-        if "features" not in obj:
-            raise InputError(f"{p}: dict has keys {sorted(obj)}, expected 'features'")
-        ids = obj.get("ids")
-        ids = [str(i) for i in ids] if ids is not None else None
-        obj = obj["features"]
+        with open(p, "rb") as f:
+            head = f.read(1)
+        if head and head[0] == _PICKLE_PROTO:
+            raise InputError(f"{p}: holds pickled objects (a legacy torch file); not loaded")
+        raise InputError(f"{p}: not a torch zip archive")
+    try:
+        obj = torch.load(p, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError:
+        # weights_only refuses any global beyond tensors and plain containers: code could run.
+        raise InputError(
+            f"{p}: holds pickled objects beyond tensors, dicts, lists and numbers; not loaded"
+        ) from None
+    if not isinstance(obj, dict):
+        return _tensor(p, obj, "the file"), None, {}
+    key = "features" if "features" in obj else "feats" if "feats" in obj else None
+    if key is None:
+        raise InputError(
+            f"{p}: dict has keys {sorted(map(str, obj))}, expected 'features' (prh) "
+            "or 'feats' (platonic-rep)"
+        )
+    ids = obj.get("ids")
+    if ids is not None and not isinstance(ids, (list, tuple)):
+        raise InputError(f"{p}: ids is a {type(ids).__name__}, expected a list of strings")
+    ids = [str(i) for i in ids] if ids is not None else None
+    meta = obj.get("prh_metadata") or {}
+    metadata = {str(k): str(v) for k, v in meta.items()} if isinstance(meta, dict) else {}
+    if "num_params" in obj:
+        metadata["num_params"] = str(obj["num_params"])
+    feats = obj[key]
+    if not isinstance(feats, (list, tuple)):
+        return _tensor(p, feats, key), ids, metadata
+    arr, dims = _pad_layers(p, [_tensor(p, f, f"{key}[{i}]") for i, f in enumerate(feats)])
+    metadata.update(layer_dims=json.dumps(dims), layer_storage="list")
+    return arr, ids, metadata
+
+
+def _tensor(p: Path, obj: object, what: str) -> np.ndarray:
+    import torch
+
     if not isinstance(obj, torch.Tensor):
-        raise InputError(f"{p}: expected a tensor, got {type(obj).__name__}")
-    return obj.detach().float().cpu().numpy(), ids
+        raise InputError(f"{p}: {what} is a {type(obj).__name__}, expected a tensor")
+    if obj.is_complex():
+        raise InputError(f"{p}: {what} holds complex numbers ({obj.dtype}), expected real ones")
+    return obj.detach().float().cpu().numpy()
+
+
+def _pad_layers(p: Path, layers: list[np.ndarray]) -> tuple[np.ndarray, list[int]]:
+    """Per-layer ``(N, D_l)`` arrays as one zero-padded ``(N, L, max D_l)`` array and the widths."""
+    if not layers:
+        raise InputError(f"{p}: feats is an empty list of layers")
+    for i, x in enumerate(layers):
+        if x.ndim != 2 or x.shape[0] != layers[0].shape[0]:
+            raise InputError(
+                f"{p}: layer {i} has shape {tuple(x.shape)}, expected "
+                f"({layers[0].shape[0]}, D) like layer 0"
+            )
+    dims = [int(x.shape[1]) for x in layers]
+    out = np.zeros((layers[0].shape[0], len(layers), max(dims)), dtype=np.float32)  # (N, L, D)
+    for i, x in enumerate(layers):
+        out[:, i, : dims[i]] = x
+    return out, dims

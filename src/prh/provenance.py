@@ -38,7 +38,7 @@ HASH_LIMIT_BYTES = 256 * 2**20  # hash inputs up to 256 MiB; record size + mtime
 
 # kind -> current layout version of the files prh writes.
 FORMATS: dict[str, int] = {
-    "measure": 1,  # prh measure --json
+    "measure": 2,  # prh measure --json (2: one shape for a pair, --metric all and a matrix)
     "fit-law": 1,  # prh fit-law law.json / --json
     "efficiency": 1,  # prh efficiency --json
     "prove": 1,  # prh prove --json

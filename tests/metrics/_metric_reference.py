@@ -129,3 +129,50 @@ def svcca(a, b, dim):
     caa, cbb, cab = pa.T @ pa, pb.T @ pb, pa.T @ pb
     rho = np.linalg.svd(inv_sqrt(caa) @ cab @ inv_sqrt(cbb), compute_uv=False)
     return float(np.mean(rho))
+
+
+# platonic-rep's preprocessing and layer search, re-written from its formulas in torch
+# (measure_alignment.prepare_features, metrics.remove_outliers, measure_alignment.compute_score).
+
+
+def remove_outliers(feats, q=0.95, exact=False):
+    """Clamp a tensor at the q quantile of |feats|: exact = one sorted array, else the mean over
+    samples of each sample's quantile over all its other axes (torch.quantile, linear)."""
+    import torch
+
+    if q == 1:
+        return feats
+    if exact:
+        t = feats.reshape(-1).abs().sort().values[int(q * feats.numel())]
+    else:
+        t = torch.quantile(feats.abs().flatten(start_dim=1), q, dim=1).mean()
+    return feats.clamp(-t, t)
+
+
+def prepare_features(feats, q=0.95, exact=False):
+    """One tensor: one threshold; a list of layers: one threshold per layer."""
+    if isinstance(feats, list):
+        return [remove_outliers(f.float(), q, exact) for f in feats]
+    return remove_outliers(feats.float(), q, exact)
+
+
+def best_layer_pair(x_feats, y_feats, score):
+    """Max over layer pairs of score(unit x_i, unit y_j), from 0, strict improvements only."""
+    import torch
+
+    def layers(f):
+        return [f[:, i] for i in range(f.shape[1])] if isinstance(f, torch.Tensor) else list(f)
+
+    best, where = 0.0, None
+    for i, x in enumerate(layers(x_feats)):
+        for j, y in enumerate(layers(y_feats)):
+            s = score(unit(x.numpy()), unit(y.numpy()))
+            if s > best:
+                best, where = s, (i, j)
+    return best, where
+
+
+def unbiased_cka_eps(a, b, eps=1e-6):
+    """The reference's CKA quotient: HSIC_u(K, L) / (sqrt(HSIC_u(K, K) HSIC_u(L, L)) + eps)."""
+    K, L = kernel(a, "linear", 1.0), kernel(b, "linear", 1.0)
+    return hsic_unbiased(K, L) / (np.sqrt(hsic_unbiased(K, K) * hsic_unbiased(L, L)) + eps)

@@ -39,7 +39,7 @@ def test_measure_prints_and_writes_json(files, capsys):
     )  # fmt: skip
     assert code == 0
     assert "score" in out and "p-value" in out and "95% CI" in out and "calibrated" in out
-    r = json.loads((d / "r.json").read_text())
+    (r,) = json.loads((d / "r.json").read_text())["results"]
     assert r["metric"] == "mutual_knn" and r["k"] == 5 and r["n"] == 40
     assert len(r["ci"]) == 2 and r["p_value"] == pytest.approx(0.1) and len(r["layers"]) == 2
 
@@ -66,8 +66,8 @@ def test_ids_join_reorders_rows(files, capsys, tmp_path):
     code2, _, _ = run(capsys, "measure", tmp_path / "a.npy", tmp_path / "b.npy",
                       "--json", tmp_path / "p.json")  # fmt: skip
     assert code == code2 == 0
-    joined = json.loads((tmp_path / "j.json").read_text())
-    assert joined["score"] == json.loads((tmp_path / "p.json").read_text())["score"]
+    joined = json.loads((tmp_path / "j.json").read_text())["results"][0]
+    assert joined["score"] == json.loads((tmp_path / "p.json").read_text())["results"][0]["score"]
 
 
 def write(path, arr):

@@ -93,3 +93,40 @@ def test_torch_topk_path_gives_the_same_exact_lists(monkeypatch):
     monkeypatch.setattr(knn_module, "_TORCH_TOPK_MIN_N", 8)
     for bs in (1, 9, 100):
         assert knn(x, 5, block_size=bs).tolist() == ref
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_torch_backend_on_cpu_matches_numpy_and_brute_force(seed):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((150, 24)).astype(np.float32)
+    ref = knn(x, 8)
+    assert ref.tolist() == brute_force_float(x, 8)
+    for bs in (None, 1, 7, 64):
+        assert np.array_equal(knn(x, 8, block_size=bs, backend="torch", device="cpu"), ref)
+
+
+def test_torch_backend_breaks_ties_by_index_like_numpy():
+    rng = np.random.default_rng(6)
+    x = rng.integers(-1, 2, size=(45, 4)).astype(np.float32)  # many equal cosines
+    x[np.abs(x).sum(1) == 0, 2] = 1.0
+    x = np.concatenate([x, x[:10], x[3:9], np.ones((4, 4), np.float32)])  # exact duplicates
+    ref = brute_force_exact(x, 7)
+    for bs in (1, 5, 33, 200):
+        assert knn(x, 7, block_size=bs, backend="torch", device="cpu").tolist() == ref
+    # raw inner products (CKNNA's neighbours), with rows of different norms
+    y = x * rng.integers(1, 4, size=(len(x), 1)).astype(np.float32)
+    want = knn(y, 7, normalize=False)
+    assert np.array_equal(knn(y, 7, normalize=False, backend="torch", device="cpu"), want)
+
+
+def test_torch_device_refuses_what_is_absent():
+    import torch
+
+    from prh.metrics.knn import torch_device
+
+    with pytest.raises(InputError, match="unknown device"):
+        torch_device("tpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(InputError, match="CUDA is not available"):
+            knn(np.eye(4, dtype=np.float32), 1, backend="torch", device="cuda")
+    assert torch_device("cpu").type == "cpu"

@@ -55,6 +55,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--out", required=True, metavar="FILE", help="output .safetensors file")
     parser.add_argument(
+        "--out-format",
+        choices=["prh", "platonic-rep"],
+        default=None,
+        help="prh safetensors, or platonic-rep's .pt ({'feats': ...}, torch.save) (default: "
+        "from the --out suffix, .pt is platonic-rep)",
+    )
+    parser.add_argument(
         "--n",
         metavar="N",
         type=positive_int,
@@ -196,14 +203,16 @@ def run(args: argparse.Namespace) -> int:
     from prh.encoders import EncoderOptions, load_encoder
     from prh.encoders.embed import EmbedConfig, embed_corpus, embed_dataset, embed_world
     from prh.errors import InputError
-    from prh.features import save_features
+    from prh.features import save_features, save_platonic_rep
     from prh.io import guard_outputs
     from prh.progress import Progress
 
     guard_outputs({"--out": args.out}, inputs=_input_paths(args))
     out = Path(args.out)
-    if out.suffix.lower() != ".safetensors":
-        raise InputError(f"--out {out}: expected a .safetensors file name")
+    out_format = args.out_format or ("platonic-rep" if out.suffix.lower() == ".pt" else "prh")
+    want = ".pt" if out_format == "platonic-rep" else ".safetensors"
+    if out.suffix.lower() != want:
+        raise InputError(f"--out {out}: expected a {want} file name for --out-format {out_format}")
     threads = args.threads or len(os.sched_getaffinity(0))
     cfg = EmbedConfig(
         modality=args.modality,
@@ -261,7 +270,13 @@ def run(args: argparse.Namespace) -> int:
         "config": json.dumps(cfg.__dict__),
         "encoder_options": json.dumps({**asdict(options), "pool": getattr(encoder, "pool", None)}),
     }
-    save_features(out, features, ids, metadata)
+    if out_format == "platonic-rep":
+        module = getattr(encoder, "model", None)  # a torch-backed encoder: its num_params
+        has_params = hasattr(module, "parameters")
+        n_params = sum(p.numel() for p in module.parameters()) if has_params else None
+        save_platonic_rep(out, features, ids, metadata, encoder.layer_dims, n_params)
+    else:
+        save_features(out, features, ids, metadata)
     n, layers, dim = features.shape
     print(
         f"wrote {out}: features ({n}, {layers}, {dim}) from {encoder.spec} [{args.modality}]"

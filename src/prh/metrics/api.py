@@ -26,7 +26,7 @@ from prh.metrics.neighbors import (
     mutual_knn_rows,
     permute_knn,
 )
-from prh.metrics.preprocess import as_layers, check_nonzero_rows, check_pair, preprocess
+from prh.metrics.preprocess import CLAMPS, as_layers, check_nonzero_rows, check_pair, preprocess
 from prh.progress import Progress
 
 KNN_METRICS = ("mutual_knn", "cycle_knn", "lcs_knn", "edit_distance_knn")
@@ -58,7 +58,9 @@ class MetricOptions:
     block_size : int or None
         kNN tile side in rows (memory only).
     backend : str
-        kNN candidate backend, ``"numpy"`` (BLAS) or ``"faiss"``.
+        kNN candidate backend, ``"numpy"`` (BLAS), ``"torch"`` or ``"faiss"``.
+    device : str
+        Device of the ``"torch"`` backend: ``"auto"`` (CUDA when present), ``"cpu"``, ``"cuda"``.
     """
 
     k: int = 10
@@ -68,6 +70,7 @@ class MetricOptions:
     eps: float = 0.0
     block_size: int | None = None
     backend: str = "numpy"
+    device: str = "auto"
 
 
 @dataclass(frozen=True)
@@ -96,7 +99,7 @@ def get_metric(name: str, options: MetricOptions | None = None) -> Metric:
         fn = _ROWS[name]
 
         def prep(x: np.ndarray) -> np.ndarray:
-            return knn(x, o.k, block_size=o.block_size, backend=o.backend)
+            return knn(x, o.k, block_size=o.block_size, backend=o.backend, device=o.device)
 
         def score(sa: np.ndarray, sb: np.ndarray, perm: np.ndarray | None) -> float:
             return float(fn(sa, sb if perm is None else permute_knn(sb, perm)).mean())
@@ -119,7 +122,9 @@ def get_metric(name: str, options: MetricOptions | None = None) -> Metric:
     if name == "cknna":
         return Metric(
             name,
-            lambda x: knn_kernel_side(x, o.k, block_size=o.block_size, backend=o.backend),
+            lambda x: knn_kernel_side(
+                x, o.k, block_size=o.block_size, backend=o.backend, device=o.device
+            ),
             lambda sa, sb, perm: cknna_from_sides(sa, sb, perm, eps=o.eps),
             True,
             True,
@@ -230,6 +235,10 @@ def measure(
     name_b: str = "B",
     layer_dims_a: list[int] | None = None,
     layer_dims_b: list[int] | None = None,
+    clamp: str = "mean",
+    per_layer_a: bool = False,
+    per_layer_b: bool = False,
+    cache: dict[Any, Any] | None = None,
     progress: bool = False,
 ) -> MeasureResult:
     """Alignment of two representations of the same samples, with null and interval.
@@ -253,6 +262,7 @@ def measure(
         A fixed layer pair (negative counts from the end); default: the maximum over all pairs.
     preprocess_features : bool
         The reference preprocessing: clamp at the ``quantile`` of ``|x|``, L2-normalise rows.
+        ``False``: the features are used as given (already preprocessed, say).
     level : float
         Null quantile subtracted for ``calibrated``, and bootstrap interval coverage.
     options : MetricOptions, optional
@@ -262,6 +272,16 @@ def measure(
     layer_dims_a, layer_dims_b : list of int, optional
         True widths of zero-padded layers (``FeatureSet.layer_dims``): the clamp's quantile is
         taken over real entries only.
+    clamp : {"mean", "exact", "none"}
+        The clamp threshold rule (see :mod:`prh.metrics.preprocess`): the reference CLI's default
+        ``mean``, its ``--precise``/``Alignment.score`` rule ``exact``, or no clamp (L2 only).
+    per_layer_a, per_layer_b : bool
+        Clamp each layer on its own threshold (the reference's rule for a list of layers,
+        ``FeatureSet.per_layer``) rather than one threshold for the whole file.
+    cache : dict, optional
+        Per-side states (neighbour lists, kernel statistics) of the observed features, keyed by
+        ``(name, layer)``; a caller measuring one file against many passes one dict per metric
+        and options, so each file's states are computed once. Only use it with stable names.
     progress : bool
         Report the null's and the bootstrap's draws on stderr (:mod:`prh.progress`).
 
@@ -279,9 +299,12 @@ def measure(
     n = a.shape[0]
     if m.uses_k:
         check_k(k, n, name_a)
+    if clamp not in CLAMPS:
+        raise InputError(f"unknown clamp rule {clamp!r}, expected one of {', '.join(CLAMPS)}")
     if preprocess_features:
-        a = preprocess(a, quantile, name=name_a, layer_dims=layer_dims_a)
-        b = preprocess(b, quantile, name=name_b, layer_dims=layer_dims_b)
+        q, exact = (1.0 if clamp == "none" else quantile), clamp == "exact"
+        a = preprocess(a, q, exact, name_a, layer_dims_a, per_layer_a)
+        b = preprocess(b, q, exact, name_b, layer_dims_b, per_layer_b)
     elif metric in KNN_METRICS:
         check_nonzero_rows(a, name_a)
         check_nonzero_rows(b, name_b)
@@ -289,24 +312,35 @@ def measure(
         raise InputError(f"{name_a}: {metric} needs at least {m.min_rows} rows, got {n}")
     pair = resolve_pair(layers, (a.shape[1], b.shape[1])) if layers is not None else None
 
-    def states(x: np.ndarray, rows: np.ndarray | None, only: int | None) -> list[Any]:
+    def states(
+        x: np.ndarray, rows: np.ndarray | None, only: int | None, name: str = ""
+    ) -> list[Any]:
         xs = x if rows is None else x[rows]
-        return [
-            m.prepare(xs[:, layer]) if only is None or layer == only else None
-            for layer in range(x.shape[1])
-        ]
+        out = []
+        for layer in range(x.shape[1]):
+            if only is not None and layer != only:
+                out.append(None)
+            elif cache is not None and rows is None:
+                if (name, layer) not in cache:
+                    cache[name, layer] = m.prepare(xs[:, layer])
+                out.append(cache[name, layer])
+            else:
+                out.append(m.prepare(xs[:, layer]))
+        return out
 
     def statistic(sa: list[Any], sb: list[Any], perm: np.ndarray | None) -> tuple[float, Any]:
         scores = layer_scores(m.score, sa, sb, perm, pair)
         return best_pair(scores)[0], scores
 
-    sa = states(a, None, pair[0] if pair else None)
-    sb = states(b, None, pair[1] if pair else None)
+    sa = states(a, None, pair[0] if pair else None, name_a)
+    sb = states(b, None, pair[1] if pair else None, name_b)
     obs, scores = statistic(sa, sb, None)
     best = pair if pair is not None else best_pair(scores)[1]
 
     null_rng, boot_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2))
     p = cal = crit = None
+    if not np.isfinite(obs):  # undefined score (a constant kernel): no null, no interval
+        null = bootstrap = 0
 
     def bar(what: str, total: int) -> Progress:
         return Progress(total, f"{metric} {what}", enabled=progress, unit="draw")

@@ -96,7 +96,7 @@ def _kernel_rows(x: np.ndarray, sq: np.ndarray, rows: slice, kernel: str, sigma:
     start = rows.start or 0
     b = g.shape[0]
     d2[np.arange(b), np.arange(start, start + b)] = 0.0  # exact zero self-distance
-    return np.exp(-d2 / (2.0 * sigma**2))
+    return np.exp(-(d2 / sigma) / (2.0 * sigma))  # sigma**2 would overflow for sigma > 1e154
 
 
 def kernel_side(x: np.ndarray, kernel: str = "linear", sigma: float = 1.0) -> KernelSide:
@@ -263,14 +263,19 @@ def _masked_hsic(nbrs_a, nbrs_b, xa, xb) -> float:
 
 
 def knn_kernel_side(
-    x: np.ndarray, k: int = 10, *, block_size: int | None = None, backend: str = "numpy"
+    x: np.ndarray,
+    k: int = 10,
+    *,
+    block_size: int | None = None,
+    backend: str = "numpy",
+    device: str = "auto",
 ) -> KnnKernelSide:
     """Precompute one CKNNA side: neighbours by the inner product ``K`` itself, as the reference."""
     if k < 2:
         raise InputError(f"CKNNA needs k >= 2, got k = {k}")
     if x.shape[0] < 4:
         raise InputError(f"CKNNA (unbiased HSIC) needs N >= 4 rows, got {x.shape[0]}")
-    nbrs = knn(x, k, normalize=False, block_size=block_size, backend=backend)
+    nbrs = knn(x, k, normalize=False, block_size=block_size, backend=backend, device=device)
     x64 = np.asarray(x, dtype=np.float64)
     return KnnKernelSide(x64, nbrs, _masked_hsic(nbrs, nbrs, x64, x64))
 
@@ -293,6 +298,7 @@ def cknna(
     eps: float = 0.0,
     block_size: int | None = None,
     backend: str = "numpy",
+    device: str = "auto",
 ) -> float:
     """CKNNA: CKA restricted to mutual ``k``-nearest-neighbour pairs (Huh et al. 2024).
 
@@ -306,6 +312,6 @@ def cknna(
     eps : float
         Added to the denominator; ``1e-6`` reproduces the reference.
     """
-    sa = knn_kernel_side(a, k, block_size=block_size, backend=backend)
-    sb = knn_kernel_side(b, k, block_size=block_size, backend=backend)
+    sa = knn_kernel_side(a, k, block_size=block_size, backend=backend, device=device)
+    sb = knn_kernel_side(b, k, block_size=block_size, backend=backend, device=device)
     return cknna_from_sides(sa, sb, eps=eps)

@@ -27,6 +27,11 @@ Each tile ``(I, J)``, ``J >= I``, of the symmetric ``X X^T`` is computed once an
 running top candidates of both its row block and its column block: half the multiply-adds of two
 full Gram products. Memory: ``N (k + 6)`` candidates plus one ``block x block`` float32 tile.
 
+Backends only differ in who computes the float32 candidates: ``numpy`` (the symmetric tile sweep
+above, BLAS), ``torch`` (row blocks ``X_b X^T`` and ``torch.topk`` on a torch device, CUDA when
+present, TF32 switched off so the error bound holds) and ``faiss`` (``IndexFlatIP``). The exact
+float64 re-scoring is the same numpy code for all three, so their neighbour lists are identical.
+
 References
 ----------
 .. [1] N. J. Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed., SIAM 2002, ch. 3.
@@ -39,7 +44,8 @@ import numpy as np
 
 from prh.errors import InputError
 
-BACKENDS = ("numpy", "faiss")
+BACKENDS = ("numpy", "torch", "faiss")
+DEVICES = ("auto", "cpu", "cuda")
 _U32 = 2.0**-24
 _U64 = 2.0**-53
 _MARGIN = 6  # extra float32 candidates per row beyond k
@@ -98,6 +104,7 @@ def knn(
     normalize: bool = True,
     block_size: int | None = None,
     backend: str = "numpy",
+    device: str = "auto",
     name: str = "features",
 ) -> np.ndarray:
     """Exact k nearest neighbours of every row, self excluded, ties broken by lower index.
@@ -114,9 +121,12 @@ def knn(
     block_size : int, optional
         Side of the square tiles of ``X X^T`` (default 2048); memory is about
         ``4 block_size^2 + 12 N (k + 6)`` bytes. The result does not depend on it.
-    backend : {"numpy", "faiss"}
-        Who computes the float32 candidate similarities; ``"faiss"`` uses ``faiss.IndexFlatIP``
-        (needs ``faiss-cpu``). The exact re-scoring makes both give the same result.
+    backend : {"numpy", "torch", "faiss"}
+        Who computes the float32 candidate similarities; ``"torch"`` runs on ``device``,
+        ``"faiss"`` uses ``faiss.IndexFlatIP`` (needs ``faiss-cpu``). The exact re-scoring makes
+        every backend give the same result.
+    device : {"auto", "cpu", "cuda"}
+        Device of the ``"torch"`` backend; ``"auto"`` is CUDA when present, else the CPU.
     name : str
         How to name ``x`` in error messages.
 
@@ -141,6 +151,8 @@ def knn(
     c = min(k + _MARGIN, n - 1)
     if backend == "faiss":
         return _knn_faiss(x, k, c, slack, block_size)
+    if backend == "torch":
+        return _knn_torch(x, k, c, slack, block_size, device)
     return _knn_symmetric(x, k, c, slack, block_size)
 
 
@@ -293,6 +305,56 @@ def _knn_faiss(
     bad = np.flatnonzero(~settled)
     if bad.size:
         out[bad] = _knn_blocks(x, k, c, slack, bad, block_size)
+    return out
+
+
+def torch_device(device: str = "auto"):
+    """The ``torch.device`` for ``device`` (``"auto"``: CUDA when present); refuse an absent one."""
+    import torch
+
+    if device not in DEVICES:
+        raise InputError(f"unknown device {device!r}, expected one of {DEVICES}")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise InputError("device 'cuda' requested but CUDA is not available on this machine")
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    return torch.device(device)
+
+
+def _knn_torch(
+    x: np.ndarray,
+    k: int,
+    c: int,
+    slack: np.ndarray,
+    block_size: int | None,
+    device: str,
+) -> np.ndarray:
+    """Float32 candidates from row blocks of ``X X^T`` and ``torch.topk`` on a torch device.
+
+    Only ``(b, c)`` candidates per block leave the device; :func:`_select` re-scores them exactly
+    on the CPU (the rare unsettled row is recomputed there in full).
+    """
+    import torch
+
+    dev = torch_device(device)
+    n = x.shape[0]
+    bs = block_size or default_block_size(n)
+    out = np.empty((n, k), dtype=np.int64)
+    tf32 = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False  # TF32 products would break the error bound
+    try:
+        xt = torch.from_numpy(x).to(dev)  # (N, D) float32
+        for start in range(0, n, bs):
+            q = np.arange(start, min(start + bs, n))
+            s = xt[start : start + len(q)] @ xt.T  # (b, N) float32
+            s[
+                torch.arange(len(q), device=dev), torch.arange(start, start + len(q), device=dev)
+            ] = -torch.inf  # self is never a neighbour
+            vals, idx = torch.topk(s, c, dim=1)  # (b, c) sorted descending
+            del s
+            out[q] = _select(x, q, vals.cpu().numpy(), idx.cpu().numpy(), k, slack, None, n)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = tf32
     return out
 
 

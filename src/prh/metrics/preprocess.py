@@ -7,9 +7,15 @@ is the mean over samples of each sample's quantile of ``|x_i|`` over all its lay
 (linear interpolation, ``torch.quantile``); ``exact=True`` is its ``--precise`` variant, the
 ``floor(q * size)``-th smallest ``|x|`` of the whole array.
 
-Files whose layers have different widths store them zero-padded to one ``D`` with the true widths
-(``layer_dims``); the quantile is then taken over the real entries only, so padding does not lower
-the threshold (the reference has no padding: its layers all have one width).
+The reference applies that rule to whatever ``torch.load(...)["feats"]`` holds: one ``(N, L, D)``
+tensor gets one threshold for all layers (``per_layer=False``), a list of ``(N, D_l)`` layers (its
+convnet example, layers of different widths) one threshold per layer (``per_layer=True``). prh
+stores such layers zero-padded to one ``D`` with their true widths (``layer_dims``); the quantile is
+then taken over each layer's real entries only, so padding never lowers a threshold.
+
+``CLAMPS`` names the rules as ``prh measure --clamp`` does: ``mean`` (the reference's CLI default,
+``measure_alignment.py`` without ``--precise``), ``exact`` (its ``--precise`` and
+``platonic.Alignment.score``) and ``none`` (L2 only, its ``q = 1``).
 """
 
 from __future__ import annotations
@@ -18,6 +24,8 @@ import numpy as np
 
 from prh.errors import InputError
 from prh.metrics.knn import l2_normalize
+
+CLAMPS = ("mean", "exact", "none")
 
 
 def as_layers(x: object, name: str = "features") -> np.ndarray:
@@ -109,6 +117,7 @@ def preprocess(
     exact: bool = False,
     name: str = "features",
     layer_dims: list[int] | None = None,
+    per_layer: bool = False,
 ) -> np.ndarray:
     """Clamp at the ``q`` quantile of ``|x|``, then L2-normalise each layer's rows.
 
@@ -124,6 +133,9 @@ def preprocess(
         How to name ``x`` in error messages.
     layer_dims : list of int, optional
         True widths of zero-padded layers; the quantile ignores the padding.
+    per_layer : bool
+        One threshold per layer (the reference's rule for a list of layers) instead of one for
+        the whole array.
 
     Returns
     -------
@@ -131,7 +143,9 @@ def preprocess(
         ``(N, L, D)`` float32, unit rows per layer.
     """
     check_nonzero_rows(x, name)
-    if q < 1.0:
+    if q < 1.0 and per_layer:
+        x = clamp_per_layer(x, q, exact, name, layer_dims)
+    elif q < 1.0:
         t = outlier_threshold(x, q, exact, layer_dims)
         if t <= 0:
             raise InputError(f"{name}: the {q} quantile of |x| is 0 (mostly zeros); cannot clamp")
@@ -139,4 +153,27 @@ def preprocess(
     out = np.empty_like(x, dtype=np.float32)
     for layer in range(x.shape[1]):
         out[:, layer] = l2_normalize(x[:, layer], name)
+    return out
+
+
+def clamp_per_layer(
+    x: np.ndarray,
+    q: float = 0.95,
+    exact: bool = False,
+    name: str = "features",
+    layer_dims: list[int] | None = None,
+) -> np.ndarray:
+    """Clamp each layer of ``(N, L, D)`` ``x`` at its own threshold over its real entries."""
+    n_layers, d = x.shape[1:]
+    dims = layer_dims if layer_dims is not None else [d] * n_layers
+    if len(dims) != n_layers:
+        raise InputError(f"layer_dims has {len(dims)} entries for {n_layers} layers")
+    out = np.array(x, dtype=np.float32, copy=True)
+    for layer, w in enumerate(dims):
+        t = outlier_threshold(x[:, layer : layer + 1, :w], q, exact)  # (N, 1, D_l) real entries
+        if t <= 0:
+            raise InputError(
+                f"{name}: layer {layer}: the {q} quantile of |x| is 0 (mostly zeros); cannot clamp"
+            )
+        out[:, layer, :w] = np.clip(x[:, layer, :w], -t, t)
     return out

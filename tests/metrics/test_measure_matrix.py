@@ -1,0 +1,142 @@
+"""prh measure --x ... --y ...: the score matrix, its JSON / .npy / PNG, and one JSON shape."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import prh.cli as cli
+
+
+@pytest.fixture(autouse=True)
+def only_measure(monkeypatch):
+    monkeypatch.setattr(cli, "COMMANDS", {"measure": cli.COMMANDS["measure"]})
+
+
+@pytest.fixture
+def models(tmp_path):
+    """Three X models and two Y models of 40 shared samples, with different layer counts."""
+    rng = np.random.default_rng(0)
+    base = rng.standard_normal((40, 6)).astype(np.float32)
+    xs, ys = tmp_path / "xs", tmp_path / "ys"
+    xs.mkdir(), ys.mkdir()
+    for i, layers in enumerate((1, 2, 3)):
+        noise = rng.standard_normal((40, layers, 6)).astype(np.float32)
+        np.save(xs / f"x{i}.npy", base[:, None, :] + (i + 0.5) * noise)
+    for j, layers in enumerate((2, 1)):
+        noise = rng.standard_normal((40, layers, 6)).astype(np.float32)
+        np.save(ys / f"y{j}.npy", base[:, None, :] + (j + 1.0) * noise)
+    return sorted(xs.iterdir()), sorted(ys.iterdir()), xs, ys
+
+
+def run(*argv) -> int:
+    return cli.main(["measure", *map(str, argv)])
+
+
+def strict(path):
+    """JSON parsed with NaN and Infinity refused (they are not JSON)."""
+
+    def refuse(token):
+        raise ValueError(f"{token} in JSON")
+
+    return json.loads(path.read_text(), parse_constant=refuse)
+
+
+@pytest.mark.parametrize("metric", ["mutual_knn", "svcca"])  # both cache per-file states
+def test_matrix_equals_each_pair(models, tmp_path, capsys, metric):
+    xs, ys, _, _ = models
+    out = tmp_path / "m.json"
+    opts = ["--metric", metric, "--k", 5, "--cca-dim", 3]
+    assert run("--x", *xs, "--y", *ys, *opts, "--json", out) == 0
+    doc = strict(out)
+    m = doc["matrices"][metric]
+    assert np.shape(m["scores"]) == (3, 2) and np.shape(m["layers"]) == (3, 2, 2)
+    assert len(doc["results"]) == 6
+    for i, x in enumerate(xs):
+        for j, y in enumerate(ys):
+            one = tmp_path / f"p{i}{j}.json"
+            assert run(x, y, *opts, "--json", one) == 0
+            (r,) = strict(one)["results"]
+            assert m["scores"][i][j] == r["score"] and m["layers"][i][j] == r["layers"]
+    assert "x0" in capsys.readouterr().out
+
+
+def test_folders_expand_sorted(models, tmp_path):
+    xs, ys, dx, dy = models
+    a, b = tmp_path / "files.json", tmp_path / "dirs.json"
+    assert run("--x", *xs, "--y", *ys, "--metric", "cka", "--json", a) == 0
+    assert run("--x", dx, "--y", dy, "--metric", "cka", "--json", b) == 0
+    assert strict(a)["matrices"] == strict(b)["matrices"]
+    assert strict(b)["x"] == [str(p) for p in xs]
+
+
+def test_one_json_shape_for_pair_all_and_matrix(models, tmp_path):
+    xs, ys, _, _ = models
+    shapes = []
+    for argv in (
+        [xs[0], ys[0]],
+        [xs[0], ys[0], "--metric", "all", "--cca-dim", 3],
+        ["--x", *xs, "--y", *ys, "--metric", "all", "--cca-dim", 3],
+    ):
+        out = tmp_path / "s.json"
+        assert run(*argv, "--k", 4, "--json", out) == 0
+        doc = strict(out)
+        shapes.append((list(doc), sorted(doc["results"][0])))
+        assert doc["format"] == "prh-measure/2"
+    assert shapes[0] == shapes[1] == shapes[2]
+
+
+def test_npy_in_platonic_rep_layout_and_heatmap(models, tmp_path):
+    xs, ys, _, _ = models
+    npy, png, js = tmp_path / "s.npy", tmp_path / "s.png", tmp_path / "s.json"
+    argv = ["--x", *xs, "--y", *ys, "--k", 5, "--npy", npy, "--heatmap", png, "--json", js]
+    assert run(*argv) == 0
+    d = np.load(npy, allow_pickle=True).item()  # how platonic-rep users read it
+    assert set(d) == {"scores", "indices"}
+    m = strict(js)["matrices"]["mutual_knn"]
+    np.testing.assert_array_equal(d["scores"], m["scores"])
+    # platonic-rep stores (layer of Y, layer of X): its compute_alignment calls score(y, x).
+    np.testing.assert_array_equal(d["indices"], np.asarray(m["layers"])[:, :, ::-1])
+    assert d["indices"].dtype == np.float64 and d["indices"].shape == (3, 2, 2)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_npy_one_file_per_metric(models, tmp_path):
+    xs, ys, _, _ = models
+    assert (
+        run(xs[1], ys[0], "--metric", "all", "--k", 4, "--cca-dim", 3, "--npy", tmp_path / "r.npy")
+        == 0
+    )
+    assert (tmp_path / "r.svcca.npy").is_file() and (tmp_path / "r.mutual_knn.npy").is_file()
+
+
+def test_layers_negative_pair_as_typed(models, tmp_path):
+    xs, ys, _, _ = models
+    out = tmp_path / "l.json"
+    assert run(xs[2], ys[0], "--layers", "-1,-1", "--json", out) == 0
+    (r,) = strict(out)["results"]
+    assert r["layers"] == [2, 1] and r["layer_search"] == "fixed"
+    assert run(xs[2], ys[0], "--layers", "-1,0", "--json", out) == 0
+    assert strict(out)["results"][0]["layers"] == [2, 0]
+
+
+def test_undefined_score_is_null_never_nan(models, tmp_path, capsys):
+    """An RBF bandwidth so wide that every kernel is constant: CKA is 0/0."""
+    xs, ys, _, _ = models
+    out = tmp_path / "n.json"
+    argv = [xs[0], ys[1], "--metric", "cka", "--kernel", "rbf", "--rbf-sigma", "1e200"]
+    assert run(*argv, "--null", 5, "--json", out) == 0
+    assert "undefined" in capsys.readouterr().out
+    doc = strict(out)
+    assert doc["results"][0]["score"] is None and doc["matrices"]["cka"]["scores"] == [[None]]
+    assert doc["results"][0]["p_value"] is None  # no p-value for an undefined score
+
+
+def test_seed_gives_identical_results(models, tmp_path):
+    xs, ys, _, _ = models
+    outs = [tmp_path / "a.json", tmp_path / "b.json"]
+    for out in outs:
+        assert run(xs[1], ys[0], "--null", 20, "--bootstrap", 20, "--seed", 7, "--json", out) == 0
+    assert strict(outs[0])["results"] == strict(outs[1])["results"]
