@@ -100,12 +100,20 @@ def run(args: argparse.Namespace) -> int:
     runner = _runner(args)
     check_output_dir(out, "--out")
     grid = preset_grid(args.preset, args.backend)
-    say = None if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
     where = executor.describe() if executor else f"{workers} local worker(s)"
-    print(f"sweep {grid.name} on {args.backend}: {len(grid.cells(args.seed))} cells -> {out} "
-          f"({where})", file=sys.stderr)  # fmt: skip
+    header = [f"sweep {grid.name} on {args.backend}: {len(grid.cells(args.seed))} cells -> {out} "
+              f"({where})"]  # fmt: skip
+
+    def say(msg: str | None = None) -> None:
+        # the header waits for the first news, so an option refused at start stays one line
+        while header:
+            print(header.pop(), file=sys.stderr, flush=True)
+        if msg is not None and not args.quiet:
+            print(msg, file=sys.stderr, flush=True)
+
     s = run_sweep(grid, runner, out, seed=args.seed, workers=workers, progress=say,
                   executor=executor)  # fmt: skip
+    say()
     print(f"done: {s.ran} run, {s.skipped} already done, {len(s.failed)} failed "
           f"in {s.seconds:.1f} s; results in {s.out_dir / RESULTS}")  # fmt: skip
     for cell_id, msg in s.failed:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import importlib.util
 import multiprocessing
 import os
 import signal
@@ -201,15 +202,13 @@ class LocalPool:
     @contextlib.contextmanager
     def session(self) -> Iterator[RunCells]:
         ctx = multiprocessing.get_context("spawn")
-        with (
-            _single_thread_env(),
-            ProcessPoolExecutor(
-                self.workers, mp_context=ctx, initializer=_init_worker, initargs=(os.getpid(),)
-            ) as ex,
-        ):
+        with ProcessPoolExecutor(
+            self.workers, mp_context=ctx, initializer=_init_worker, initargs=(os.getpid(),)
+        ) as ex:
 
             def run_cells(runner: CellRunner, cells: Sequence[Cell], out_dir: Path):
-                futures = {ex.submit(_outcome, runner, c, out_dir): c for c in cells}
+                with _single_thread_env():  # workers are spawned on submit and read it then
+                    futures = {ex.submit(_outcome, runner, c, out_dir): c for c in cells}
                 try:
                     for fut in as_completed(futures):
                         yield fut.result()
@@ -229,15 +228,16 @@ def _ray_cell(runner: CellRunner, cell: Cell, out_dir: str) -> Outcome:
         return _outcome(runner, cell, Path(out_dir))
 
 
+_NO_RAY = "--executor ray needs the ray package: pip install 'prh[ray]' (or pip install ray)"
+
+
 def _import_ray() -> Any:
     # prh never phones home: no usage statistics from a cluster it starts or joins
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     try:
         import ray
     except ImportError:
-        raise InputError(
-            "--executor ray needs the ray package: pip install 'prh[ray]' (or pip install ray)"
-        ) from None
+        raise InputError(_NO_RAY) from None
     return ray
 
 
@@ -276,6 +276,8 @@ class RayExecutor:
     name: str = "ray"
 
     def __post_init__(self) -> None:
+        if importlib.util.find_spec("ray") is None:  # said at once, not after the sweep starts
+            raise InputError(_NO_RAY)
         if self.address is not None:
             check_ray_address(self.address)
         for what, v in (("local_cpus", self.local_cpus), ("cpus_per_cell", self.cpus_per_cell)):

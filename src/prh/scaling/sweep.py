@@ -3,7 +3,8 @@
 Files in the sweep folder:
 
 - ``sweep.json``: the grid, the backend and its options, the base seed, the cell count. A resumed
-  sweep must match it (otherwise results of two different grids would mix): ``InputError``.
+  sweep must match it (otherwise results of two different grids would mix): ``InputError``. A
+  folder without results yet (a sweep that stopped before its first cell) takes new settings.
 - ``results.jsonl``: one JSON object per finished run, one line each: ``cell_id``, ``split``,
   ``point``, ``views``, ``rho``, ``samples``, ``seed``, ``score``, ``calibrated``, ``seconds``,
   ``backend``, ``config`` (what determined the result), ``extra`` (backend-specific fields).
@@ -116,9 +117,14 @@ def _lock(out_dir: Path) -> Iterator[None]:
         f.close()
 
 
-def _check_sweep_json(out_dir: Path, desc: dict) -> None:
+def _check_sweep_json(out_dir: Path, desc: dict, has_results: bool) -> None:
+    """Refuse a folder whose results came from other settings; then (re)write ``sweep.json``.
+
+    A folder without results (a sweep that failed before its first cell, e.g. on a bad option)
+    takes the new settings: nothing could mix, and the user's corrected rerun must not be refused.
+    """
     p = out_dir / SWEEP
-    if p.exists():
+    if p.exists() and has_results:
         try:
             old = json.loads(p.read_text())
         except ValueError:
@@ -180,11 +186,12 @@ def run_sweep(
             "results": RESULTS}  # fmt: skip
     desc = json.loads(json.dumps(desc))  # tuples -> lists, as a re-read sweep.json has them
     with _lock(out):
-        _check_sweep_json(out, desc)
         res_path = out / RESULTS
-        done = set()
+        rows = read_results(res_path) if res_path.exists() else []
+        _check_sweep_json(out, desc, has_results=bool(rows))
         if res_path.exists():
-            done = {r.get("cell_id") for r in read_results(res_path, repair=True)}
+            read_results(res_path, repair=True)  # ours now: cut a torn last line left by a kill
+        done = {r.get("cell_id") for r in rows}
         todo = [c for c in cells if c.cell_id(runner.name, options) not in done]
         summary = SweepSummary(out, len(cells), len(cells) - len(todo), 0)
         if summary.skipped:
