@@ -141,3 +141,17 @@ def test_sigkilled_sweep_leaves_no_worker(tmp_path):
     for pid in left:  # do not leak them into the rest of the test session
         os.kill(pid, signal.SIGKILL)
     assert not left, f"processes {left} outlived the killed sweep"
+
+
+def test_unreachable_ray_head_is_one_line_at_once(bad_input, tmp_path):
+    pytest.importorskip("ray", reason="ray is not installed (pip install 'prh[ray]')")
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on once closed
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    t0 = time.perf_counter()
+    bad_input(["sweep", "--executor", "ray", "--address", f"127.0.0.1:{port}", "--out", tmp_path],
+              match=r"no Ray head answers there")  # fmt: skip
+    assert time.perf_counter() - t0 < 30  # ray.init alone retries for minutes
+    assert not (tmp_path / "results.jsonl").exists()  # no cell ran

@@ -36,6 +36,7 @@ import importlib.util
 import multiprocessing
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -241,15 +242,34 @@ def _import_ray() -> Any:
     return ray
 
 
-def check_ray_address(address: str) -> str:
-    """``auto``, ``HOST:PORT`` or ``ray://HOST:PORT``; anything else is an :class:`InputError`."""
+def check_ray_address(address: str) -> tuple[str, int] | None:
+    """``(host, port)`` of ``HOST:PORT`` or ``ray://HOST:PORT``; ``None`` for ``auto``.
+
+    Raises
+    ------
+    InputError
+        For anything else.
+    """
     a = address.strip()
     if a == "auto":
-        return a
+        return None
     host, sep, port = a.removeprefix("ray://").rpartition(":")
     if not (sep and host and port.isdigit() and 0 < int(port) < 65536):
         raise InputError(f"--address {address!r}: expected 'auto' or HOST:PORT (e.g. head:6379)")
-    return a
+    return host.strip("[]"), int(port)
+
+
+def probe_head(host: str, port: int, timeout: float = 10.0) -> None:
+    """Fail fast when nothing listens at ``host:port`` (``ray.init`` would retry for minutes)."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            pass
+    except OSError as e:
+        why = e.strerror or type(e).__name__
+        raise InputError(
+            f"--address {host}:{port}: no Ray head answers there ({why}); start one with "
+            f"`ray start --head --port {port}` on that machine"
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -296,8 +316,13 @@ class RayExecutor:
 
         kw: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": False}
         if self.address is None:
+            # a private instance for this sweep: Ray's note that it made an auth token is noise
+            logging.getLogger("ray._private.authentication").setLevel(logging.ERROR)
             kw.update(address="local", num_cpus=self.local_cpus, include_dashboard=False)
         else:
+            head = check_ray_address(self.address)
+            if head is not None:
+                probe_head(*head)
             kw.update(address=self.address)
         try:
             ray.init(**kw)
