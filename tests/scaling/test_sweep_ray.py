@@ -73,6 +73,25 @@ def local_rows(tmp_path_factory) -> dict:
     return _by_id(read_results(out / RESULTS))
 
 
+def _running_cells() -> list[int]:
+    """Ray workers of this test's cluster (our descendants) busy with a cell (by process title)."""
+    parent, title = {}, {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                parent[int(d.name)] = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                title[int(d.name)] = (d / "cmdline").read_bytes()
+            except (OSError, IndexError, ValueError):
+                continue
+    mine, frontier = set(), [os.getpid()]
+    while frontier:
+        up = frontier.pop()
+        kids = [c for c, p in parent.items() if p == up]
+        mine.update(kids)
+        frontier += kids
+    return [p for p in mine if title.get(p, b"").startswith(b"ray::_ray_cell")]
+
+
 def _by_id(rows: list[dict]) -> dict:
     """What must not depend on where a cell ran (everything but the wall time)."""
     return {r["cell_id"]: {k: v for k, v in r.items() if k != "seconds"} for r in rows}
@@ -100,6 +119,10 @@ def test_killed_ray_sweep_resumes_without_loss_or_duplicates(ray_cluster, local_
     assert proc.poll() is None, f"the sweep ended before the kill: {proc.communicate()[1][-2000:]}"
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=60)
+    deadline = time.monotonic() + 15
+    while _running_cells() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _running_cells(), "the cluster kept running a dead driver's cells"
     before = read_results(res)
     assert 10 <= len(before) < len(GRID.cells())
     stdout = _finish(_sweep(out, "--executor", "ray", "--address", ray_cluster.address))
