@@ -19,8 +19,6 @@ import sys
 from prh.cli._args import positive_int, seed
 
 DEFAULT_WORKERS = 2
-DEFAULT_VISION = "efficientnet-lite0"
-DEFAULT_MODEL_PRESET = "tiny"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,11 +45,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--vision",
         default=None,
-        help=f"cave backend: frozen image encoder spec (default: {DEFAULT_VISION})",
+        help="cave backend: frozen image encoder spec (default: efficientnet-lite0)",
     )
     parser.add_argument("--model-preset", default=None,
-                        help=f"cave backend: text model preset, tiny, small or base (default: "
-                        f"{DEFAULT_MODEL_PRESET})")  # fmt: skip
+                        help="cave backend: text model preset, tiny, small or base (default: "
+                        "tiny)")  # fmt: skip
     parser.add_argument("--quiet", action="store_true", help="print only the summary")
 
 
@@ -68,12 +66,16 @@ def _runner(args: argparse.Namespace):
         return make_backend(args.backend)
     from prh.training.config import train_config
 
-    preset = args.model_preset or DEFAULT_MODEL_PRESET
-    try:
-        train_config(preset)
-    except InputError:
-        raise InputError(f"--model-preset {preset!r}: expected tiny, small or base") from None
-    return make_backend("cave", vision=args.vision or DEFAULT_VISION, preset=preset)
+    given = {"vision": args.vision, "preset": args.model_preset}
+    given = {k: v for k, v in given.items() if v is not None}  # the rest: CaveBackend's defaults
+    if "preset" in given:
+        try:
+            train_config(given["preset"])
+        except InputError:
+            raise InputError(
+                f"--model-preset {given['preset']!r}: expected tiny, small or base"
+            ) from None
+    return make_backend("cave", **given)
 
 
 def _executor(args: argparse.Namespace):
