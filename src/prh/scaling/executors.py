@@ -46,6 +46,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from threadpoolctl import threadpool_limits
+
 from prh.errors import InputError, PrhError
 from prh.scaling.backends import CellRunner
 from prh.scaling.grid import Cell
@@ -111,14 +113,6 @@ def _outcome(runner: CellRunner, cell: Cell, out_dir: Path) -> Outcome:
         return Outcome(cell, None, str(e))
 
 
-def _one_blas_thread() -> contextlib.AbstractContextManager[Any]:
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        return contextlib.nullcontext()
-    return threadpool_limits(1)
-
-
 # --- in-process ---------------------------------------------------------------------------------
 
 
@@ -134,7 +128,7 @@ class InProcess:
     @contextlib.contextmanager
     def session(self) -> Iterator[RunCells]:
         def run_cells(runner: CellRunner, cells: Sequence[Cell], out_dir: Path):
-            with _one_blas_thread():
+            with threadpool_limits(1):
                 for c in cells:
                     yield _outcome(runner, c, out_dir)
 
@@ -165,10 +159,7 @@ def _exit_with_parent(parent_pid: int) -> None:
 
 def _init_worker(parent_pid: int) -> None:
     _exit_with_parent(parent_pid)
-    with contextlib.suppress(ImportError):
-        from threadpoolctl import threadpool_limits
-
-        threadpool_limits(1)
+    threadpool_limits(1)  # for the worker's whole life
 
 
 @contextlib.contextmanager
@@ -225,7 +216,7 @@ class LocalPool:
 
 def _ray_cell(runner: CellRunner, cell: Cell, out_dir: str) -> Outcome:
     """The body of one Ray task: one cell, one BLAS thread (as in the local pool)."""
-    with _one_blas_thread():
+    with threadpool_limits(1):
         return _outcome(runner, cell, Path(out_dir))
 
 
