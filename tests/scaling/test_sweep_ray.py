@@ -9,13 +9,15 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 import prh
-from prh.scaling.backends import TheoryBackend
-from prh.scaling.grid import preset_grid
+from prh.scaling.backends import PlantedBackend, TheoryBackend
+from prh.scaling.executors import RayExecutor
+from prh.scaling.grid import Grid, preset_grid
 from prh.scaling.sweep import RESULTS, read_results, run_sweep
 
 pytestmark = pytest.mark.slow
@@ -132,3 +134,26 @@ def test_killed_ray_sweep_resumes_without_loss_or_duplicates(ray_cluster, local_
     assert len(ids) == len(set(ids)) == len(GRID.cells())  # nothing lost, nothing twice
     assert _by_id(rows) == local_rows
     assert res.read_text().count("\n") == len(rows)  # no torn fragment left behind
+
+
+@dataclass(frozen=True)
+class _DiesOnOneCell(PlantedBackend):
+    """The planted backend, except that one cell kills its worker process (a lost node, an OOM)."""
+
+    def __call__(self, cell, out_dir):
+        if cell.rho == 1.0 and cell.samples == 3000:
+            os._exit(1)
+        return super().__call__(cell, out_dir)
+
+
+def test_a_dead_worker_fails_its_cell_not_the_sweep(ray_cluster, tmp_path):
+    import ray.cloudpickle
+
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers cannot import us
+    grid = Grid("crash", rhos=(0.0, 1.0), samples=(300, 3000))
+    executor = RayExecutor(address=ray_cluster.address, max_retries=0)
+    s = run_sweep(grid, _DiesOnOneCell(), tmp_path, executor=executor)
+    assert (s.ran, len(s.failed)) == (3, 1) and "WorkerCrashedError" in s.failed[0][1]
+    assert len(read_results(tmp_path / RESULTS)) == 3
+    again = run_sweep(grid, PlantedBackend(), tmp_path, executor=executor)  # same cell ids
+    assert (again.ran, again.skipped, again.failed) == (1, 3, [])

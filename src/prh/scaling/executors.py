@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import importlib.util
 import multiprocessing
 import os
@@ -278,12 +279,17 @@ class RayExecutor:
         CPUs each task reserves (a cell that uses several threads should reserve them).
     max_in_flight : int or None
         At most this many cells submitted at once (``None``: all; the cluster queues them).
+    max_retries : int
+        Times Ray reruns a cell whose worker process or node died; after that the cell is listed
+        as failed (and retried by the next run), the rest of the sweep goes on. An exception
+        raised by the cell's own code is not retried: it stops the sweep, as it would locally.
     """
 
     address: str | None = None
     local_cpus: int = 2
     cpus_per_cell: int = 1
     max_in_flight: int | None = None
+    max_retries: int = 3
     name: str = "ray"
 
     def __post_init__(self) -> None:
@@ -296,6 +302,8 @@ class RayExecutor:
                 raise InputError(f"ray executor: {what} must be >= 1, got {v}")
         if self.max_in_flight is not None and self.max_in_flight < 1:
             raise InputError(f"ray executor: max_in_flight must be >= 1, got {self.max_in_flight}")
+        if self.max_retries < 0:
+            raise InputError(f"ray executor: max_retries must be >= 0, got {self.max_retries}")
 
     def describe(self) -> str:
         if self.address is None:
@@ -328,24 +336,38 @@ class RayExecutor:
             raise InputError("ray is already initialised in this process; run the sweep alone")
         self._init(ray)
         try:
-            task = ray.remote(num_cpus=self.cpus_per_cell)(_ray_cell)
-
-            def run_cells(runner: CellRunner, cells: Sequence[Cell], out_dir: Path):
-                runner_ref = ray.put(runner)  # shipped once, not once per cell
-                queue = list(cells)[::-1]
-                cap = self.max_in_flight or len(queue)
-                pending: list[Any] = []
-                try:
-                    while queue or pending:
-                        while queue and len(pending) < cap:
-                            pending.append(task.remote(runner_ref, queue.pop(), str(out_dir)))
-                        done, pending = ray.wait(pending, num_returns=1)
-                        yield ray.get(done[0])
-                finally:
-                    for ref in pending:
-                        with contextlib.suppress(Exception):
-                            ray.cancel(ref, force=True)
-
-            yield run_cells
+            task = ray.remote(num_cpus=self.cpus_per_cell, max_retries=self.max_retries)(_ray_cell)
+            yield functools.partial(_ray_outcomes, ray, task, self.max_in_flight)
         finally:
             ray.shutdown()
+
+
+def _ray_outcomes(
+    ray: Any, task: Any, cap: int | None, runner: CellRunner, cells: Sequence[Cell], out_dir: Path
+) -> Iterator[Outcome]:
+    """Submit ``cells`` as ``task`` s (at most ``cap`` in flight); yield each as it finishes."""
+    runner_ref = ray.put(runner)  # shipped once, not once per cell
+    queue = list(cells)[::-1]
+    cap = cap or len(queue)
+    pending: dict[Any, Cell] = {}
+    try:
+        while queue or pending:
+            while queue and len(pending) < cap:
+                cell = queue.pop()
+                pending[task.remote(runner_ref, cell, str(out_dir))] = cell
+            [ref], _ = ray.wait(list(pending), num_returns=1)
+            yield _ray_result(ray, ref, pending.pop(ref))
+    finally:
+        for ref in pending:  # the driver stopped early: leave no cell running for nobody
+            with contextlib.suppress(Exception):
+                ray.cancel(ref, force=True)
+
+
+def _ray_result(ray: Any, ref: Any, cell: Cell) -> Outcome:
+    try:
+        return ray.get(ref)
+    except ray.exceptions.RayTaskError:
+        raise  # the cell's own code failed: a bug, which stops the sweep as it would locally
+    except ray.exceptions.RayError as e:  # its worker or node died, more often than max_retries
+        why = (str(e).strip().splitlines() or [""])[0][:200]
+        return Outcome(cell, None, f"ray: {type(e).__name__}: {why}")
