@@ -63,6 +63,11 @@ def test_out_that_is_a_file_or_under_a_file(bad_input, tmp_path):
     bad_input(["sweep", "--out", f / "sub"], inputs=[f], match=r"is a file, so the folder cannot")
 
 
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs /proc")
+def test_out_that_cannot_be_created(bad_input):
+    bad_input(["sweep", "--out", "/proc/prh-sweep"], match=r"--out /proc/prh-sweep: cannot create")
+
+
 def test_ray_executor_without_ray_is_one_line(bad_input, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # as if not installed
     out = tmp_path / "sweep"

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from prh.cli._args import positive_int, seed
 
@@ -93,6 +94,7 @@ def _executor(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
+    from prh.errors import InputError
     from prh.io import check_output_dir
     from prh.scaling.grid import preset_grid
     from prh.scaling.sweep import RESULTS, run_sweep
@@ -101,6 +103,10 @@ def run(args: argparse.Namespace) -> int:
     executor, workers = _executor(args)
     runner = _runner(args)
     check_output_dir(out, "--out")
+    try:
+        Path(out).mkdir(parents=True, exist_ok=True)
+    except OSError as e:  # e.g. under /proc, or a read-only mount: said before any work
+        raise InputError(f"--out {out}: cannot create the folder ({e.strerror or e})") from None
     grid = preset_grid(args.preset, args.backend)
     where = executor.describe() if executor else f"{workers} local worker(s)"
     header = [f"sweep {grid.name} on {args.backend}: {len(grid.cells(args.seed))} cells -> {out} "
