@@ -136,6 +136,22 @@ def test_killed_ray_sweep_resumes_without_loss_or_duplicates(ray_cluster, local_
     assert res.read_text().count("\n") == len(rows)  # no torn fragment left behind
 
 
+def test_ray_without_address_runs_on_its_own_local_instance(tmp_path):
+    pytest.importorskip("ray", reason="ray is not installed (pip install 'prh[ray]')")
+    run_sweep(GRID, PlantedBackend(), tmp_path / "local", workers=1)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "prh", "sweep", "--preset", "demo", "--backend", "planted",
+         "--out", str(tmp_path / "ray"), "--executor", "ray", "--workers", "1"],
+        env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err[-2000:]
+    assert "(a local Ray instance of 1 CPU(s))" in err and "0 failed" in out
+    assert "WARNING" not in err  # Ray's start-up chatter stays out of the sweep's output
+    ray_rows = _by_id(read_results(tmp_path / "ray" / RESULTS))
+    assert ray_rows == _by_id(read_results(tmp_path / "local" / RESULTS))
+
+
 @dataclass(frozen=True)
 class _DiesOnOneCell(PlantedBackend):
     """The planted backend, except that one cell kills its worker process (a lost node, an OOM)."""
