@@ -104,3 +104,18 @@ def test_failed_cells_are_listed_not_written(tmp_path):
     s = run_sweep(grid, Failing(runner.world), tmp_path)
     assert s.ran == 0 and len(s.failed) == 1 and "boom" in s.failed[0][1]
     assert (tmp_path / RESULTS).read_text() == ""
+
+
+def test_a_folder_without_results_takes_new_settings(tmp_path):
+    """A sweep that stopped before its first cell (a bad option) must not block the fixed rerun."""
+
+    class BadPrepare(PlantedBackend):
+        def prepare(self, out_dir):
+            raise InputError("no such vision encoder")
+
+    with pytest.raises(InputError, match="no such vision encoder"):
+        run_sweep(GRID, BadPrepare(noise=0.5), tmp_path)
+    assert read_results(tmp_path / RESULTS) == []
+    s = run_sweep(GRID, PlantedBackend(), tmp_path)  # other options, and nothing to mix with
+    assert s.ran == len(GRID.cells())
+    assert json.loads((tmp_path / "sweep.json").read_text())["options"]["noise"] == 0.01

@@ -3,19 +3,21 @@
 Files in the sweep folder:
 
 - ``sweep.json``: the grid, the backend and its options, the base seed, the cell count. A resumed
-  sweep must match it (otherwise results of two different grids would mix): ``InputError``.
+  sweep must match it (otherwise results of two different grids would mix): ``InputError``. A
+  folder without results yet (a sweep that stopped before its first cell) takes new settings.
 - ``results.jsonl``: one JSON object per finished run, one line each: ``cell_id``, ``split``,
   ``point``, ``views``, ``rho``, ``samples``, ``seed``, ``score``, ``calibrated``, ``seconds``,
   ``backend``, ``config`` (what determined the result), ``extra`` (backend-specific fields).
 - ``.lock``: an exclusive ``flock`` held while the sweep runs, so two sweeps never write one file.
 
-Only the parent process writes ``results.jsonl``: workers return rows, the parent appends each as
-one whole line (write, flush, fsync). A run killed mid-write can leave a partial last line (no
-newline, or not JSON); on resume that fragment is cut off (the file is truncated to the end of the
-last whole line) and its cell re-runs. A bad line anywhere else is not a kill artefact and is
-refused. Cells run in a ``spawn`` process pool (``workers > 1``), each worker single-threaded for
-BLAS, or in-process (``workers = 1``). Results depend only on the cell (and the runner), so serial
-and parallel sweeps give identical rows up to order and ``seconds``.
+Only the driver (the process that called :func:`run_sweep`) writes ``results.jsonl``: executors
+run cells and hand back rows, the driver appends each as one whole line (write, flush, fsync). A
+run killed mid-write can leave a partial last line (no newline, or not JSON); on resume that
+fragment is cut off (the file is truncated to the end of the last whole line) and its cell re-runs.
+A bad line anywhere else is not a kill artefact and is refused. Where cells run is an executor
+(:mod:`prh.scaling.executors`): in-process (``workers = 1``), a ``spawn`` process pool
+(``workers > 1``) or a Ray cluster, each cell single-threaded for BLAS. Results depend only on the
+cell (and the runner), so every executor gives identical rows up to order and ``seconds``.
 """
 
 from __future__ import annotations
@@ -23,24 +25,24 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
-import multiprocessing
 import os
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from prh.errors import InputError, PrhError
+from prh.errors import InputError
 from prh.io import write_json
-from prh.provenance import expect_rows, format_id, sniff_json_lines
+from prh.provenance import expect_rows, sniff_json_lines
 from prh.scaling.backends import CellRunner
-from prh.scaling.grid import Cell, Grid
+from prh.scaling.executors import Executor, InProcess, LocalPool, run_cell
+from prh.scaling.grid import Grid
+
+__all__ = ["RESULTS", "SWEEP", "SweepSummary", "read_results", "run_cell", "run_sweep"]
 
 RESULTS = "results.jsonl"
 SWEEP = "sweep.json"
-_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 def read_results(path: str | os.PathLike[str], repair: bool = False) -> list[dict[str, Any]]:
@@ -100,43 +102,6 @@ class SweepSummary:
     seconds: float = 0.0
 
 
-def _row(cell: Cell, runner: CellRunner, result: dict[str, Any], seconds: float) -> dict:
-    options = runner.options()
-    extra = {k: v for k, v in result.items() if k not in ("score", "calibrated")}
-    return {
-        "format": format_id("result"),
-        "cell_id": cell.cell_id(runner.name, options),
-        "split": cell.split,
-        "point": cell.point,
-        "views": cell.views,
-        "rho": cell.rho,
-        "samples": cell.samples,
-        "seed": cell.seed,
-        "score": float(result["score"]),
-        "calibrated": None if result.get("calibrated") is None else float(result["calibrated"]),
-        "seconds": round(seconds, 4),
-        "backend": runner.name,
-        "config": cell.key(runner.name, options),
-        "extra": extra,
-    }
-
-
-def run_cell(runner: CellRunner, cell: Cell, out_dir: Path) -> dict[str, Any]:
-    """Run one cell and return its results row (used by the workers and the serial path)."""
-    t0 = time.perf_counter()
-    result = runner(cell, out_dir)
-    if "score" not in result:
-        raise PrhError(f"backend {runner.name}: cell result lacks 'score'")
-    return _row(cell, runner, result, time.perf_counter() - t0)
-
-
-def _init_worker() -> None:
-    with contextlib.suppress(ImportError):
-        from threadpoolctl import threadpool_limits
-
-        threadpool_limits(1)
-
-
 @contextlib.contextmanager
 def _lock(out_dir: Path) -> Iterator[None]:
     path = out_dir / ".lock"
@@ -155,24 +120,14 @@ def _lock(out_dir: Path) -> Iterator[None]:
         f.close()
 
 
-@contextlib.contextmanager
-def _single_thread_env() -> Iterator[None]:
-    # spawn children read these at numpy import: one BLAS thread per worker, no oversubscription
-    old = {k: os.environ.get(k) for k in _THREAD_VARS}
-    os.environ.update(dict.fromkeys(_THREAD_VARS, "1"))
-    try:
-        yield
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+def _check_sweep_json(out_dir: Path, desc: dict, has_results: bool) -> None:
+    """Refuse a folder whose results came from other settings; then (re)write ``sweep.json``.
 
-
-def _check_sweep_json(out_dir: Path, desc: dict) -> None:
+    A folder without results (a sweep that failed before its first cell, e.g. on a bad option)
+    takes the new settings: nothing could mix, and the user's corrected rerun must not be refused.
+    """
     p = out_dir / SWEEP
-    if p.exists():
+    if p.exists() and has_results:
         try:
             old = json.loads(p.read_text())
         except ValueError:
@@ -194,6 +149,7 @@ def run_sweep(
     seed: int = 0,
     workers: int = 1,
     progress: Callable[[str], None] | None = None,
+    executor: Executor | None = None,
 ) -> SweepSummary:
     """Run every cell of ``grid`` not yet in ``out_dir/results.jsonl``.
 
@@ -202,15 +158,19 @@ def run_sweep(
     grid : Grid
         The cells to run (:meth:`Grid.cells` with ``seed``).
     runner : CellRunner
-        Trains and measures one cell (picklable when ``workers > 1``).
+        Trains and measures one cell (picklable unless it runs in-process).
     out_dir : path
         Sweep folder (created).
     seed : int
         Base seed of the grid.
     workers : int
-        Worker processes (1: in-process).
+        Worker processes of the default executor (1: in-process); ignored when ``executor`` is
+        given.
     progress : callable, optional
         Receives one line per finished cell.
+    executor : Executor, optional
+        Where cells run (:mod:`prh.scaling.executors`: ``InProcess``, ``LocalPool``,
+        ``RayExecutor``). Default: in-process for ``workers = 1``, else a local pool.
 
     Returns
     -------
@@ -229,55 +189,44 @@ def run_sweep(
             "results": RESULTS}  # fmt: skip
     desc = json.loads(json.dumps(desc))  # tuples -> lists, as a re-read sweep.json has them
     with _lock(out):
-        _check_sweep_json(out, desc)
         res_path = out / RESULTS
-        done = set()
+        rows = read_results(res_path) if res_path.exists() else []
+        _check_sweep_json(out, desc, has_results=bool(rows))
         if res_path.exists():
-            done = {r.get("cell_id") for r in read_results(res_path, repair=True)}
+            read_results(res_path, repair=True)  # ours now: cut a torn last line left by a kill
+        done = {r.get("cell_id") for r in rows}
         todo = [c for c in cells if c.cell_id(runner.name, options) not in done]
         summary = SweepSummary(out, len(cells), len(cells) - len(todo), 0)
         if summary.skipped:
             say(f"resuming: {summary.skipped} of {len(cells)} cells already done")
-        if todo:
+        if not todo:
+            summary.seconds = time.perf_counter() - t0
+            return summary
+        if executor is None:
+            executor = InProcess() if workers == 1 or len(todo) <= 1 else LocalPool(workers)
+        # the executor starts (pool, cluster connection) before the runner's one-off work, so an
+        # unreachable cluster is reported at once; only this process writes the results file
+        with executor.session() as run_cells, open(res_path, "a") as f:
             runner.prepare(out)
-        with open(res_path, "a") as f:
-
-            def write(row: dict) -> None:
-                f.write(json.dumps(row, sort_keys=True) + "\n")
-                f.flush()
-                os.fsync(f.fileno())
+            for o in run_cells(runner, todo, out):
+                if o.row is None:
+                    summary.failed.append((o.cell.cell_id(runner.name, options), str(o.error)))
+                    say(f"cell {o.cell} failed: {o.error}")
+                    continue
+                _append(f, o.row)
                 summary.ran += 1
+                row = o.row
                 say(
                     f"[{summary.skipped + summary.ran}/{len(cells)}] {row['split']} {row['views']} "
                     f"rho={row['rho']} S={row['samples']} seed={row['seed']} "
                     f"score={row['score']:.4f} ({row['seconds']:.2f}s)"
                 )
-
-            if workers == 1 or len(todo) <= 1:
-                with contextlib.ExitStack() as stack:
-                    with contextlib.suppress(ImportError):
-                        from threadpoolctl import threadpool_limits
-
-                        stack.enter_context(threadpool_limits(1))
-                    for c in todo:
-                        try:
-                            write(run_cell(runner, c, out))
-                        except PrhError as e:
-                            summary.failed.append((c.cell_id(runner.name, options), str(e)))
-                            say(f"cell {c} failed: {e}")
-            else:
-                ctx = multiprocessing.get_context("spawn")
-                with (
-                    _single_thread_env(),
-                    ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker) as ex,
-                ):
-                    futures = {ex.submit(run_cell, runner, c, out): c for c in todo}
-                    for fut in as_completed(futures):
-                        c = futures[fut]
-                        try:
-                            write(fut.result())
-                        except PrhError as e:
-                            summary.failed.append((c.cell_id(runner.name, options), str(e)))
-                            say(f"cell {c} failed: {e}")
     summary.seconds = time.perf_counter() - t0
     return summary
+
+
+def _append(f: Any, row: dict) -> None:
+    """One whole line per row, on disk before the next cell is reported (write, flush, fsync)."""
+    f.write(json.dumps(row, sort_keys=True) + "\n")
+    f.flush()
+    os.fsync(f.fileno())
