@@ -104,19 +104,32 @@ def compute_loss(
     ids, mask = trim(ids, mask)  # (2b, T') with T' the longest sequence
     with amp:
         pooled = model(ids, mask).pooled  # (2b, E)
+    if not bool(torch.isfinite(pooled).all()):
+        # Diverged weights (a learning rate far too large) reach the whitening as NaN; say so
+        # here rather than let the Cholesky factorisation fail on them.
+        raise TrainingError(
+            f"non-finite embeddings at step {step}: the weights diverged "
+            "(try a smaller learning rate)"
+        )
     n = a.shape[0]
     za = gather_rows(pooled[:n].float(), ctx.dist)  # (B, E) global
     zb = gather_rows(pooled[n:].float(), ctx.dist)  # (B, E) global
     logs: dict[str, float] = {}
     if cfg.objective == "whitened":
-        loss = whitened_jepa_loss(za, zb, eps=cfg.whiten_eps)
+        try:
+            loss = whitened_jepa_loss(za, zb, eps=cfg.whiten_eps)
+        except torch.linalg.LinAlgError:
+            raise TrainingError(
+                f"batch covariance not positive definite at step {step}: the embeddings "
+                "degenerated (try a smaller learning rate)"
+            ) from None
     elif cfg.objective == "soft":
         loss, penalty = soft_whitening_loss(za, zb, beta=cfg.beta)
-        logs["whitening_penalty"] = float(penalty)
+        logs["whitening_penalty"] = float(penalty.detach())
     else:
         assert ctx.sigreg is not None
         loss, reg = sigreg_jepa_loss(za, zb, step, ctx.sigreg, lam=cfg.sigreg_lambda)
-        logs["sigreg"] = float(reg)
+        logs["sigreg"] = float(reg.detach())
     logs["loss"] = float(loss.detach())
     return loss, logs
 
