@@ -2,7 +2,8 @@
 
 ``prh world sample`` writes ``scene_{i}_view_{j}.png`` and ``captions.jsonl`` (one line per scene:
 ``{"scene", "state", "captions"}``); ``prh world figure`` draws a grid of scenes with captions
-(the README picture); ``prh world info`` prints the world's size and splits as JSON.
+(the README picture) as PNG, JPEG, WebP, PDF or SVG by the name's extension; ``prh world info``
+prints the world's size and splits as JSON.
 """
 
 from __future__ import annotations
@@ -11,14 +12,31 @@ import argparse
 import json
 from pathlib import Path
 
-from prh.cli._args import positive_int
+from prh.cli._args import positive_int, seed
 from prh.errors import InputError
+
+MAX_CAPTIONS = 1000  # distinct wordings per scene asked for at once
+
+
+def _bounded(lo: int, hi: int, what: str):
+    def parse(text: str) -> int:
+        value = positive_int(text)
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"expected {lo:,} to {hi:,} {what}, got {value:,}")
+        return value
+
+    return parse
 
 
 def _world_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--seed", type=int, default=0, help="world seed (scenes, splits, wordings)")
+    from prh.world.cave import MAX_SCENES
+
+    p.add_argument("--seed", type=seed, default=0, help="world seed (scenes, splits, wordings)")
     p.add_argument(
-        "--num-scenes", type=positive_int, default=20_000, help="distinct scenes in the world"
+        "--num-scenes",
+        type=_bounded(2, MAX_SCENES, "scenes"),
+        default=20_000,
+        help=f"distinct scenes in the world (2 to {MAX_SCENES:,}; the table is held in memory)",
     )
     p.add_argument(
         "--split", choices=("train", "test", "all"), default="test", help="scenes to draw from"
@@ -28,21 +46,25 @@ def _world_args(p: argparse.ArgumentParser) -> None:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION")
     sub.required = True
+    captions = _bounded(1, MAX_CAPTIONS, "captions")
+    size = _bounded(16, 1024, "pixels")
     s = sub.add_parser("sample", help="write rendered views and captions of a few scenes")
     _world_args(s)
     s.add_argument("--scenes", type=positive_int, default=6, help="number of scenes")
     s.add_argument("--views", type=positive_int, default=2, help="renders per scene")
-    s.add_argument("--captions", type=positive_int, default=5, help="captions per scene")
-    s.add_argument("--size", type=positive_int, default=64, help="image side in pixels (16-1024)")
+    s.add_argument("--captions", type=captions, default=5, help="captions per scene")
+    s.add_argument("--size", type=size, default=64, help="image side in pixels (16-1024)")
     s.add_argument("--sketch", action="store_true", help="also write scene_{i}_sketch.png")
     s.add_argument("--out", required=True, help="output folder (created if missing)")
-    f = sub.add_parser("figure", help="draw a grid of sample scenes with their captions (PNG)")
+    f = sub.add_parser("figure", help="draw a grid of sample scenes with their captions")
     _world_args(f)
     f.add_argument("--scenes", type=positive_int, default=6, help="number of scenes")
     f.add_argument("--views", type=positive_int, default=2, help="renders per scene")
-    f.add_argument("--captions", type=positive_int, default=3, help="captions shown per scene")
-    f.add_argument("--size", type=positive_int, default=160, help="render side in pixels")
-    f.add_argument("--out", required=True, help="PNG file to write")
+    f.add_argument("--captions", type=captions, default=3, help="captions shown per scene")
+    f.add_argument("--size", type=size, default=160, help="render side in pixels (16-1024)")
+    f.add_argument(
+        "--out", required=True, help="image file to write: .png, .jpg, .webp, .pdf or .svg"
+    )
     i = sub.add_parser("info", help="print the world's size and splits as JSON")
     _world_args(i)
 
@@ -54,11 +76,30 @@ def _pick_scenes(world, split: str, n: int) -> list[int]:
     return [int(x) for x in ids[:n]]
 
 
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Every output problem, before the world is built or anything is drawn."""
+    from prh.io import check_output_dir, check_writable
+
+    if args.action == "sample":
+        check_output_dir(args.out, "--out")
+    elif args.action == "figure":
+        from prh.world.figure import figure_format
+
+        out = Path(args.out)
+        if out.is_dir():
+            raise InputError(f"--out {out}: is a folder, expected an image file name")
+        figure_format(out)
+        if out.parent.exists() and not out.parent.is_dir():
+            raise InputError(f"--out {out}: {out.parent} is a file, expected a folder")
+        check_output_dir(out.parent, "--out folder")
+        if out.parent.is_dir():
+            check_writable(out, "--out")
+
+
 def run(args: argparse.Namespace) -> int:
     from prh.world import CaveWorld, WorldConfig
 
-    if args.action in ("sample", "figure") and not 16 <= args.size <= 1024:
-        raise InputError(f"--size {args.size}: expected 16 to 1024 pixels")
+    _check_outputs(args)
     world = CaveWorld(WorldConfig(seed=args.seed, num_scenes=args.num_scenes))
     if args.action == "info":
         print(
@@ -78,8 +119,7 @@ def run(args: argparse.Namespace) -> int:
         from prh.world.figure import save_figure
 
         out = Path(args.out)
-        if not out.parent.is_dir():
-            out.parent.mkdir(parents=True, exist_ok=True)
+        out.parent.mkdir(parents=True, exist_ok=True)
         save_figure(world, scenes, out, views=args.views, captions=args.captions, size=args.size)
         print(f"wrote {out}")
         return 0
@@ -92,8 +132,6 @@ def _sample(world, scenes: list[int], args: argparse.Namespace) -> int:
     from prh.io import atomic_write
 
     out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise InputError(f"--out {out}: exists and is not a folder")
     out.mkdir(parents=True, exist_ok=True)
     lines = []
     for i in scenes:
