@@ -124,6 +124,7 @@ def _train(
         raise InputError(
             f"batch size {cfg.batch_size} not divisible by {info.world_size} processes"
         )
+    evals = _eval_target(cfg) if cfg.eval_features else None  # a bad file fails before any work
     if info.is_main:
         if fresh_state == "incomplete":
             clear_incomplete(run_dir)  # no checkpoint, no weights: nothing of value to keep
@@ -181,7 +182,7 @@ def _train(
         if info.is_main:
             log.write(record)
 
-    on_eval = _make_eval(cfg, model, tokenizer, dev, info) if cfg.eval_features else None
+    on_eval = _make_eval(cfg, evals, model, tokenizer, dev, info) if evals else None
     try:
         step = run_loop(
             ddp_model,
@@ -295,20 +296,30 @@ def _barrier(info: DistInfo) -> None:
         torch.distributed.barrier()
 
 
-def _make_eval(
-    cfg: TrainConfig, model: nn.Module, tokenizer: Any, dev: torch.device, info: DistInfo
-) -> Callable[[int], dict[str, float]]:
-    """Alignment (mutual-kNN, k = 10) of the model with ``cfg.eval_features`` on rank 0."""
+def _eval_target(cfg: TrainConfig) -> tuple[Any, list[str]]:
+    """The features of ``cfg.eval_features`` and the caption to embed for each of their ids."""
     from prh.features import load_features
 
+    target = load_features(cfg.eval_features)
+    if target.ids is None:
+        raise InputError(f"--eval-features {cfg.eval_features}: the file has no ids")
+    return target, eval_texts(cfg, list(target.ids))
+
+
+def _make_eval(
+    cfg: TrainConfig,
+    evals: tuple[Any, list[str]],
+    model: nn.Module,
+    tokenizer: Any,
+    dev: torch.device,
+    info: DistInfo,
+) -> Callable[[int], dict[str, float]]:
+    """Alignment (mutual-kNN, k = 10) of the model with ``cfg.eval_features`` on rank 0."""
     try:
         from prh.metrics import measure
     except ImportError as e:
         raise InputError(f"--eval-features needs prh.metrics ({e})") from None
-    target = load_features(cfg.eval_features)
-    if target.ids is None:
-        raise InputError(f"--eval-features {cfg.eval_features}: the file has no ids")
-    texts = eval_texts(cfg, list(target.ids))
+    target, texts = evals
 
     def evaluate(step: int) -> dict[str, float]:
         if not info.is_main:

@@ -217,17 +217,21 @@ def run_loop(
     bar.update(start_step, float("nan"))
     step = start_step
     model.train()
-    while step < cfg.steps:
-        if stop_after is not None and step - start_step >= stop_after:
-            break
-        logs = train_step(model, optimizer, dataset.batch(step), step, ctx)
-        step += 1
-        rate = bar.update(step, logs["loss"], force=step == cfg.steps)
-        if cfg.log_every and (step % cfg.log_every == 0 or step == cfg.steps):
-            on_log({"step": step, "samples": step * cfg.batch_size, "samples_per_s": rate, **logs})
-        if on_eval is not None and cfg.eval_every and step % cfg.eval_every == 0:
-            on_log({"step": step, "samples": step * cfg.batch_size, **on_eval(step)})
-        if cfg.checkpoint_every and step % cfg.checkpoint_every == 0 and step < cfg.steps:
-            on_checkpoint(step)
-    bar.close()
+    try:
+        while step < cfg.steps:
+            if stop_after is not None and step - start_step >= stop_after:
+                break
+            logs = train_step(model, optimizer, dataset.batch(step), step, ctx)
+            step += 1
+            rate = bar.update(step, logs["loss"], force=step == cfg.steps)
+            if cfg.log_every and (step % cfg.log_every == 0 or step == cfg.steps):
+                on_log(
+                    {"step": step, "samples": step * cfg.batch_size, "samples_per_s": rate, **logs}
+                )
+            if on_eval is not None and cfg.eval_every and step % cfg.eval_every == 0:
+                on_log({"step": step, "samples": step * cfg.batch_size, **on_eval(step)})
+            if cfg.checkpoint_every and step % cfg.checkpoint_every == 0 and step < cfg.steps:
+                on_checkpoint(step)
+    finally:
+        bar.close()  # end the progress line, so an error is printed on a line of its own
     return step
