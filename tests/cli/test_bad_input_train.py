@@ -150,3 +150,21 @@ def test_cli_defaults_equal_the_config_defaults(tmp_path):
     assert config_from_args(args) == train_config("tiny") == TrainConfig()
     help_text = build_parser()._subparsers._group_actions[0].choices["train"].format_help()
     assert f"(default {TrainConfig.samples})" in " ".join(help_text.split())
+
+
+def test_a_bad_eval_features_file_fails_before_the_run_folder_is_made(bad_input, tmp_path):
+    feats = tmp_path / "feats.jsonl"
+    feats.write_text("{}\n")
+    argv = ["train", "--out", tmp_path / "r", "--eval-features", feats, *SMALL]
+    bad_input(argv, inputs=[feats], match="feats.jsonl")
+    assert not (tmp_path / "r").exists()
+
+
+def test_no_progress_and_no_warning_on_stderr(tmp_path, capsys):
+    from prh.cli import main
+
+    corpus = _corpus(tmp_path / "c.jsonl")
+    argv = ["train", "--corpus", str(corpus), "--out", str(tmp_path / "r"), *SMALL]
+    assert main([*argv, "--objective", "soft"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == "" and captured.out.strip() == str(tmp_path / "r")
