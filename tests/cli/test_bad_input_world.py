@@ -29,13 +29,25 @@ def test_world_arguments(bad_input, tmp_path, action, flags, match):
         (["--size", "5000"], "--size"),
         (["--captions", "5000"], "--captions: expected 1 to 1,000"),
         (["--scenes", "0"], "--scenes"),
-        (["--scenes", "5000"], "--scenes 5000: the test split has only"),
+        (["--scenes", "50", "--num-scenes", "100"], "--scenes 50: the test split has only 10"),
     ],
 )
 def test_sample_and_figure_arguments(bad_input, tmp_path, action, flags, match):
     out = tmp_path / ("s" if action == "sample" else "f.png")
     bad_input(["world", action, "--out", out, *flags], match=match)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "flags, match",
+    [
+        (["--scenes", "100000"], "--scenes: expected 1 to 64"),
+        (["--views", "1000"], "--views"),
+        (["--scenes", "64", "--views", "16", "--size", "1024"], "more than one figure holds"),
+    ],
+)
+def test_figure_size_is_bounded(bad_input, tmp_path, flags, match):
+    bad_input(["world", "figure", "--out", tmp_path / "f.png", *flags], match=match)
 
 
 def test_sample_output_folder(bad_input, tmp_path):

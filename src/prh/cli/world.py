@@ -16,6 +16,11 @@ from prh.cli._args import positive_int, seed
 from prh.errors import InputError
 
 MAX_CAPTIONS = 1000  # distinct wordings per scene asked for at once
+# One figure holds every render in memory and on one canvas (matplotlib refuses a side over
+# 2**16 pixels): a page of scenes, a strip of views each.
+MAX_FIGURE_SCENES = 64
+MAX_FIGURE_VIEWS = 16
+MAX_FIGURE_PIXELS = 64 * 2**20  # renders drawn into one figure, all of them held at once
 
 
 def _bounded(lo: int, hi: int, what: str):
@@ -58,8 +63,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     s.add_argument("--out", required=True, help="output folder (created if missing)")
     f = sub.add_parser("figure", help="draw a grid of sample scenes with their captions")
     _world_args(f)
-    f.add_argument("--scenes", type=positive_int, default=6, help="number of scenes")
-    f.add_argument("--views", type=positive_int, default=2, help="renders per scene")
+    f.add_argument(
+        "--scenes",
+        type=_bounded(1, MAX_FIGURE_SCENES, "scenes"),
+        default=6,
+        help=f"number of scenes (at most {MAX_FIGURE_SCENES})",
+    )
+    f.add_argument(
+        "--views",
+        type=_bounded(1, MAX_FIGURE_VIEWS, "views"),
+        default=2,
+        help=f"renders per scene (at most {MAX_FIGURE_VIEWS})",
+    )
     f.add_argument("--captions", type=captions, default=3, help="captions shown per scene")
     f.add_argument("--size", type=size, default=160, help="render side in pixels (16-1024)")
     f.add_argument(
@@ -85,6 +100,13 @@ def _check_outputs(args: argparse.Namespace) -> None:
     elif args.action == "figure":
         from prh.world.figure import figure_format
 
+        pixels = args.scenes * (args.views + 1) * args.size**2  # + 1: the sketch
+        if pixels > MAX_FIGURE_PIXELS:
+            raise InputError(
+                f"--scenes {args.scenes} x (--views {args.views} + a sketch) x --size "
+                f"{args.size}^2 = {pixels:,} pixels, more than one figure holds "
+                f"({MAX_FIGURE_PIXELS:,}); ask for fewer scenes or views, or a smaller --size"
+            )
         out = Path(args.out)
         if out.is_dir():
             raise InputError(f"--out {out}: is a folder, expected an image file name")
