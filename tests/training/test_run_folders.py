@@ -44,6 +44,9 @@ def test_run_state_names_each_kind_of_folder(tmp_path):
     assert run_state(tmp_path / "i") == "incomplete"
     (tmp_path / "i" / "notes.txt").write_text("mine")
     assert run_state(tmp_path / "i") == "foreign"
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "config.json").write_text('{"learning_rate": 3}')  # someone else's config
+    assert run_state(tmp_path / "c") == "foreign"
     with pytest.raises(ValueError):
         clear_incomplete(tmp_path / "i")  # never deletes a folder with a foreign file
     assert (tmp_path / "i" / "notes.txt").read_text() == "mine"

@@ -137,7 +137,7 @@ def run_state(run_dir: Path) -> str:
     entries = list(p.iterdir())
     if not entries:
         return "empty"
-    if any(not _is_run_entry(e) for e in entries):
+    if any(not _is_run_entry(e) for e in entries) or not _is_run_config(p / "config.json"):
         return "foreign"
     if (p / "model.safetensors").is_file():
         return "finished"
@@ -151,6 +151,18 @@ def _is_run_entry(e: Path) -> bool:
     if e.name == CHECKPOINTS:
         return e.is_dir() and all(_is_checkpoint_file(c) for c in e.iterdir())
     return e.is_file() and (e.name in RUN_FILES or _is_temp(e))
+
+
+def _is_run_config(path: Path) -> bool:
+    """True when ``path`` is absent or a prh run config (``{"train": {...}, ...}``): a folder
+    with someone else's ``config.json`` is not ours to clear."""
+    if not path.exists():
+        return True
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    return isinstance(data, dict) and isinstance(data.get("train"), dict)
 
 
 def _is_temp(e: Path) -> bool:
