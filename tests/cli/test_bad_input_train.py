@@ -168,3 +168,25 @@ def test_no_progress_and_no_warning_on_stderr(tmp_path, capsys):
     assert main([*argv, "--objective", "soft"]) == 0
     captured = capsys.readouterr()
     assert captured.err == "" and captured.out.strip() == str(tmp_path / "r")
+
+
+@pytest.mark.parametrize(
+    "rows, ids, match",
+    [
+        (1, ["scene_1"], r"1 row\(s\); alignment needs at least 2"),
+        (2, ["scene_1", "scene_99999999"], "scene index 99999999 out of range"),
+        (2, ["scene_1", "cat"], "is not a world scene id"),
+        (0, ["scene_1", "scene_2"], "row 0 holds NaN"),
+    ],
+)
+def test_eval_features_content_is_checked_before_training(bad_input, tmp_path, rows, ids, match):
+    import numpy as np
+
+    from prh.features import save_features
+
+    feats = np.full((len(ids), 1, 4), np.nan) if rows == 0 else np.ones((len(ids), 1, 4))
+    path = tmp_path / "f.safetensors"
+    save_features(path, feats, ids=ids)
+    argv = ["train", "--out", tmp_path / "r", "--eval-features", path, *SMALL]
+    bad_input(argv, inputs=[path], match=match)
+    assert not (tmp_path / "r").exists()

@@ -300,9 +300,16 @@ def _eval_target(cfg: TrainConfig) -> tuple[Any, list[str]]:
     """The features of ``cfg.eval_features`` and the caption to embed for each of their ids."""
     from prh.features import load_features
 
+    where = f"--eval-features {cfg.eval_features}"
     target = load_features(cfg.eval_features)
     if target.ids is None:
-        raise InputError(f"--eval-features {cfg.eval_features}: the file has no ids")
+        raise InputError(f"{where}: the file has no ids")
+    feats = np.asarray(target.features)
+    if feats.shape[0] < 2:
+        raise InputError(f"{where}: {feats.shape[0]} row(s); alignment needs at least 2")
+    bad = ~np.isfinite(feats.reshape(feats.shape[0], -1)).all(1)
+    if bad.any():
+        raise InputError(f"{where}: row {int(bad.argmax())} holds NaN or infinity")
     return target, eval_texts(cfg, list(target.ids))
 
 
