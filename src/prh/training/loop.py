@@ -104,16 +104,17 @@ def compute_loss(
     ids, mask = trim(ids, mask)  # (2b, T') with T' the longest sequence
     with amp:
         pooled = model(ids, mask).pooled  # (2b, E)
-    if not bool(torch.isfinite(pooled).all()):
+    n = a.shape[0]
+    za = gather_rows(pooled[:n].float(), ctx.dist)  # (B, E) global
+    zb = gather_rows(pooled[n:].float(), ctx.dist)  # (B, E) global
+    if not bool(torch.isfinite(za).all() and torch.isfinite(zb).all()):
         # Diverged weights (a learning rate far too large) reach the whitening as NaN; say so
-        # here rather than let the Cholesky factorisation fail on them.
+        # here rather than let the Cholesky factorisation fail on them. The check is on the
+        # global batch, so every data-parallel rank stops at the same step.
         raise TrainingError(
             f"non-finite embeddings at step {step}: the weights diverged "
             "(try a smaller learning rate)"
         )
-    n = a.shape[0]
-    za = gather_rows(pooled[:n].float(), ctx.dist)  # (B, E) global
-    zb = gather_rows(pooled[n:].float(), ctx.dist)  # (B, E) global
     logs: dict[str, float] = {}
     if cfg.objective == "whitened":
         try:
