@@ -9,7 +9,7 @@ import pytest
 @pytest.mark.parametrize(
     "flags, match",
     [
-        (["--num-scenes", "100000000"], "--num-scenes: expected 2 to 1,000,000 scenes"),
+        (["--num-scenes", "100000000"], "--num-scenes 100,000,000: expected 2 to 1,000,000"),
         (["--num-scenes", "1"], "--num-scenes"),
         (["--seed", "-1"], "--seed: expected a seed"),
         (["--seed", "nan"], "--seed"),

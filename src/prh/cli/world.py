@@ -34,14 +34,13 @@ def _bounded(lo: int, hi: int, what: str):
 
 
 def _world_args(p: argparse.ArgumentParser) -> None:
-    from prh.world.cave import MAX_SCENES
-
     p.add_argument("--seed", type=seed, default=0, help="world seed (scenes, splits, wordings)")
     p.add_argument(
         "--num-scenes",
-        type=_bounded(2, MAX_SCENES, "scenes"),
+        type=positive_int,
         default=20_000,
-        help=f"distinct scenes in the world (2 to {MAX_SCENES:,}; the table is held in memory)",
+        help="distinct scenes in the world (at least 2; bounded, as the scene table is held "
+        "in memory: prh.world.cave.MAX_SCENES)",
     )
     p.add_argument(
         "--split", choices=("train", "test", "all"), default="test", help="scenes to draw from"
@@ -120,7 +119,13 @@ def _check_outputs(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from prh.world import CaveWorld, WorldConfig
+    from prh.world.cave import MAX_SCENES
 
+    if not 2 <= args.num_scenes <= MAX_SCENES:
+        raise InputError(
+            f"--num-scenes {args.num_scenes:,}: expected 2 to {MAX_SCENES:,} scenes "
+            "(the scene table is held in memory)"
+        )
     _check_outputs(args)
     world = CaveWorld(WorldConfig(seed=args.seed, num_scenes=args.num_scenes))
     if args.action == "info":
