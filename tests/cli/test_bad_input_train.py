@@ -134,7 +134,7 @@ def test_retry_over_a_failed_start_and_resume_of_a_config_only_run(tmp_path, cap
     run.mkdir()
     (run / "tokenizer.json").write_text("{}")  # a start killed while building its tokenizer
     assert main(["train", "--corpus", str(corpus), "--out", str(run), *SMALL]) == 0
-    assert "starting over" in capsys.readouterr().err
+    assert "started over" in capsys.readouterr().err
     assert (run / "model.safetensors").is_file()
     # A start that wrote its config and stopped before a checkpoint resumes from step 0.
     (run / "model.safetensors").unlink()
@@ -190,3 +190,11 @@ def test_eval_features_content_is_checked_before_training(bad_input, tmp_path, r
     argv = ["train", "--out", tmp_path / "r", "--eval-features", path, *SMALL]
     bad_input(argv, inputs=[path], match=match)
     assert not (tmp_path / "r").exists()
+
+
+def test_an_input_inside_the_run_folder_is_refused(bad_input, tmp_path):
+    run = tmp_path / "r"
+    run.mkdir()
+    corpus = _corpus(run / "metrics.jsonl")  # a failed start's file name: would be cleared
+    argv = ["train", "--corpus", corpus, "--out", run, *SMALL]
+    bad_input(argv, inputs=[corpus], match="is inside the run folder")

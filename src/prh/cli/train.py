@@ -244,11 +244,12 @@ def run(args: argparse.Namespace) -> int:
                 raise InputError(f"--eval-features {path}: is a folder, expected a feature file")
             if not path.is_file():
                 raise InputError(f"--eval-features {path}: no such file")
-        if run_state(Path(args.out)) == "incomplete":
+        over = run_state(Path(args.out)) == "incomplete"
+        run_dir = train(cfg, args.out, progress, device=args.device, threads=args.threads)
+        if over:
             print(
-                f"prh train: {args.out} holds an unfinished start (no checkpoint); starting over",
+                f"prh train: {args.out} held an unfinished start (no checkpoint); started over",
                 file=sys.stderr,
             )
-        run_dir = train(cfg, args.out, progress, device=args.device, threads=args.threads)
     print(run_dir)
     return 0

@@ -110,6 +110,10 @@ def _train(
         threads = threads or read_meta(run_dir).get("threads")
     else:
         fresh_state = _check_fresh(run_dir)  # all ranks check before any rank writes
+        if fresh_state == "incomplete":
+            _refuse_inputs_inside(
+                run_dir, {"corpus": cfg.corpus, "eval_features": cfg.eval_features}
+            )
     threads = threads or _default_threads()
     torch.set_num_threads(threads)
     dev = resolve_device(device)
@@ -279,6 +283,14 @@ def _check_fresh(run_dir: Path) -> str:
             "choose a new folder"
         )
     return state
+
+
+def _refuse_inputs_inside(run_dir: Path, inputs: dict[str, str | None]) -> None:
+    """An input inside a folder about to be cleared would be deleted with it."""
+    for name, path in inputs.items():
+        if path is not None and Path(path).resolve().is_relative_to(run_dir.resolve()):
+            flag = "--" + name.replace("_", "-")
+            raise InputError(f"{flag} {path}: is inside the run folder {run_dir}; move it out")
 
 
 def _check_finite_weights(model: nn.Module, step: int) -> None:
