@@ -14,8 +14,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from prh.cli._args import nonnegative_int, positive_int
+from prh.cli._args import positive_int, seed
 from prh.errors import InputError, PrhError
+
+MAX_UPLOAD_MB = 1024  # an upload is held in memory while it is decoded
+MAX_THREADS = 1024  # torch.set_num_threads crashes the process far above the core count
+MAX_WORKERS = 256
+MAX_QUEUE = 100_000
 
 
 def port_number(text: str) -> int:
@@ -29,6 +34,32 @@ def port_number(text: str) -> int:
     return value
 
 
+def _bounded(hi: int, what: str):
+    """An integer in [1, hi]."""
+
+    def parse(text: str) -> int:
+        value = positive_int(text)
+        if value > hi:
+            raise argparse.ArgumentTypeError(f"expected 1 to {hi:,} {what}, got {value:,}")
+        return value
+
+    return parse
+
+
+def host_name(text: str) -> str:
+    """A host name or address to bind: non-empty, no spaces, encodable as a DNS name."""
+    if not text or text != text.strip() or any(c.isspace() for c in text):
+        raise argparse.ArgumentTypeError(f"expected a host name or IP address, got {text!r}")
+    if ":" not in text:  # an IPv6 address is not a DNS name
+        try:
+            text.encode("idna")
+        except UnicodeError:
+            raise argparse.ArgumentTypeError(
+                f"expected a host name or IP address, got {text!r}"
+            ) from None
+    return text
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags of ``prh serve``."""
     parser.add_argument(
@@ -38,37 +69,39 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--host",
+        type=host_name,
         default="127.0.0.1",
         help="interface to bind (default 127.0.0.1: this machine only)",
     )
     parser.add_argument("--port", type=port_number, default=8000, help="TCP port (default 8000)")
     parser.add_argument(
         "--max-queue",
-        type=positive_int,
+        type=_bounded(MAX_QUEUE, "requests"),
         default=64,
         help="requests admitted at once, running or waiting; more get HTTP 503; default 64",
     )
     parser.add_argument(
         "--workers",
-        type=positive_int,
+        type=_bounded(MAX_WORKERS, "workers"),
         default=1,
         help="captions computed concurrently, each in its own thread (default 1)",
     )
     parser.add_argument(
         "--threads",
-        type=positive_int,
+        type=_bounded(MAX_THREADS, "threads"),
         default=None,
         help="torch threads of the vision encoder (default: torch's own choice)",
     )
     parser.add_argument(
         "--max-upload-mb",
-        type=positive_int,
+        type=_bounded(MAX_UPLOAD_MB, "MiB"),
         default=10,
-        help="largest accepted upload in MiB; larger gets HTTP 413 (default 10)",
+        help=f"largest accepted upload in MiB (1 to {MAX_UPLOAD_MB}); larger gets HTTP 413 "
+        "(default 10)",
     )
     parser.add_argument(
         "--world-seed",
-        type=nonnegative_int,
+        type=seed,
         default=None,
         help="seed of the world that 'random scene' draws from (default: the run's, else 0)",
     )
@@ -86,6 +119,8 @@ def _check_port_free(host: str, port: int) -> None:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except socket.gaierror as e:
         raise InputError(f"--host {host}: cannot resolve ({e.strerror})") from None
+    except UnicodeError:
+        raise InputError(f"--host {host}: not a valid host name") from None
     family, _, _, _, addr = infos[0]
     with socket.socket(family, socket.SOCK_STREAM) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -156,8 +191,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.captioner == "run" and args.run is None:
         raise InputError("--run RUN is required (a demo run folder), or use --captioner colour")
-    if args.run is not None and not args.run.is_dir():
+    if args.run is not None and not args.run.exists():
         raise InputError(f"--run {args.run}: no such folder; make one with `prh demo`")
+    if args.run is not None and not args.run.is_dir():
+        raise InputError(f"--run {args.run}: is a file, expected a demo run folder")
     _check_port_free(args.host, args.port)
 
     t0 = time.perf_counter()

@@ -9,6 +9,9 @@ from typing import Any
 from prh.errors import InputError
 
 VIEWS = ("good", "bad", "next-token", "mixture")
+# Longest sequence a model is built for: its position table is (max_len, d), so an unbounded
+# value would allocate without limit (captions are tens of tokens).
+MAX_LEN = 4096
 OBJECTIVES = ("whitened", "soft", "sigreg")
 
 # Optimiser defaults per model size (smaller models tolerate larger steps).
@@ -102,8 +105,10 @@ class TrainConfig:
         for name in ("samples", "batch_size", "max_len", "vocab_size"):
             if getattr(self, name) < 1:
                 raise InputError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.lr <= 0:
-            raise InputError(f"lr must be > 0, got {self.lr}")
+        if self.max_len > MAX_LEN:
+            raise InputError(f"max_len must be <= {MAX_LEN} tokens, got {self.max_len}")
+        if not (math.isfinite(self.lr) and self.lr > 0):
+            raise InputError(f"lr must be a finite number > 0, got {self.lr}")
 
     @property
     def steps(self) -> int:

@@ -106,12 +106,26 @@ def compute_loss(
     n = a.shape[0]
     za = gather_rows(pooled[:n].float(), ctx.dist)  # (B, E) global
     zb = gather_rows(pooled[n:].float(), ctx.dist)  # (B, E) global
+    if not bool(torch.isfinite(za).all() and torch.isfinite(zb).all()):
+        # Diverged weights (a learning rate far too large) reach the whitening as NaN; say so
+        # here rather than let the Cholesky factorisation fail on them. The check is on the
+        # global batch, so every data-parallel rank stops at the same step.
+        raise TrainingError(
+            f"non-finite embeddings at step {step}: the weights diverged "
+            "(try a smaller learning rate)"
+        )
     logs: dict[str, float] = {}
     if cfg.objective == "whitened":
-        loss = whitened_jepa_loss(za, zb, eps=cfg.whiten_eps)
+        try:
+            loss = whitened_jepa_loss(za, zb, eps=cfg.whiten_eps)
+        except torch.linalg.LinAlgError:
+            raise TrainingError(
+                f"batch covariance not positive definite at step {step}: the embeddings "
+                "degenerated (try a smaller learning rate)"
+            ) from None
     elif cfg.objective == "soft":
         loss, penalty = soft_whitening_loss(za, zb, beta=cfg.beta)
-        logs["whitening_penalty"] = float(penalty)
+        logs["whitening_penalty"] = float(penalty.detach())
     else:
         assert ctx.sigreg is not None
         loss, reg = sigreg_jepa_loss(za, zb, step, ctx.sigreg, lam=cfg.sigreg_lambda)
@@ -173,18 +187,22 @@ def run_loop(
     )
     step = start_step
     model.train()
-    while step < cfg.steps:
-        if stop_after is not None and step - start_step >= stop_after:
-            break
-        logs = train_step(model, optimizer, dataset.batch(step), step, ctx)
-        step += 1
-        bar.update(1, loss=f"{logs['loss']:.4f}")
-        rate = bar.rate * cfg.batch_size  # samples/s
-        if cfg.log_every and (step % cfg.log_every == 0 or step == cfg.steps):
-            on_log({"step": step, "samples": step * cfg.batch_size, "samples_per_s": rate, **logs})
-        if on_eval is not None and cfg.eval_every and step % cfg.eval_every == 0:
-            on_log({"step": step, "samples": step * cfg.batch_size, **on_eval(step)})
-        if cfg.checkpoint_every and step % cfg.checkpoint_every == 0 and step < cfg.steps:
-            on_checkpoint(step)
-    bar.close()
+    try:
+        while step < cfg.steps:
+            if stop_after is not None and step - start_step >= stop_after:
+                break
+            logs = train_step(model, optimizer, dataset.batch(step), step, ctx)
+            step += 1
+            bar.update(1, loss=f"{logs['loss']:.4f}")
+            rate = bar.rate * cfg.batch_size  # samples/s
+            if cfg.log_every and (step % cfg.log_every == 0 or step == cfg.steps):
+                on_log(
+                    {"step": step, "samples": step * cfg.batch_size, "samples_per_s": rate, **logs}
+                )
+            if on_eval is not None and cfg.eval_every and step % cfg.eval_every == 0:
+                on_log({"step": step, "samples": step * cfg.batch_size, **on_eval(step)})
+            if cfg.checkpoint_every and step % cfg.checkpoint_every == 0 and step < cfg.steps:
+                on_checkpoint(step)
+    finally:
+        bar.close()  # end the progress line, so an error is printed on a line of its own
     return step

@@ -23,6 +23,7 @@ from __future__ import annotations
 import itertools
 import random
 
+from prh.errors import InputError
 from prh.world.scenes import COLOURS, SHAPES, SIZES, Scene, SceneObject
 
 SHAPE_WORDS: dict[str, tuple[str, ...]] = {
@@ -237,5 +238,7 @@ def captions(scene: Scene, n: int, rng: random.Random, omit_prob: float = 0.2) -
             seen.add(c)
             out.append(c)
     if len(out) < n:
-        raise RuntimeError(f"scene {scene.index}: only {len(out)} distinct captions")
+        raise InputError(
+            f"world: scene {scene.index} gave only {len(out)} distinct captions, asked for {n}"
+        )
     return out
