@@ -1,0 +1,86 @@
+"""`prh match` on bad input: exit 2, one line, no traceback, every input intact."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from prh.bridge.synthetic import planted_clouds
+from prh.features import save_features
+
+
+@pytest.fixture(scope="module")
+def t(tmp_path_factory):
+    d = tmp_path_factory.mktemp("match")
+    x, y, _ = planted_clouds(30, noise=0.02, seed=1)
+    save_features(d / "x.safetensors", x, ids=[f"r{i}" for i in range(30)])
+    save_features(d / "y.safetensors", y)
+    bad = np.array(x, dtype=np.float64)
+    bad[4, 1] = np.nan
+    save_features(d / "nan.safetensors", bad)
+    bad[4, 1] = -np.inf
+    np.save(d / "inf.npy", bad)
+    np.save(d / "empty.npy", np.zeros((0, x.shape[1])))
+    (d / "labels.txt").write_text("\n".join(f"c{i % 3}" for i in range(30)) + "\n")
+    (d / "l.txt").symlink_to(d / "labels.txt")  # the same file under another name
+    (d / "binary.txt").write_bytes(bytes(range(256)) * 2)
+    (d / "nul.txt").write_bytes(b"c0\nc\x001\n" + b"c2\n" * 28)
+    (d / "folder").mkdir()
+    return d
+
+
+CASES = {  # {t}: the fixture folder; --x, --y and --json default to x, y and {t}/out.json
+    "json is --x": (["--json", "{t}/x.safetensors"], r"--json .*x\.safetensors: would overwrite"),
+    "json is --y": (["--json", "{t}/y.safetensors"], r"would overwrite the input .*y\.safet"),
+    "json is a class list": (
+        ["--classes-x", "{t}/labels.txt", "--classes-y", "{t}/labels.txt", "--json", "{t}/l.txt"],
+        r"l\.txt: would overwrite the input .*labels\.txt",
+    ),
+    "json is a folder": (["--json", "{t}/folder"], r"is a directory"),
+    "seed negative": (["--seed", "-1"], r"--seed: expected a seed in \[0, 4294967295\], got -1"),
+    "seed too large": (["--seed", str(2**32)], r"--seed: expected a seed"),
+    "seed not an int": (["--seed", "1.5"], r"--seed: expected an integer seed"),
+    "class-max 0": (["--class-max", "0"], r"--class-max: expected a positive integer"),
+    "nan feature": (["--x", "{t}/nan.safetensors"], r"nan\.safetensors: 1 NaN or infinite .*row 4"),
+    "inf feature": (["--y", "{t}/inf.npy"], r"inf\.npy: 1 NaN or infinite .*row 4, column 1: -inf"),
+    "no rows": (["--x", "{t}/empty.npy", "--y", "{t}/empty.npy"], r"empty\.npy: no rows"),
+    "x is a folder": (["--x", "{t}/folder"], r"folder: is a folder, expected a feature file"),
+    "binary class list": (
+        ["--classes-x", "{t}/binary.txt", "--classes-y", "{t}/labels.txt"],
+        r"--classes-x .*binary\.txt: not UTF-8 text \(byte 128: 0x80\)",
+    ),
+    "class list with NUL": (
+        ["--classes-x", "{t}/labels.txt", "--classes-y", "{t}/nul.txt"],
+        r"--classes-y .*nul\.txt: binary data \(a NUL byte at byte 4\)",
+    ),
+    "class list is a folder": (
+        ["--classes-x", "{t}/folder", "--classes-y", "{t}/labels.txt"],
+        r"--classes-x .*folder: is a folder, expected a text file",
+    ),
+    "one class list": (["--classes-x", "{t}/labels.txt"], r"--classes-x and --classes-y go"),
+    "layer out of range": (["--layer-y", "-3"], r"--layer-y -3: .* has 1 layers"),
+}
+
+
+@pytest.mark.parametrize("extra, match", CASES.values(), ids=CASES.keys())
+def test_match_refuses(bad_input, t, extra, match):
+    flags = [a.format(t=t) for a in extra]
+    defaults = {"--x": t / "x.safetensors", "--y": t / "y.safetensors", "--json": t / "out.json"}
+    argv = ["match", *flags]
+    for flag, value in defaults.items():
+        if flag not in flags:
+            argv += [flag, str(value)]
+    inputs = [p for p in t.iterdir() if p.is_file()]
+    bad_input(argv, inputs=inputs, match=match)
+    assert not (t / "out.json").exists()
+
+
+def test_match_accepts_the_largest_seed(t, tmp_path):
+    from prh.cli import main
+
+    out = tmp_path / "r.json"
+    argv = ["match", "--x", str(t / "x.safetensors"), "--y", str(t / "y.safetensors")]
+    assert main([*argv, "--json", str(out), "--seed", str(2**32 - 1)]) == 0
+    assert len(json.loads(out.read_text())["permutation"]) == 30
