@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
-from prh.cli._args import positive_int
+from prh.cli._args import positive_int, seed
 
 DEFAULT_MAX_IMAGE_MB = 10
 
@@ -27,9 +28,11 @@ def _noise(text: str) -> str | float:
     try:
         v = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected 'gap' or a number >= 0, got {text!r}") from None
-    if not v >= 0:
-        raise argparse.ArgumentTypeError(f"expected 'gap' or a number >= 0, got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected 'gap' or a finite number >= 0, got {text!r}"
+        ) from None
+    if not (math.isfinite(v) and v >= 0):
+        raise argparse.ArgumentTypeError(f"expected 'gap' or a finite number >= 0, got {text!r}")
     return v
 
 
@@ -119,25 +122,74 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--pair-free", action="store_true",
         help="fit the map without pairs: shuffle the captions and recover the match (prh match)",
     )  # fmt: skip
-    b.add_argument("--seed", type=int, default=0, help="decoder seed (default 0)")
+    b.add_argument(
+        "--seed", type=seed, default=0, help="decoder seed (in [0, 2**32 - 1]; default 0)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     from prh.errors import InputError
+    from prh.io import check_output_dir, guard_outputs
 
-    if args.json is not None:
-        from prh.io import check_writable
-
-        check_writable(args.json, "--json")
+    if args.build:
+        if args.text_run is None or args.out is None:
+            raise InputError("--build needs --text-run RUN (a prh train run) and --out RUN")
+        _need_folder(args.text_run, "--text-run", "a prh train run folder")
+        check_output_dir(args.out, "--out")
+        inputs = [args.text_run]
+    else:
+        if args.run is None:
+            raise InputError("--run RUN is required (a run folder holding caption/)")
+        if not args.eval and not args.image:
+            raise InputError("give --image PNG to caption, --eval to score, or --build to build")
+        if args.eval and args.beam is not None and args.beam < 2:
+            raise InputError(f"--beam for the --eval beam row must be >= 2, got {args.beam}")
+        inputs = _run_inputs(args.run, with_text_run=args.eval)
+        for path in args.image or ():
+            _need_file(path, "--image", "an image file")
+        inputs += list(args.image or ())
+    if args.image_features is not None:
+        _need_file(args.image_features, "--image-features", "a feature file")
+        inputs.append(args.image_features)
+    guard_outputs({"--json": args.json}, inputs=inputs)
     if args.build:
         return _build(args)
-    if args.run is None:
-        raise InputError("--run RUN is required (a run folder holding caption/)")
     if args.eval:
         return _eval(args)
-    if not args.image:
-        raise InputError("give --image PNG to caption, --eval to score, or --build to build")
     return _caption(args)
+
+
+def _need_file(path: Path, flag: str, what: str) -> None:
+    from prh.errors import InputError
+
+    if path.is_dir():
+        raise InputError(f"{flag} {path}: is a folder, expected {what}")
+    if not path.is_file():
+        raise InputError(f"{flag} {path}: no such file")
+
+
+def _need_folder(path: Path, flag: str, what: str) -> None:
+    from prh.errors import InputError
+
+    if path.exists() and not path.is_dir():
+        raise InputError(f"{flag} {path}: is a file, expected {what}")
+    if not path.is_dir():
+        raise InputError(f"{flag} {path}: no such folder")
+
+
+def _run_inputs(run: Path, with_text_run: bool) -> list[Path]:
+    """What a caption run's reader opens: the run folder (its manifest and tensors) and, for
+    --eval, the text run its manifest names. Any --json among them would destroy the run."""
+    from prh.caption.pipeline import caption_folder, read_manifest
+
+    folder = caption_folder(run)  # one line for a file, a missing folder, or no caption model
+    inputs = [run, folder]
+    if with_text_run:
+        text_run = read_manifest(folder).get("text_run")
+        if isinstance(text_run, str) and text_run:
+            p = Path(text_run)
+            inputs.append(p if p.is_absolute() else folder / p)
+    return inputs
 
 
 def _captioner(args: argparse.Namespace, beam: int = 1):
@@ -156,8 +208,7 @@ def read_image(path: Path, max_mb: int):
     from prh.errors import InputError
     from prh.serve.images import ImageLimits, decode_image
 
-    if not path.is_file():
-        raise InputError(f"--image {path}: no such file")
+    _need_file(path, "--image", "an image file")
     limit = max_mb * 1024 * 1024
     size = path.stat().st_size
     if size > limit:
@@ -220,10 +271,7 @@ def _eval(args: argparse.Namespace) -> int:
 
 def _build(args: argparse.Namespace) -> int:
     from prh.caption import build_caption_run
-    from prh.errors import InputError
 
-    if args.text_run is None or args.out is None:
-        raise InputError("--build needs --text-run RUN (a prh train run) and --out RUN")
     out = build_caption_run(
         args.text_run,
         args.out,

@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import Any
 
-from prh.cli._args import positive_int
+from prh.cli._args import positive_int, seed
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,7 +22,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="random worlds for the bound check (count; default 300, or 60 with --quick)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="base random seed (integer)")
+    parser.add_argument(
+        "--seed", type=seed, default=0, help="base random seed (integer in [0, 2**32 - 1])"
+    )
     parser.add_argument(
         "--only",
         default=None,
