@@ -31,6 +31,8 @@ def t(tmp_path_factory):
     np.save(d / "huge.npy", x[:, -1, :] * 1e300)  # beyond float32: read as inf
     save_features(d / "dup.safetensors", x, ids=["s0", *ids[:-1]])
     np.save(d / "empty.npy", np.zeros((0, 6)))
+    np.save(d / "constant.npy", np.ones((40, 6)))
+    np.save(d / "collinear.npy", np.concatenate([x[:, -1, :], x[:, -1, :2]], axis=1))
     (d / "binary.safetensors").write_bytes(bytes(range(256)) * 4)
     (d / "a_file").write_text("not a folder\n")
     (d / "folder").mkdir()
@@ -61,16 +63,25 @@ FIT_CASES = {  # {t}: the fixture folder
     "alpha negative": (["--alpha", "-1"], r"--alpha: expected a finite number >= 0, got -1"),
     "rank 0": (["--rank", "0"], r"--rank: expected a positive integer"),
     "layer out of range": (["--layer-x", "2"], r"--layer-x 2: .* has 2 layers"),
+    "ridge on constant x": (["--kind", "ridge", "--x", "{t}/constant.npy"], r"X is the same on ev"),
+    "ridge alpha 0, collinear x": (
+        ["--kind", "ridge", "--alpha", "0", "--x", "{t}/collinear.npy"],
+        r"ridge with alpha = 0: X\^T X is singular \(rank 6 < d_x = 8\); use alpha > 0",
+    ),
 }
 
 
 @pytest.mark.parametrize("extra, match", FIT_CASES.values(), ids=FIT_CASES.keys())
 def test_fit_refuses(bad_input, t, extra, match):
     flags = [a.format(t=t) for a in extra]
-    if "--out" not in flags:
-        flags += ["--out", str(t / "o.safetensors")]
-    argv = ["bridge", "fit", "--x", t / "x.safetensors", "--y", t / "y.safetensors", *flags]
-    bad_input(argv, inputs=[t / "x.safetensors", t / "y.safetensors"], match=match)
+    defaults = {"--x": t / "x.safetensors", "--y": t / "y.safetensors"}
+    defaults["--out"] = t / "o.safetensors"
+    argv = ["bridge", "fit", *flags]
+    for flag, value in defaults.items():
+        if flag not in flags:
+            argv += [flag, str(value)]
+    inputs = [p for p in t.iterdir() if p.is_file()]
+    bad_input(argv, inputs=inputs, match=match)
     assert not (t / "o.safetensors").exists()
 
 

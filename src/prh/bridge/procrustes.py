@@ -313,8 +313,18 @@ class RidgeMap(_LinearMap):
             raise InputError(f"alpha must be >= 0, got {self.alpha}")
         xc, yc = self._prepare(x, y, self.center, False, 0.0)
         gram = xc.T @ xc  # (d_x, d_x)
+        if not np.trace(gram) > 0:
+            raise InputError("X is the same on every row (no variance): a ridge map cannot be fit")
         lam = self.alpha * np.trace(gram) / gram.shape[0]
-        self.weight_ = np.linalg.solve(gram + lam * np.eye(len(gram)), xc.T @ yc).T  # (d_y, d_x)
+        try:
+            w = np.linalg.solve(gram + lam * np.eye(len(gram)), xc.T @ yc)  # (d_x, d_y)
+        except np.linalg.LinAlgError:
+            rank = int(np.linalg.matrix_rank(gram))
+            raise InputError(
+                f"ridge with alpha = {self.alpha:g}: X^T X is singular (rank {rank} < d_x = "
+                f"{len(gram)}); use alpha > 0"
+            ) from None
+        self.weight_ = w.T  # (d_y, d_x)
         self.scale_ = 1.0
         return self
 
