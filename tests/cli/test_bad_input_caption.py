@@ -80,6 +80,8 @@ CASES = {  # {run}: the caption run, {manifest}: its caption.json, {text}: its t
                              "-1"], r"--seed: expected a seed in \[0, 4294967295\], got -1"),
     "build noise inf": (["--build", "--text-run", "{text}", "--out", "{tmp}/new", "--noise",
                          "inf"], r"--noise: expected 'gap' or a finite number >= 0, got 'inf'"),
+    "build n-pairs 3": (["--build", "--text-run", "{text}", "--out", "{tmp}/new", "--n-pairs",
+                         "3"], r"--n-pairs must be >= 4 and --decoder-scenes >= 2, got 3 and"),
     "build noise nan": (["--build", "--text-run", "{text}", "--out", "{tmp}/new", "--noise",
                          "nan"], r"--noise: expected 'gap' or a finite number >= 0, got 'nan'"),
 }  # fmt: skip

@@ -134,6 +134,11 @@ def run(args: argparse.Namespace) -> int:
     if args.build:
         if args.text_run is None or args.out is None:
             raise InputError("--build needs --text-run RUN (a prh train run) and --out RUN")
+        if args.n_pairs < 4 or args.decoder_scenes < 2:  # a 4:1 split of pairs fits and probes
+            raise InputError(
+                f"--n-pairs must be >= 4 and --decoder-scenes >= 2, got {args.n_pairs} and "
+                f"{args.decoder_scenes}"
+            )
         _need_folder(args.text_run, "--text-run", "a prh train run folder")
         check_output_dir(args.out, "--out")
         inputs = [args.text_run]
