@@ -82,6 +82,12 @@ CASES = {  # {run}: the caption run, {manifest}: its caption.json, {text}: its t
                          "inf"], r"--noise: expected 'gap' or a finite number >= 0, got 'inf'"),
     "build n-pairs 3": (["--build", "--text-run", "{text}", "--out", "{tmp}/new", "--n-pairs",
                          "3"], r"--n-pairs must be >= 4 and --decoder-scenes >= 2, got 3 and"),
+    "eval refs too many": (["--eval", "--run", "{run}", "--refs", "101"],
+                           r"--refs must be 1 to 100 references per scene, got 101"),
+    "build image size 8": (["--build", "--text-run", "{text}", "--out", "{tmp}/new",
+                            "--image-size", "8"], r"--image-size must be 16 to 1024 pixels, got 8"),
+    "build image size huge": (["--build", "--text-run", "{text}", "--out", "{tmp}/new",
+                               "--image-size", "100000"], r"--image-size must be 16 to 1024"),
     "build noise nan": (["--build", "--text-run", "{text}", "--out", "{tmp}/new", "--noise",
                          "nan"], r"--noise: expected 'gap' or a finite number >= 0, got 'nan'"),
 }  # fmt: skip

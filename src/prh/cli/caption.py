@@ -20,6 +20,8 @@ from pathlib import Path
 from prh.cli._args import positive_int, seed
 
 DEFAULT_MAX_IMAGE_MB = 10
+MAX_REFS = 100  # references per scene in --eval (COCO has 5; the grammar runs short far above)
+IMAGE_SIZES = (16, 1024)  # render side the cave world accepts, in pixels
 
 
 def _noise(text: str) -> str | float:
@@ -71,7 +73,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ev = parser.add_argument_group("--eval")
     ev.add_argument("--world", choices=("cave",), default="cave", help="world of the run (cave)")
     ev.add_argument("--n", type=positive_int, default=500, help="held-out scenes (default 500)")
-    ev.add_argument("--refs", type=positive_int, default=5, help="references per scene (default 5)")
+    ev.add_argument(
+        "--refs", type=positive_int, default=5,
+        help=f"references per scene (1..{MAX_REFS}; default 5)",
+    )  # fmt: skip
     ev.add_argument("--meteor", action="store_true", help="also METEOR (starts Java; slow)")
     ev.add_argument(
         "--tokenizer", choices=("ptb", "simple"), default=None,
@@ -116,7 +121,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="CapDec noise std: 'gap' (from held-out pairs, default) or a number (0 = off)",
     )
     b.add_argument(
-        "--image-size", type=positive_int, default=224, help="render side in pixels (default 224)"
+        "--image-size",
+        type=positive_int,
+        default=224,
+        help=f"render side in pixels ({IMAGE_SIZES[0]}..{IMAGE_SIZES[1]}; default 224)",
     )
     b.add_argument(
         "--pair-free", action="store_true",
@@ -128,31 +136,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from prh.errors import InputError
-    from prh.io import check_output_dir, guard_outputs
+    from prh.io import guard_outputs
 
-    if args.build:
-        if args.text_run is None or args.out is None:
-            raise InputError("--build needs --text-run RUN (a prh train run) and --out RUN")
-        if args.n_pairs < 4 or args.decoder_scenes < 2:  # a 4:1 split of pairs fits and probes
-            raise InputError(
-                f"--n-pairs must be >= 4 and --decoder-scenes >= 2, got {args.n_pairs} and "
-                f"{args.decoder_scenes}"
-            )
-        _need_folder(args.text_run, "--text-run", "a prh train run folder")
-        check_output_dir(args.out, "--out")
-        inputs = [args.text_run]
-    else:
-        if args.run is None:
-            raise InputError("--run RUN is required (a run folder holding caption/)")
-        if not args.eval and not args.image:
-            raise InputError("give --image PNG to caption, --eval to score, or --build to build")
-        if args.eval and args.beam is not None and args.beam < 2:
-            raise InputError(f"--beam for the --eval beam row must be >= 2, got {args.beam}")
-        inputs = _run_inputs(args.run, with_text_run=args.eval)
-        for path in args.image or ():
-            _need_file(path, "--image", "an image file")
-        inputs += list(args.image or ())
+    # Everything a user typed is checked here, before a model loads or a folder is made.
+    inputs = _check_build(args) if args.build else _check_run(args)
     if args.image_features is not None:
         _need_file(args.image_features, "--image-features", "a feature file")
         inputs.append(args.image_features)
@@ -162,6 +149,44 @@ def run(args: argparse.Namespace) -> int:
     if args.eval:
         return _eval(args)
     return _caption(args)
+
+
+def _check_build(args: argparse.Namespace) -> list[Path]:
+    """Refuse bad --build flags; return the inputs (the text run)."""
+    from prh.errors import InputError
+    from prh.io import check_output_dir
+
+    if args.text_run is None or args.out is None:
+        raise InputError("--build needs --text-run RUN (a prh train run) and --out RUN")
+    if args.n_pairs < 4 or args.decoder_scenes < 2:  # a 4:1 split of pairs fits and probes
+        raise InputError(
+            f"--n-pairs must be >= 4 and --decoder-scenes >= 2, got {args.n_pairs} and "
+            f"{args.decoder_scenes}"
+        )
+    lo, hi = IMAGE_SIZES
+    if not lo <= args.image_size <= hi:
+        raise InputError(f"--image-size must be {lo} to {hi} pixels, got {args.image_size}")
+    _need_folder(args.text_run, "--text-run", "a prh train run folder")
+    check_output_dir(args.out, "--out")
+    return [args.text_run]
+
+
+def _check_run(args: argparse.Namespace) -> list[Path]:
+    """Refuse bad caption / --eval flags; return the inputs (run files, text run, images)."""
+    from prh.errors import InputError
+
+    if args.run is None:
+        raise InputError("--run RUN is required (a run folder holding caption/)")
+    if not args.eval and not args.image:
+        raise InputError("give --image PNG to caption, --eval to score, or --build to build")
+    if args.eval and args.beam is not None and args.beam < 2:
+        raise InputError(f"--beam for the --eval beam row must be >= 2, got {args.beam}")
+    if args.eval and args.refs > MAX_REFS:
+        raise InputError(f"--refs must be 1 to {MAX_REFS} references per scene, got {args.refs}")
+    inputs = _run_inputs(args.run, with_text_run=args.eval)
+    for path in args.image or ():
+        _need_file(path, "--image", "an image file")
+    return inputs + list(args.image or ())
 
 
 def _need_file(path: Path, flag: str, what: str) -> None:
