@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -153,7 +154,8 @@ def load_features(
     except InputError:
         raise
     except Exception as e:  # numpy/safetensors/torch each raise their own types on bad bytes
-        raise InputError(f"{p}: not a readable array file ({type(e).__name__}: {e})") from None
+        first = (str(e).strip().splitlines() or [""])[0]  # torch's messages run to many lines
+        raise InputError(f"{p}: not a readable array file ({type(e).__name__}: {first})") from None
     arr = np.asarray(arr)
     if arr.dtype.kind not in "fiub":
         raise InputError(f"{p}: expected a numeric array, got dtype {arr.dtype}")
@@ -262,7 +264,12 @@ def _load_pt(p: Path) -> tuple[np.ndarray, list[str] | None]:
 
     if not zipfile.is_zipfile(p):
         raise InputError(f"{p}: not a torch zip archive (legacy pickles are never loaded)")
-    obj = torch.load(p, map_location="cpu", weights_only=True)
+    try:
+        obj = torch.load(p, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError:
+        raise InputError(
+            f"{p}: holds pickled Python objects besides tensors; not loaded (only tensors are read)"
+        ) from None
     ids = None
     if isinstance(obj, dict):
         if "features" not in obj:

@@ -11,8 +11,14 @@ from prh.bridge.synthetic import planted_clouds
 from prh.features import save_features
 
 
+class Payload:
+    """Any object that is not a tensor: a weights-only load must refuse to unpickle it."""
+
+
 @pytest.fixture(scope="module")
 def t(tmp_path_factory):
+    import torch
+
     d = tmp_path_factory.mktemp("match")
     x, y, _ = planted_clouds(30, noise=0.02, seed=1)
     save_features(d / "x.safetensors", x, ids=[f"r{i}" for i in range(30)])
@@ -28,6 +34,7 @@ def t(tmp_path_factory):
     (d / "binary.txt").write_bytes(bytes(range(256)) * 2)
     (d / "nul.txt").write_bytes(b"c0\nc\x001\n" + b"c2\n" * 28)
     (d / "folder").mkdir()
+    torch.save({"features": torch.zeros(30, 4), "extra": Payload()}, d / "pickled.pt")
     return d
 
 
@@ -46,6 +53,11 @@ CASES = {  # {t}: the fixture folder; --x, --y and --json default to x, y and {t
     "nan feature": (["--x", "{t}/nan.safetensors"], r"nan\.safetensors: 1 NaN or infinite .*row 4"),
     "inf feature": (["--y", "{t}/inf.npy"], r"inf\.npy: 1 NaN or infinite .*row 4, column 1: -inf"),
     "no rows": (["--x", "{t}/empty.npy", "--y", "{t}/empty.npy"], r"empty\.npy: no rows"),
+    "pickled objects": (
+        ["--x", "{t}/pickled.pt"],
+        r"pickled\.pt: holds pickled Python objects "
+        r"besides tensors; not loaded",
+    ),
     "x is a folder": (["--x", "{t}/folder"], r"folder: is a folder, expected a feature file"),
     "binary class list": (
         ["--classes-x", "{t}/binary.txt", "--classes-y", "{t}/labels.txt"],
