@@ -256,7 +256,9 @@ def _load_safetensors(p: Path) -> tuple[np.ndarray, list[str] | None, dict[str, 
         else:
             raise InputError(f"{p}: safetensors has tensors {keys}, expected 'features'")
     ids = json.loads(metadata.pop("ids")) if "ids" in metadata else None
-    return arr, ids, metadata
+    if ids is not None and not isinstance(ids, list):
+        raise InputError(f"{p}: metadata 'ids' is a JSON {type(ids).__name__}, expected a list")
+    return arr, None if ids is None else [str(i) for i in ids], metadata
 
 
 def _load_pt(p: Path) -> tuple[np.ndarray, list[str] | None]:

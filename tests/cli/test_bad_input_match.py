@@ -35,6 +35,10 @@ def t(tmp_path_factory):
     (d / "nul.txt").write_bytes(b"c0\nc\x001\n" + b"c2\n" * 28)
     (d / "folder").mkdir()
     torch.save({"features": torch.zeros(30, 4), "extra": Payload()}, d / "pickled.pt")
+    from safetensors.numpy import save
+
+    blob = save({"features": np.zeros((30, 4), np.float32)}, metadata={"ids": "5"})
+    (d / "ids-int.safetensors").write_bytes(blob)
     return d
 
 
@@ -58,6 +62,7 @@ CASES = {  # {t}: the fixture folder; --x, --y and --json default to x, y and {t
         r"pickled\.pt: holds pickled Python objects "
         r"besides tensors; not loaded",
     ),
+    "ids not a list": (["--y", "{t}/ids-int.safetensors"], r"metadata 'ids' is a JSON int, exp"),
     "x is a folder": (["--x", "{t}/folder"], r"folder: is a folder, expected a feature file"),
     "binary class list": (
         ["--classes-x", "{t}/binary.txt", "--classes-y", "{t}/labels.txt"],
