@@ -135,6 +135,8 @@ def load_features(
     p = Path(path)
     if p.is_dir():
         raise InputError(f"{p}: is a folder, expected a feature file ({', '.join(SUFFIXES)})")
+    if p.exists() and not p.is_file():
+        raise InputError(f"{p}: not a regular file (a device or a pipe?), expected a feature file")
     if not p.is_file():
         raise InputError(f"{p}: no such file")
     suffix = p.suffix.lower()
@@ -183,6 +185,8 @@ def read_ids(path: str | os.PathLike[str], what: str = "ids file") -> list[str]:
     p = Path(path)
     if p.is_dir():
         raise InputError(f"{what} {p}: is a folder, expected a text file with one entry per line")
+    if p.exists() and not p.is_file():
+        raise InputError(f"{what} {p}: not a regular file (a device or a pipe?), expected text")
     if not p.is_file():
         raise InputError(f"{what} {p}: no such file")
     data = p.read_bytes()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -34,6 +35,7 @@ def t(tmp_path_factory):
     (d / "binary.txt").write_bytes(bytes(range(256)) * 2)
     (d / "nul.txt").write_bytes(b"c0\nc\x001\n" + b"c2\n" * 28)
     (d / "folder").mkdir()
+    os.mkfifo(d / "pipe")
     torch.save({"features": torch.zeros(30, 4), "extra": Payload()}, d / "pickled.pt")
     from safetensors.numpy import save
 
@@ -63,6 +65,12 @@ CASES = {  # {t}: the fixture folder; --x, --y and --json default to x, y and {t
         r"besides tensors; not loaded",
     ),
     "ids not a list": (["--y", "{t}/ids-int.safetensors"], r"metadata 'ids' is a JSON int, exp"),
+    "x is a pipe": (["--x", "{t}/pipe"], r"pipe: not a regular file \(a device or a pipe\?\)"),
+    "class list is a pipe": (
+        ["--classes-x", "{t}/pipe", "--classes-y", "{t}/labels.txt"],
+        r"--classes-x .*pipe: not a regular file",
+    ),
+    "json is a pipe": (["--json", "{t}/pipe"], r"--json .*pipe: not a regular file"),
     "x is a folder": (["--x", "{t}/folder"], r"folder: is a folder, expected a feature file"),
     "binary class list": (
         ["--classes-x", "{t}/binary.txt", "--classes-y", "{t}/labels.txt"],

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import stat
+
 import pytest
 
 CASES = {
@@ -27,3 +30,6 @@ def test_prove_json_paths(bad_input, tmp_path):
     bad_input([*only, tmp_path / "file" / "r.json"], inputs=[tmp_path / "file"],
               match=r"file is a file, not a folder")  # fmt: skip
     bad_input([*only, tmp_path / "no" / "r.json"], match=r"folder .*no does not exist")
+    os.mkfifo(tmp_path / "pipe")  # atomic_write would rename a file onto it (as onto /dev/null)
+    bad_input([*only, tmp_path / "pipe"], match=r"pipe: not a regular file")
+    assert stat.S_ISFIFO(os.stat(tmp_path / "pipe").st_mode)

@@ -194,6 +194,10 @@ def _need_file(path: Path, flag: str, what: str) -> None:
 
     if path.is_dir():
         raise InputError(f"{flag} {path}: is a folder, expected {what}")
+    if path.exists() and not path.is_file():
+        raise InputError(
+            f"{flag} {path}: not a regular file (a device or a pipe?), expected {what}"
+        )
     if not path.is_file():
         raise InputError(f"{flag} {path}: no such file")
 
