@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -36,6 +37,8 @@ def t(tmp_path_factory):
     (d / "binary.safetensors").write_bytes(bytes(range(256)) * 4)
     (d / "a_file").write_text("not a folder\n")
     (d / "folder").mkdir()
+    os.mkfifo(d / "pipe")
+    os.mkfifo(d / "pipe.npy")
     m = d / "m.safetensors"
     assert main(["bridge", "fit", "--x", str(d / "x.safetensors"), "--y",
                  str(d / "y.safetensors"), "--out", str(m)]) == 0  # fmt: skip
@@ -112,6 +115,8 @@ APPLY_CASES = {
     "out .pt": ("m.safetensors", "o.pt", r"cannot write features as '\.pt'; use one of"),
     "out without suffix": ("m.safetensors", "o", r"cannot write features as 'a name without"),
     "map is not a map": ("binary.safetensors", "o.npy", r"not a readable safetensors map"),
+    "map is a pipe": ("pipe", "o.npy", r"pipe: not a regular file .*expected a map file"),
+    "out is a pipe": ("m.safetensors", "pipe.npy", r"pipe\.npy: not a regular file"),
     "map is a folder": ("folder", "o.npy", r"folder: is a folder, expected a map file"),
     "config not an object": ("bad-list.safetensors", "o.npy", r"not a JSON object"),
     "unknown param": ("bad-params.safetensors", "o.npy", r"not a consistent ridge map"),

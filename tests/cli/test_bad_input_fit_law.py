@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -98,6 +99,9 @@ def test_bad_folders(bad_input, sweep, tmp_path):
     bad_input(["fit-law", res, "--json", tmp_path / "file" / "x.json"], inputs=[res],
               match=r"--json .*: .*file is a file, not a folder")  # fmt: skip
     assert not (tmp_path / "o" / "law_fit.png").exists()
+    os.mkfifo(tmp_path / "pipe")
+    bad_input(["fit-law", tmp_path / "pipe", "--out", tmp_path / "p"],
+              match=r"RESULTS .*pipe: not a regular file")  # fmt: skip
 
 
 @pytest.mark.parametrize(

@@ -404,6 +404,8 @@ def load_map(path: str | os.PathLike[str]) -> tuple[_LinearMap, dict[str, Any]]:
     p = Path(path)
     if p.is_dir():
         raise InputError(f"{p}: is a folder, expected a map file (.safetensors)")
+    if p.exists() and not p.is_file():
+        raise InputError(f"{p}: not a regular file (a device or a pipe?), expected a map file")
     if not p.is_file():
         raise InputError(f"{p}: no such map file")
     try:

@@ -49,6 +49,8 @@ def read_rows(results: str) -> tuple[list[dict], list[str]]:
             f"RESULTS {results}: is a folder, expected the results.jsonl file"
             + (f" (try {hint})" if hint.is_file() else "")
         )
+    if Path(results).exists() and not Path(results).is_file():
+        raise InputError(f"RESULTS {results}: not a regular file (a device or a pipe?)")
     rows = read_results(results)
     return rows, row_places(results, len(rows))
 
