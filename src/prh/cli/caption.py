@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -68,7 +69,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "scenes) to use instead of encoding the renders again",
     )  # fmt: skip
     parser.add_argument("--json", type=Path, help="also write the result as JSON to this file")
-    parser.add_argument("--threads", type=positive_int, default=None, help="torch CPU threads")
+    parser.add_argument(
+        "--threads", type=positive_int, default=None,
+        help="torch CPU threads (1 to the machine's CPU count)",
+    )  # fmt: skip
     parser.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
     ev = parser.add_argument_group("--eval")
     ev.add_argument("--world", choices=("cave",), default="cave", help="world of the run (cave)")
@@ -136,9 +140,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from prh.errors import InputError
     from prh.io import guard_outputs
 
     # Everything a user typed is checked here, before a model loads or a folder is made.
+    cpus = os.cpu_count() or 1
+    if args.threads is not None and args.threads > cpus:
+        raise InputError(f"--threads {args.threads}: this machine has {cpus} CPUs")
     inputs = _check_build(args) if args.build else _check_run(args)
     if args.image_features is not None:
         _need_file(args.image_features, "--image-features", "a feature file")
