@@ -86,6 +86,8 @@ CASES = {  # {run}: the caption run, {manifest}: its caption.json, {text}: its t
                                 r"--threads 100000: this machine has \d+ CPUs"),
     "threads overflow": (["--eval", "--run", "{run}", "--threads", str(10**10)],
                          r"--threads 10000000000: this machine has"),
+    "beam huge": (["--run", "{run}", "--image", "{png}", "--beam", str(10**10)],
+                  r"--beam must be 1 to 64, got 10000000000"),
     "eval refs too many": (["--eval", "--run", "{run}", "--refs", "101"],
                            r"--refs must be 1 to 100 references per scene, got 101"),
     "build image size 8": (["--build", "--text-run", "{text}", "--out", "{tmp}/new",

@@ -23,6 +23,7 @@ from prh.cli._args import positive_int, seed
 DEFAULT_MAX_IMAGE_MB = 10
 MAX_REFS = 100  # references per scene in --eval (COCO has 5; the grammar runs short far above)
 IMAGE_SIZES = (16, 1024)  # render side the cave world accepts, in pixels
+MAX_BEAM = 64  # beams beyond this only cost memory (10**10 asked the allocator for 80 GB)
 
 
 def _noise(text: str) -> str | float:
@@ -51,7 +52,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--beam", type=positive_int, default=None,
-        help="beam width (caption: default 1 = greedy; --eval: the beam row, default 3)",
+        help=f"beam width, 1..{MAX_BEAM} (caption: default 1 = greedy; --eval: the beam row, "
+        "default 3)",
     )  # fmt: skip
     parser.add_argument("--nearest", action="store_true", help="also print the 5 nearest captions")
     parser.add_argument(
@@ -147,6 +149,8 @@ def run(args: argparse.Namespace) -> int:
     cpus = os.cpu_count() or 1
     if args.threads is not None and args.threads > cpus:
         raise InputError(f"--threads {args.threads}: this machine has {cpus} CPUs")
+    if args.beam is not None and args.beam > MAX_BEAM:
+        raise InputError(f"--beam must be 1 to {MAX_BEAM}, got {args.beam}")
     inputs = _check_build(args) if args.build else _check_run(args)
     if args.image_features is not None:
         _need_file(args.image_features, "--image-features", "a feature file")
