@@ -57,6 +57,7 @@ FLAG_CASES = {
     "target inf": (["--target", "inf"], r"--target: expected a finite number, got inf"),
     "boot 0": (["--boot", "0"], r"--boot: expected a positive integer, got 0"),
     "boot negative": (["--boot", "-5"], r"--boot: expected a positive integer"),
+    "boot huge": (["--boot", str(10**12)], r"--boot must be 1 to 1000000 resamples"),
     "seed negative": (["--seed", "-1"], r"--seed: expected a seed in \[0, 4294967295\], got -1"),
     "unknown views": (["--a", "nope"], r"no runs with views='nope'"),
 }

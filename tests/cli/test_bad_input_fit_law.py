@@ -109,6 +109,7 @@ def test_bad_folders(bad_input, sweep, tmp_path):
     [
         (["--seed", "-1"], r"--seed: expected a seed in \[0, 4294967295\]"),
         (["--starts", "0"], r"--starts: expected a positive integer"),
+        (["--starts", str(10**10)], r"--starts must be 1 to 1000, got 10000000000"),
         (["--forms", "power"], r"--forms: invalid choice: 'power'"),
     ],
 )

@@ -12,6 +12,8 @@ import argparse
 
 from prh.cli._args import finite_float, positive_int, seed
 
+MAX_BOOT = 1_000_000  # bootstrap resamples: 8 MB of ratios; 10**12 asked numpy for 7 TiB
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("results", help="results.jsonl written by `prh sweep`")
@@ -26,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--metric", choices=["score", "calibrated"], default="score",
                         help="alignment column (default: score)")  # fmt: skip
     parser.add_argument("--boot", type=positive_int, default=1000,
-                        help="bootstrap resamples over seeds (>= 1; default: 1000)")  # fmt: skip
+                        help=f"bootstrap resamples (1..{MAX_BOOT}; default: 1000)")  # fmt: skip
     parser.add_argument("--seed", type=seed, default=0,
                         help="bootstrap seed (in [0, 2**32 - 1]; default: 0)")  # fmt: skip
     parser.add_argument("--json", default=None, help="write the result as JSON here")
@@ -38,9 +40,12 @@ def _s(x: float | None) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from prh.cli.fit_law import read_rows
+    from prh.errors import InputError
     from prh.io import guard_outputs, write_json
     from prh.scaling.efficiency import curves_from_rows, default_target, sample_efficiency
 
+    if args.boot > MAX_BOOT:
+        raise InputError(f"--boot must be 1 to {MAX_BOOT} resamples, got {args.boot}")
     guard_outputs({"--json": args.json}, inputs=[args.results])
     rows, places = read_rows(args.results)
     a = curves_from_rows(rows, args.a, args.metric, places)

@@ -14,6 +14,8 @@ from pathlib import Path
 
 from prh.cli._args import positive_int, seed
 
+MAX_STARTS = 1000  # least-squares starts per form (each start is one scipy fit)
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from prh.scaling.laws import LAWS
@@ -27,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--metric", choices=["score", "calibrated"], default="score",
                         help="which alignment column to fit (default: score)")  # fmt: skip
     parser.add_argument("--starts", type=positive_int, default=8,
-                        help="least-squares starts per form (default: 8)")  # fmt: skip
+                        help=f"fits per form (1..{MAX_STARTS}; default: 8)")  # fmt: skip
     parser.add_argument("--seed", type=seed, default=0,
                         help="seed of the random starts (0..2**32-1; default: 0)")  # fmt: skip
     parser.add_argument("--json", default=None, help="also write law.json's content here")
@@ -56,10 +58,13 @@ def read_rows(results: str) -> tuple[list[dict], list[str]]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from prh.errors import InputError
     from prh.io import check_output_dir, check_writable, refuse_input_overwrite, write_json
     from prh.scaling.fit import fit_laws, law_data_from_rows
     from prh.scaling.plot import plot_predicted_vs_measured
 
+    if args.starts > MAX_STARTS:
+        raise InputError(f"--starts must be 1 to {MAX_STARTS}, got {args.starts}")
     out = Path(args.out) if args.out else Path(args.results).parent
     outputs = {
         "--out (law.json)": out / "law.json",
