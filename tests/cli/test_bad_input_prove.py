@@ -12,6 +12,7 @@ CASES = {
     "seed too large": (["--seed", str(2**32)], r"--seed: expected a seed in \[0, 4294967295\]"),
     "seed not an int": (["--seed", "one"], r"--seed: expected an integer seed, got 'one'"),
     "worlds 0": (["--worlds", "0"], r"--worlds: expected a positive integer, got 0"),
+    "worlds huge": (["--worlds", str(10**12)], r"--worlds must be 1 to 100000, got 1000000000000"),
     "unknown check": (["--only", "nope"], r"--only: unknown check nope"),
     "empty check list": (["--only", ","], r"--only: unknown check"),
 }
