@@ -41,6 +41,11 @@ def check_writable(path: str | os.PathLike[str], what: str = "output") -> Path:
     parent = p.parent if str(p.parent) else Path(".")
     if p.is_dir():
         raise InputError(f"{what} {p}: is a directory, expected a file path")
+    if p.exists() and not p.is_file():
+        # atomic_write renames a new file onto the path: it would replace the device or pipe
+        raise InputError(f"{what} {p}: not a regular file (a device or a pipe?), expected a file")
+    if parent.exists() and not parent.is_dir():
+        raise InputError(f"{what} {p}: {parent} is a file, not a folder")
     if not parent.is_dir():
         raise InputError(f"{what} {p}: folder {parent} does not exist")
     if not os.access(parent, os.W_OK):

@@ -70,7 +70,9 @@ def _train_cli(argv, monkeypatch):
     from prh.cli import train as train_cli
 
     seen = {}
-    monkeypatch.setattr(training_api, "train", lambda cfg, out, *a, **k: seen.setdefault("cfg", cfg))
+    monkeypatch.setattr(
+        training_api, "train", lambda cfg, out, *a, **k: seen.setdefault("cfg", cfg)
+    )
     p = argparse.ArgumentParser()
     train_cli.add_arguments(p)
     train_cli.run(p.parse_args(argv))

@@ -313,8 +313,18 @@ class RidgeMap(_LinearMap):
             raise InputError(f"alpha must be >= 0, got {self.alpha}")
         xc, yc = self._prepare(x, y, self.center, False, 0.0)
         gram = xc.T @ xc  # (d_x, d_x)
+        if not np.trace(gram) > 0:
+            raise InputError("X is the same on every row (no variance): a ridge map cannot be fit")
         lam = self.alpha * np.trace(gram) / gram.shape[0]
-        self.weight_ = np.linalg.solve(gram + lam * np.eye(len(gram)), xc.T @ yc).T  # (d_y, d_x)
+        try:
+            w = np.linalg.solve(gram + lam * np.eye(len(gram)), xc.T @ yc)  # (d_x, d_y)
+        except np.linalg.LinAlgError:
+            rank = int(np.linalg.matrix_rank(gram))
+            raise InputError(
+                f"ridge with alpha = {self.alpha:g}: X^T X is singular (rank {rank} < d_x = "
+                f"{len(gram)}); use alpha > 0"
+            ) from None
+        self.weight_ = w.T  # (d_y, d_x)
         self.scale_ = 1.0
         return self
 
@@ -367,6 +377,23 @@ def save_map(
     write_json(_sidecar(p), config)
 
 
+def _check_state(m: _LinearMap) -> None:
+    """Raise ValueError unless the loaded arrays have the shapes and finite values of one map."""
+    d_y, d_x = m.weight_.shape
+    shapes = {
+        "mean_x": (m.mean_x_.shape, (d_x,)),
+        "mean_y": (m.mean_y_.shape, (d_y,)),
+        "whiten_x": (m.whiten_x_.shape, (d_x, d_x)),
+        "colour_y": (m.colour_y_.shape, (d_y, d_y)),
+    }
+    for name, (got, want) in shapes.items():
+        if got != want:
+            raise ValueError(f"{name} has shape {got}, expected {want} for weight ({d_y}, {d_x})")
+    arrays = (m.weight_, m.mean_x_, m.mean_y_, m.whiten_x_, m.colour_y_)
+    if not all(np.isfinite(a).all() for a in arrays) or not np.isfinite(m.scale_):
+        raise ValueError("it holds NaN or infinite values")
+
+
 def load_map(path: str | os.PathLike[str]) -> tuple[_LinearMap, dict[str, Any]]:
     """Read a map written by :func:`save_map`; returns ``(fitted map, config)``.
 
@@ -375,6 +402,10 @@ def load_map(path: str | os.PathLike[str]) -> tuple[_LinearMap, dict[str, Any]]:
     from safetensors import safe_open
 
     p = Path(path)
+    if p.is_dir():
+        raise InputError(f"{p}: is a folder, expected a map file (.safetensors)")
+    if p.exists() and not p.is_file():
+        raise InputError(f"{p}: not a regular file (a device or a pipe?), expected a map file")
     if not p.is_file():
         raise InputError(f"{p}: no such map file")
     try:
@@ -390,9 +421,15 @@ def load_map(path: str | os.PathLike[str]) -> tuple[_LinearMap, dict[str, Any]]:
         except json.JSONDecodeError as e:
             raise InputError(f"{side}: not valid JSON ({e})") from None
     elif "prh_map" in meta:
-        config = json.loads(meta["prh_map"])
+        try:
+            config = json.loads(meta["prh_map"])
+        except json.JSONDecodeError as e:
+            raise InputError(f"{p}: map config in the metadata is not valid JSON ({e})") from None
     else:
         raise InputError(f"{p}: no map config (missing {side.name} and safetensors metadata)")
+    objects = ("params", "extra")
+    if not (isinstance(config, dict) and all(isinstance(config.get(k, {}), dict) for k in objects)):
+        raise InputError(f"{p}: map config is not a JSON object with 'params' and 'extra' objects")
     kind = config.get("kind")
     if kind not in _CLASSES:
         raise InputError(f"{p}: unknown map kind {kind!r}, expected one of {KINDS}")
@@ -401,8 +438,12 @@ def load_map(path: str | os.PathLike[str]) -> tuple[_LinearMap, dict[str, Any]]:
     )
     if missing:
         raise InputError(f"{p}: map tensors missing {sorted(missing)}")
-    m = make_map(kind, **config.get("params", {}))
-    m.load_state_dict(state)
+    try:
+        m = make_map(kind, **config.get("params", {}))
+        m.load_state_dict(state)
+        _check_state(m)
+    except (TypeError, ValueError, IndexError) as e:
+        raise InputError(f"{p}: not a consistent {kind} map ({e})") from None
     if kind != "ridge":
         m.rank_ = int(np.linalg.matrix_rank(m.weight_))
     return m, config
