@@ -1,4 +1,5 @@
-"""Reading user image files safely (PIL, size-limited), for ``prh embed --corpus --images``."""
+"""Finding the image file of an id, for ``prh embed --corpus --images`` (decoded by
+:func:`prh.imageio.read_image`)."""
 
 from __future__ import annotations
 
@@ -7,40 +8,9 @@ from pathlib import Path
 import numpy as np
 
 from prh.errors import InputError
+from prh.imageio import read_image
 
-MAX_PIXELS = 64_000_000  # larger files are refused (decompression bombs)
 EXTENSIONS = (".jpg", ".jpeg", ".png", ".webp", ".bmp")
-
-
-def read_image(path: str | Path) -> np.ndarray:
-    """Decode an image file to ``(H, W, 3)`` uint8 RGB.
-
-    Raises
-    ------
-    InputError
-        A missing file, one PIL cannot decode, or one above :data:`MAX_PIXELS` pixels.
-    """
-    import warnings
-
-    from PIL import Image
-
-    p = Path(path)
-    if not p.is_file():
-        raise InputError(f"{p}: no such image file")
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", Image.DecompressionBombWarning)
-            with Image.open(p) as im:
-                if im.width * im.height > MAX_PIXELS:
-                    raise InputError(
-                        f"{p}: image of {im.width}x{im.height} pixels is above the limit"
-                        f" of {MAX_PIXELS}"
-                    )
-                return np.asarray(im.convert("RGB"))
-    except InputError:
-        raise
-    except Exception as e:  # PIL raises UnidentifiedImageError, OSError, warnings-as-errors
-        raise InputError(f"{p}: not a readable image ({type(e).__name__}: {e})") from None
 
 
 def read_image_for_id(folder: str | Path, image_id: str) -> np.ndarray:

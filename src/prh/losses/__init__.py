@@ -1,10 +1,8 @@
 """Losses: whitened JEPA (hard and soft), SIGReg (LeJEPA), next-token cross-entropy."""
 
-from prh.losses.lm import NextTokenLoss, next_token_loss
+from prh.losses.lm import next_token_loss
 from prh.losses.sigreg import EppsPulley, SIGReg, random_directions, sigreg_jepa_loss
 from prh.losses.whitening import (
-    SoftWhiteningLoss,
-    WhitenedJEPALoss,
     batch_covariance,
     soft_whitening_loss,
     whiten,
@@ -14,10 +12,7 @@ from prh.losses.whitening import (
 
 __all__ = [
     "EppsPulley",
-    "NextTokenLoss",
     "SIGReg",
-    "SoftWhiteningLoss",
-    "WhitenedJEPALoss",
     "batch_covariance",
     "next_token_loss",
     "random_directions",

@@ -38,7 +38,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
 from prh.errors import InputError, PrhError
-from prh.serve.images import ImageLimits, ImageRejected, decode_image
+from prh.imageio import ImageLimits, ImageRejected, decode_image
 from prh.serve.runinfo import RunInfo, read_run_info
 from prh.serve.scenes import SceneSource, parse_seed
 
