@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from prh.linalg import procrustes_rotation
 from prh.prove.result import CheckResult, ProveConfig
 from prh.theory import generators as gen
 from prh.theory import views
@@ -42,8 +43,8 @@ def _random_small_law(rng: np.random.Generator) -> tuple[np.ndarray, int]:
 def _procrustes_distance(FA: np.ndarray, FB: np.ndarray, d: np.ndarray) -> float:
     """``min_Q (E_d ||Q^T f_A - f_B||^2)^1/2`` for two tables on one observation set."""
     GA, GB = np.sqrt(d)[:, None] * FA, np.sqrt(d)[:, None] * FB
-    U, _, Vt = np.linalg.svd(GA.T @ GB)
-    return float(np.linalg.norm(GA @ (U @ Vt) - GB))
+    Q = procrustes_rotation(GA, GB).T  # (k, k): argmax tr(Q^T GA^T GB)
+    return float(np.linalg.norm(GA @ Q - GB))
 
 
 def _random_white_losses(W: np.ndarray, d: np.ndarray, G: np.ndarray) -> np.ndarray:
