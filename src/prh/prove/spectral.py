@@ -15,6 +15,7 @@ from prh.theory.jepa import (
     soft_whitening_solution,
     solve_jepa,
     subspace_iteration,
+    whiten,
     whitening_residual,
 )
 from prh.theory.measures import nuisance_fraction, subspace_sin_theta
@@ -49,10 +50,7 @@ def _procrustes_distance(FA: np.ndarray, FB: np.ndarray, d: np.ndarray) -> float
 
 def _random_white_losses(W: np.ndarray, d: np.ndarray, G: np.ndarray) -> np.ndarray:
     """Loss of ``whiten(G_i)`` for a stack of random tables G (S, M, k), vectorised."""
-    Gc = G - np.einsum("m,smk->sk", d, G)[:, None, :]  # (S, M, k)
-    cov = np.einsum("smi,m,smj->sij", Gc, d, Gc)  # (S, k, k)
-    vals, vecs = np.linalg.eigh(cov)
-    F = Gc @ (vecs / np.sqrt(vals)[:, None, :]) @ np.swapaxes(vecs, 1, 2)  # (S, M, k) white
+    F = whiten(G, d)  # (S, M, k), each table white under d
     return 2 * np.einsum("m,smk->s", d, F * F) - 2 * np.einsum("smk,smk->s", F, W @ F)
 
 
