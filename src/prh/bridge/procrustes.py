@@ -105,9 +105,6 @@ class _LinearMap:
         z = self.scale_ * (z @ self.weight_.T)  # (N, d_y)
         return (z @ self.colour_y_ + self.mean_y_).astype(np.float32)
 
-    def fit_transform(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        return self.fit(x, y).transform(x)
-
     def score(self, x: np.ndarray, y: np.ndarray) -> float:
         """``R^2`` of the prediction: ``1 - ||Y - Y_hat||^2 / ||Y - mean(Y)||^2``."""
         x, y = _check_pair(x, y)

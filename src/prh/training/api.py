@@ -227,11 +227,8 @@ def _make_eval(
 ) -> Callable[[int], dict[str, float]]:
     """Alignment (mutual-kNN, k = 10) of the model with ``cfg.eval_features`` on rank 0."""
     from prh.features import load_features
+    from prh.metrics import measure
 
-    try:
-        from prh.metrics import measure
-    except ImportError as e:
-        raise InputError(f"--eval-features needs prh.metrics ({e})") from None
     target = load_features(cfg.eval_features)
     if target.ids is None:
         raise InputError(f"--eval-features {cfg.eval_features}: the file has no ids")
