@@ -1,7 +1,7 @@
 """Frozen encoders behind one interface, named by a spec.
 
-``load_encoder("efficientnet-lite0").encode_images([img])`` gives an array of shape
-``(1, 8, 1280)`` (one image, eight stages, 1280 features at most per stage).
+``load_encoder("efficientnet-lite0").encode_images([img])`` gives features of shape
+``(N, L, D) = (1, 8, 1280)``: one image, its layers, their (zero-padded) width.
 
 Specs
 -----
