@@ -6,10 +6,11 @@ Public API: :class:`Captioner`, :class:`CaptionResult`, :func:`load_captioner`,
 ``docs/caption.md``.
 """
 
-from prh.caption.build import build_caption_run
+from prh.caption.build import CaptionBuildConfig, build_caption_run
 from prh.caption.pipeline import Captioner, CaptionResult, load_captioner
 
 __all__ = [
+    "CaptionBuildConfig",
     "CaptionEvalResult",
     "CaptionResult",
     "Captioner",
