@@ -29,9 +29,10 @@ def warmup_cosine_lr(step: int, peak: float, total: int, warmup: int, floor_frac
     """Learning rate at ``step`` (0-based): linear warm-up, then cosine decay to a floor.
 
     ``lr = peak (step + 1) / warmup`` for ``step < warmup``; afterwards, with
-    ``p = min(1, (step - warmup) / (total - warmup))``,
-    ``lr = peak (f + (1 - f) (1 + cos(pi p)) / 2)`` where ``f = floor_frac``
-    (SGDR [1]_ without restarts). Past ``total`` the rate stays at the floor.
+    ``p = min(1, (step - warmup) / (total - warmup))`` and the floor ``f = floor_frac peak``,
+    ``lr = f + (peak - f) (1 + cos(pi p)) / 2`` (SGDR [1]_ without restarts). Past ``total`` the
+    rate stays at the floor. (The training loop's float order: its runs are bitwise unchanged by
+    the merge of the three copies.)
 
     Parameters
     ----------
@@ -58,9 +59,9 @@ def warmup_cosine_lr(step: int, peak: float, total: int, warmup: int, floor_frac
     """
     if step < warmup:
         return peak * (step + 1) / warmup
-    span = max(1, total - warmup)
-    angle = math.pi * min(step - warmup, span) / span  # pi * progress, progress clipped at 1
-    return peak * (floor_frac + (1 - floor_frac) * 0.5 * (1.0 + math.cos(angle)))
+    progress = (step - warmup) / max(1, total - warmup)
+    floor = floor_frac * peak
+    return floor + (peak - floor) * 0.5 * (1.0 + math.cos(math.pi * min(progress, 1.0)))
 
 
 def adamw(model: nn.Module, lr: float, weight_decay: float) -> torch.optim.AdamW:
