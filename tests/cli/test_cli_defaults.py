@@ -57,6 +57,16 @@ def test_train_defaults_equal_the_config_defaults(monkeypatch, tmp_path) -> None
     assert cfg.samples == TrainConfig().samples and cfg.seed == TrainConfig().seed
 
 
+def test_train_help_states_the_config_defaults() -> None:
+    """The help of a flag whose default is None ("use the config's") names the config's value."""
+    from prh.cli import build_parser
+    from prh.training import TrainConfig
+
+    train = build_parser()._subparsers._group_actions[0].choices["train"]
+    helps = {a.dest: a.help for a in train._actions}
+    assert f"default {TrainConfig().samples})" in helps["samples"]
+
+
 def test_caption_build_defaults_equal_the_config_defaults(monkeypatch, tmp_path) -> None:
     import prh.caption
     from prh.caption.build import CaptionBuildConfig

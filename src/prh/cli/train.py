@@ -34,7 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--samples",
         type=positive_int,
         default=None,
-        help="budget: pairs (JEPA) or sequences (LM) seen (default 64000)",
+        help="budget: pairs (JEPA) or sequences (LM) seen (default 32000)",
     )
     p.add_argument(
         "--preset",
