@@ -37,42 +37,17 @@ import numpy as np
 
 from prh.errors import InputError
 from prh.io import atomic_write, write_json
+from prh.linalg import procrustes_rotation, zca_whitener
 
 __all__ = [
     "OrthogonalMap",
     "RidgeMap",
     "SemiOrthogonalMap",
     "load_map",
-    "procrustes_rotation",
     "save_map",
 ]
 
 KINDS = ("orthogonal", "semi-orthogonal", "ridge")
-
-
-def procrustes_rotation(x: np.ndarray, y: np.ndarray, rank: int | None = None) -> np.ndarray:
-    """The partial isometry ``W (d_y, d_x)`` maximising ``tr(W X^T Y)`` (so ``x W^T ≈ y``).
-
-    Parameters
-    ----------
-    x : np.ndarray
-        ``(N, d_x)`` rows, already centred (and whitened) as wanted.
-    y : np.ndarray
-        ``(N, d_y)`` rows paired with ``x``.
-    rank : int, optional
-        Number of singular directions kept, ``r <= min(d_x, d_y)``; default ``min(d_x, d_y)``.
-
-    Returns
-    -------
-    np.ndarray
-        ``W = V_r U_r^T`` of shape ``(d_y, d_x)`` where ``X^T Y = U S V^T``. For ``r = d_x = d_y``
-        it is the orthogonal Procrustes solution; for ``r = d_y < d_x`` it has orthonormal rows.
-    """
-    d_x, d_y = x.shape[1], y.shape[1]
-    r = min(d_x, d_y) if rank is None else rank
-    m = x.T.astype(np.float64) @ y.astype(np.float64)  # (d_x, d_y)
-    u, _, vt = np.linalg.svd(m, full_matrices=False)  # u (d_x, m), vt (m, d_y)
-    return vt[:r].T @ u[:, :r].T  # (d_y, d_x)
 
 
 def _check_pair(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -87,16 +62,6 @@ def _check_pair(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if not (np.isfinite(x).all() and np.isfinite(y).all()):
         raise InputError("X or Y holds NaN or infinite values")
     return x, y
-
-
-def _whitener(xc: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray]:
-    """ZCA whitening ``C^{-1/2}`` and colouring ``C^{1/2}`` of centred rows ``xc (N, d)``."""
-    cov = xc.T @ xc / max(len(xc) - 1, 1)  # (d, d)
-    evals, evecs = np.linalg.eigh(cov)
-    evals = np.clip(evals, 0.0, None) + eps * max(float(evals.max()), 1e-30)
-    white = (evecs / np.sqrt(evals)) @ evecs.T
-    colour = (evecs * np.sqrt(evals)) @ evecs.T
-    return white, colour
 
 
 class _LinearMap:
@@ -116,8 +81,8 @@ class _LinearMap:
         self.mean_y_ = y.mean(0) if center else np.zeros(y.shape[1])
         xc, yc = x - self.mean_x_, y - self.mean_y_
         if whiten:
-            self.whiten_x_, _ = _whitener(xc, eps)
-            self.whiten_y_, self.colour_y_ = _whitener(yc, eps)
+            self.whiten_x_, _ = zca_whitener(xc, eps)
+            self.whiten_y_, self.colour_y_ = zca_whitener(yc, eps)
             xc, yc = xc @ self.whiten_x_, yc @ self.whiten_y_
         else:
             self.whiten_x_ = np.eye(x.shape[1])
@@ -139,9 +104,6 @@ class _LinearMap:
         z = (x - self.mean_x_) @ self.whiten_x_  # (N, d_x)
         z = self.scale_ * (z @ self.weight_.T)  # (N, d_y)
         return (z @ self.colour_y_ + self.mean_y_).astype(np.float32)
-
-    def fit_transform(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        return self.fit(x, y).transform(x)
 
     def score(self, x: np.ndarray, y: np.ndarray) -> float:
         """``R^2`` of the prediction: ``1 - ||Y - Y_hat||^2 / ||Y - mean(Y)||^2``."""

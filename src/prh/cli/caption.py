@@ -250,19 +250,16 @@ def _captioner(args: argparse.Namespace, beam: int = 1):
 
 
 def read_image(path: Path, max_mb: int):
-    """Decode an image file with the serve app's guarded decoder (size, format, bombs)."""
+    """Decode an image file with the one guarded decoder (:mod:`prh.imageio`), as serve does."""
     from prh.errors import InputError
-    from prh.serve.images import ImageLimits, decode_image
+    from prh.imageio import ImageLimits
+    from prh.imageio import read_image as decode_file
 
     _need_file(path, "--image", "an image file")
-    limit = max_mb * 1024 * 1024
-    size = path.stat().st_size
-    if size > limit:
-        raise InputError(f"--image {path}: {size} bytes, larger than the limit of {max_mb} MB")
     try:
-        return decode_image(path.read_bytes(), ImageLimits(max_bytes=limit))
+        return decode_file(path, ImageLimits(max_bytes=max_mb * 1024 * 1024))
     except InputError as e:
-        raise InputError(f"--image {path}: {e}") from None
+        raise InputError(f"--image {e}") from None
 
 
 def _caption(args: argparse.Namespace) -> int:

@@ -12,10 +12,9 @@ import socket
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 from prh.cli._args import positive_int, seed
-from prh.errors import InputError, PrhError
+from prh.errors import InputError
 
 MAX_UPLOAD_MB = 1024  # an upload is held in memory while it is decoded
 MAX_THREADS = 1024  # torch.set_num_threads crashes the process far above the core count
@@ -132,54 +131,6 @@ def _check_port_free(host: str, port: int) -> None:
             ) from None
 
 
-def _world_seed(run_dir: Path | None) -> int:
-    """The run's world seed, else 0.
-
-    Looked up in ``caption/caption.json`` (``world.seed``, written by ``prh.caption``), then in
-    ``config.json`` (``world_seed``, ``world.seed`` or ``train.world_seed``).
-    """
-    import json
-
-    if run_dir is None:
-        return 0
-    for path in (run_dir / "caption" / "caption.json", run_dir / "config.json"):
-        try:
-            cfg = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError, UnicodeDecodeError):
-            continue
-        if not isinstance(cfg, dict):
-            continue
-        for section in (cfg, cfg.get("train")):
-            if not isinstance(section, dict):
-                continue
-            world = section.get("world")
-            if isinstance(world, dict) and isinstance(world.get("seed"), int):
-                return world["seed"]
-            if isinstance(section.get("world_seed"), int):
-                return section["world_seed"]
-    return 0
-
-
-def load_run_captioner(run_dir: Path, threads: int | None = None) -> Any:
-    """Load the run's captioner once, with one clear line if ``run_dir`` is not a demo run."""
-    if not run_dir.exists():
-        raise InputError(f"--run {run_dir}: no such folder; make one with `prh demo`")
-    if not run_dir.is_dir():
-        raise InputError(f"--run {run_dir}: is a file, expected a demo run folder")
-    try:
-        from prh.caption import load_captioner
-    except ImportError as e:
-        raise PrhError(f"captioning is not available in this install ({e})") from None
-    try:
-        return load_captioner(run_dir, threads=threads)
-    except PrhError:
-        raise
-    except (FileNotFoundError, KeyError) as e:
-        raise InputError(
-            f"--run {run_dir}: not a demo run (missing {e}); make one with `prh demo`"
-        ) from None
-
-
 def run(args: argparse.Namespace) -> int:
     """Load the models, then serve until interrupted."""
     import numpy as np
@@ -187,6 +138,7 @@ def run(args: argparse.Namespace) -> int:
 
     from prh.serve.app import create_app
     from prh.serve.colour import ColourCaptioner
+    from prh.serve.runinfo import load_run_captioner, run_world_seed
     from prh.serve.scenes import SceneSource
 
     if args.captioner == "run" and args.run is None:
@@ -206,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
     captioner.caption(np.full((224, 224, 3), 127, dtype=np.uint8))
     load_s = time.perf_counter() - t0
 
-    world_seed = args.world_seed if args.world_seed is not None else _world_seed(args.run)
+    world_seed = args.world_seed if args.world_seed is not None else run_world_seed(args.run)
     app = create_app(
         captioner,
         run_dir=args.run,

@@ -330,10 +330,8 @@ def _make_eval(
     info: DistInfo,
 ) -> Callable[[int], dict[str, float]]:
     """Alignment (mutual-kNN, k = 10) of the model with ``cfg.eval_features`` on rank 0."""
-    try:
-        from prh.metrics import measure
-    except ImportError as e:
-        raise InputError(f"--eval-features needs prh.metrics ({e})") from None
+    from prh.metrics import measure
+
     target, texts = evals
 
     def evaluate(step: int) -> dict[str, float]:

@@ -23,6 +23,7 @@ from prh.losses import (
     soft_whitening_loss,
     whitened_jepa_loss,
 )
+from prh.optim import adamw, warmup_cosine_lr, warmup_steps
 from prh.progress import Progress
 from prh.training.config import TrainConfig
 from prh.training.distributed import DistInfo, all_reduce_sum, gather_rows
@@ -30,24 +31,13 @@ from prh.training.distributed import DistInfo, all_reduce_sum, gather_rows
 
 def lr_at(step: int, cfg: TrainConfig) -> float:
     """Learning rate at ``step`` (0-based): linear warm-up, then cosine decay to ``min_lr_frac``."""
-    total = cfg.steps
-    warm = max(1, round(cfg.warmup_frac * total)) if cfg.warmup_frac > 0 else 0
-    if step < warm:
-        return cfg.lr * (step + 1) / warm
-    progress = (step - warm) / max(1, total - warm)
-    floor = cfg.min_lr_frac * cfg.lr
-    return floor + (cfg.lr - floor) * 0.5 * (1.0 + math.cos(math.pi * min(progress, 1.0)))
+    warm = warmup_steps(cfg.warmup_frac, cfg.steps)
+    return warmup_cosine_lr(step, cfg.lr, cfg.steps, warm, cfg.min_lr_frac)
 
 
 def make_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.AdamW:
-    """AdamW; no weight decay on biases, norms and embeddings' position table (1-D tensors)."""
-    decay = [p for p in model.parameters() if p.requires_grad and p.ndim >= 2]
-    no_decay = [p for p in model.parameters() if p.requires_grad and p.ndim < 2]
-    groups = [
-        {"params": decay, "weight_decay": cfg.weight_decay},
-        {"params": no_decay, "weight_decay": 0.0},
-    ]
-    return torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.95), foreach=False)
+    """AdamW (:func:`prh.optim.adamw`); no weight decay on 1-D tensors (biases, norms)."""
+    return adamw(model, cfg.lr, cfg.weight_decay)
 
 
 def _pad_to(x: torch.Tensor, T: int, value: int | bool) -> torch.Tensor:

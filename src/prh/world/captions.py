@@ -36,7 +36,6 @@ SHAPE_WORDS: dict[str, tuple[str, ...]] = {
     "star": ("star",),
     "diamond": ("diamond", "gem", "octahedron"),
 }
-SHAPE_PLURAL: dict[str, str] = {"box": "boxes", "torus": "tori"}
 COLOUR_WORDS: dict[str, tuple[str, ...]] = {
     "red": ("red", "scarlet"),
     "orange": ("orange",),
@@ -112,10 +111,6 @@ NUMBER = {2: "two", 3: "three"}
 def _pick(rng: random.Random, seq):
     """``rng.choice(seq)``, about three times faster (one C call to ``random``)."""
     return seq[int(rng.random() * len(seq))]
-
-
-def _article(word: str) -> str:
-    return "an" if word[0] in "aeiou" else "a"
 
 
 # Word tables indexed by the integer factors of an object (no name lookups in the hot path).
