@@ -139,6 +139,7 @@ def build_caption_run(
     image_features: str | os.PathLike[str] | None = None,
     pair_free: bool = False,
     progress: bool = True,
+    pair_scenes: Sequence[int] | None = None,
 ) -> Path:
     """Fit the map, train the decoder on text, embed the gallery; write ``out_dir/caption/``.
 
@@ -164,7 +165,9 @@ def build_caption_run(
     vision_dims : int
         PCA dimensions of the image features before the map.
     decoder_steps : int
-        Decoder optimiser steps (batch 128).
+        Decoder optimiser steps (batch 128). 0: no decoder; the run is a nearest-caption
+        (retrieval) captioner whose caption is the gallery caption closest to the mapped image
+        (manifest ``"captioner": "nearest"``).
     decoder_config : dict, optional
         Overrides of :class:`prh.caption.decoder.DecoderConfig` fields (``d_model``, ...).
     noise : "gap" or float
@@ -190,6 +193,9 @@ def build_caption_run(
         noise) on the matched pairs. The matching accuracy is recorded.
     progress : bool
         Phase lines on stderr.
+    pair_scenes : sequence of int, optional
+        The train scenes that fit the map (default the first ``n_pairs``); with
+        ``image_features``, a caller that has embedded some scenes already names them here.
 
     Returns
     -------
@@ -210,9 +216,12 @@ def build_caption_run(
     folder = out / CAPTION_DIR
     if (folder / MANIFEST).exists():
         raise InputError(f"--out {out}: already holds a caption model ({folder / MANIFEST})")
-    if n_pairs < 4 or decoder_scenes < 2:
+    if pair_scenes is not None:
+        n_pairs = len(pair_scenes)
+    if n_pairs < 4 or decoder_scenes < 2 or decoder_steps < 0:
         raise InputError(
-            f"need n_pairs >= 4 and decoder_scenes >= 2, got {n_pairs}, {decoder_scenes}"
+            f"need n_pairs >= 4, decoder_scenes >= 2 and decoder_steps >= 0, got {n_pairs}, "
+            f"{decoder_scenes}, {decoder_steps}"
         )
     if not (noise == "gap" or (isinstance(noise, (int, float)) and noise >= 0)):
         raise InputError(f"noise must be 'gap' or a number >= 0, got {noise!r}")
@@ -245,7 +254,7 @@ def build_caption_run(
 
     # 2. Pairs: renders of train scenes and the mean embedding of their captions.
     t0 = time.perf_counter()
-    pair_scenes = train_scenes[:n_pairs]
+    pair_scenes = train_scenes[:n_pairs] if pair_scenes is None else list(pair_scenes)
     pair_caps = [world.captions(int(i), per_scene, wseed) for i in pair_scenes]
     y_all = run.embed_texts([c for caps in pair_caps for c in caps]).reshape(n_pairs, per_scene, E)
     y = y_all.mean(1)  # (N, E)
@@ -287,23 +296,26 @@ def build_caption_run(
     overrides = {"max_len": run.config.max_len, **(decoder_config or {})}
     ids, mask = run.tokenizer.encode_batch(texts, max_len=overrides["max_len"])
     dcfg = DecoderConfig(vocab_size=run.tokenizer.vocab_size, cond_dim=E, **overrides)
-    tcfg = DecoderTrainConfig(steps=decoder_steps, noise_std=sigma, seed=seed)
+    tcfg = DecoderTrainConfig(steps=max(1, decoder_steps), noise_std=sigma, seed=seed)
 
     def report(step: int, loss: float) -> None:
         if step % 250 == 0 or step == decoder_steps - 1:
             _say(progress, f"  decoder step {step + 1}/{decoder_steps} loss {loss:.3f}")
 
-    decoder, losses = train_decoder(dcfg, cond, ids, mask, tcfg, report)
+    decoder, losses = None, [float("nan")]
+    if decoder_steps:
+        decoder, losses = train_decoder(dcfg, cond, ids, mask, tcfg, report)
     timings["train_decoder_s"] = time.perf_counter() - t0
 
     # 5. Write: tensors first, the manifest last.
     folder.mkdir(parents=True, exist_ok=True)
     projector.save(folder)
     _write_tensors(folder / "normalizer.safetensors", normalizer.state_dict())
-    _write_tensors(
-        folder / "decoder.safetensors",
-        {k: v.detach().cpu().numpy() for k, v in decoder.state_dict().items()},
-    )
+    if decoder is not None:
+        _write_tensors(
+            folder / "decoder.safetensors",
+            {k: v.detach().cpu().numpy() for k, v in decoder.state_dict().items()},
+        )
     run.tokenizer.save(folder / "tokenizer.json")
     seen: dict[str, int] = {}
     for j, t in enumerate(texts):
@@ -319,6 +331,7 @@ def build_caption_run(
 
     info = {
         "format": FORMAT,
+        "captioner": "decoder" if decoder is not None else "nearest",
         "prh_version": __version__,
         "text_run": _relative(text_run, folder),
         "text_run_step": int(run.step),
@@ -338,8 +351,8 @@ def build_caption_run(
         "noise_std": sigma,
         "alpha": float(alpha),
         "decoder": dcfg.to_dict(),
-        "decoder_train": tcfg.to_dict(),
-        "decoder_loss_final": float(np.mean(losses[-50:])),
+        "decoder_train": tcfg.to_dict() if decoder is not None else None,
+        "decoder_loss_final": float(np.mean(losses[-50:])) if decoder is not None else None,
         "gallery_size": len(gallery_idx),
         "seconds": {**{k: round(v, 2) for k, v in timings.items()},
                     "total_s": round(time.perf_counter() - t_start, 2)},

@@ -164,7 +164,10 @@ def run(args: argparse.Namespace) -> int:
     if args.captioner == "colour":
         captioner, name = ColourCaptioner(), "mean-colour control (no model)"
     else:
-        captioner, name = load_run_captioner(args.run, args.threads), f"run {args.run.name}"
+        captioner = load_run_captioner(args.run, args.threads)
+        name = f"run {args.run.name}"
+        if getattr(captioner, "kind", "decoder") != "decoder":
+            name += f", {captioner.label}"
     # One warm-up call so the first visitor does not pay for lazy initialisation.
     captioner.caption(np.full((224, 224, 3), 127, dtype=np.uint8))
     load_s = time.perf_counter() - t0
