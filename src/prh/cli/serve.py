@@ -145,6 +145,15 @@ def load_run_captioner(run_dir: Path, threads: int | None = None) -> Any:
         ) from None
 
 
+def captioner_name(run_dir: Path, captioner: Any) -> str:
+    """What the page calls a run's captioner: ``run NAME``, plus what it is when it does not
+    generate (``run demo, nearest-caption retrieval (...)``)."""
+    name = f"run {run_dir.name}"
+    if getattr(captioner, "kind", "decoder") != "decoder":
+        name += f", {captioner.label}"
+    return name
+
+
 def run(args: argparse.Namespace) -> int:
     """Load the models, then serve until interrupted."""
     import numpy as np
@@ -165,9 +174,7 @@ def run(args: argparse.Namespace) -> int:
         captioner, name = ColourCaptioner(), "mean-colour control (no model)"
     else:
         captioner = load_run_captioner(args.run, args.threads)
-        name = f"run {args.run.name}"
-        if getattr(captioner, "kind", "decoder") != "decoder":
-            name += f", {captioner.label}"
+        name = captioner_name(args.run, captioner)
     # One warm-up call so the first visitor does not pay for lazy initialisation.
     captioner.caption(np.full((224, 224, 3), 127, dtype=np.uint8))
     load_s = time.perf_counter() - t0
