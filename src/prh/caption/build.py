@@ -296,14 +296,18 @@ def build_caption_run(
     overrides = {"max_len": run.config.max_len, **(decoder_config or {})}
     ids, mask = run.tokenizer.encode_batch(texts, max_len=overrides["max_len"])
     dcfg = DecoderConfig(vocab_size=run.tokenizer.vocab_size, cond_dim=E, **overrides)
-    tcfg = DecoderTrainConfig(steps=max(1, decoder_steps), noise_std=sigma, seed=seed)
+    tcfg = (
+        DecoderTrainConfig(steps=decoder_steps, noise_std=sigma, seed=seed)
+        if decoder_steps
+        else None
+    )
 
     def report(step: int, loss: float) -> None:
         if step % 250 == 0 or step == decoder_steps - 1:
             _say(progress, f"  decoder step {step + 1}/{decoder_steps} loss {loss:.3f}")
 
     decoder, losses = None, [float("nan")]
-    if decoder_steps:
+    if tcfg is not None:  # decoder_steps = 0: a nearest-caption captioner, nothing to train
         decoder, losses = train_decoder(dcfg, cond, ids, mask, tcfg, report)
     timings["train_decoder_s"] = time.perf_counter() - t0
 
@@ -351,7 +355,7 @@ def build_caption_run(
         "noise_std": sigma,
         "alpha": float(alpha),
         "decoder": dcfg.to_dict(),
-        "decoder_train": tcfg.to_dict() if decoder is not None else None,
+        "decoder_train": tcfg.to_dict() if tcfg is not None else None,
         "decoder_loss_final": float(np.mean(losses[-50:])) if decoder is not None else None,
         "gallery_size": len(gallery_idx),
         "seconds": {**{k: round(v, 2) for k, v in timings.items()},

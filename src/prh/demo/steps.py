@@ -85,6 +85,8 @@ def step_train(ctx: Context) -> dict[str, Any]:
     cfg = ctx.cfg
     sweep = protocol.sweep_dir(ctx.out, cfg)
     g = protocol.grid(cfg)
+    n = len(g.cells(cfg.seed))
+    ctx.log(f"  {n} runs in {sweep.name}, {cfg.workers} at a time; a line as each one finishes")
     s = run_sweep(g, protocol.backend(cfg), sweep, seed=cfg.seed, workers=cfg.workers,
                   progress=lambda m: ctx.log(f"  {m}"))  # fmt: skip
     if s.failed:
