@@ -24,7 +24,7 @@ def no_steps(monkeypatch):
         (["--seed", "1.5"], r"argument --seed: expected an integer seed"),
         (["--samples", "0"], r"argument --samples"),
         (["--samples", "1000"], r"samples \(1000\) must be a multiple of eval_every"),
-        (["--samples", "4096"], r"law sample count 8192 must be .* at most 4096"),
+        (["--samples", "4096"], r"law sample count 8192 must be .* at most samples \(4096\)"),
         (["--workers", "0"], r"argument --workers"),
         (["--workers", "two"], r"argument --workers"),
     ],

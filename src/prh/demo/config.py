@@ -110,8 +110,8 @@ class DemoConfig:
         for s in (*self.law_samples, *self.heldout_samples):
             if s % self.eval_every or s > self.samples:
                 raise InputError(
-                    f"demo: law sample count {s} must be a multiple of {self.eval_every} "
-                    f"and at most {self.samples}"
+                    f"demo: law sample count {s} must be a multiple of eval_every "
+                    f"({self.eval_every}) and at most samples ({self.samples})"
                 )
         if set(self.law_samples) & set(self.heldout_samples):
             raise InputError("demo: held-out sample counts must be off the fit grid")
