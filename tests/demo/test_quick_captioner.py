@@ -67,3 +67,13 @@ def test_serve_page_names_the_retrieval_captioner(nearest_run, caption_run):
     assert captioner_name(nearest_run, cap).startswith(f"run {nearest_run.name}, nearest-caption")
     full = load_run_captioner(caption_run, threads=1)
     assert full.kind == "decoder" and captioner_name(caption_run, full) == f"run {caption_run.name}"
+
+
+def test_eval_scores_no_decoder_rows_for_a_retrieval_captioner(nearest_run):
+    from prh.caption import evaluate_captioner, load_captioner
+
+    res = evaluate_captioner(load_captioner(nearest_run), n=6, beam=2, refs=2, tokenizer="simple")
+    assert list(res.scores) == [
+        "retrieval (nearest train caption)",
+        "oracle (nearest caption on the text embedding)",
+    ]
