@@ -11,8 +11,8 @@ For each text encoder (trained good / bad / next-token, MiniLM, random-init):
 - **pair-free**: class centroids of image features and of caption features matched with no pairs
   at all (:func:`prh.bridge.match_classes`); accuracy against the true class correspondence.
 
-With :mod:`prh.caption`, the good run also gets a captioner in ``OUT/caption/`` (so ``prh caption
---run OUT`` and ``prh serve --run OUT`` accept the demo folder) and sample captions for the report.
+The good run's captioner (:mod:`prh.demo.captioner`, ``OUT/caption/``) captions a few held-out
+scenes for the report.
 """
 
 from __future__ import annotations
