@@ -13,10 +13,8 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = "prh"
 
-# The demo-harness branch rebuilds prh.demo on the sweep harness and removes its own circles and
-# private-name imports; until that lands, cycles and private imports that lie entirely inside
-# prh.demo are exempt (the lead drops this exemption at merge).
-EXEMPT_PACKAGES = ("prh.demo",)
+# Packages whose internal cycles and private imports are tolerated: none (prh.demo was the last).
+EXEMPT_PACKAGES: tuple[str, ...] = ()
 
 
 def module_name(path: Path) -> str:

@@ -46,7 +46,9 @@ class CaptionBuildConfig:
     vision_dims : int
         PCA dimensions of the image features before the map.
     decoder_steps : int
-        Decoder optimiser steps (batch 128).
+        Decoder optimiser steps (batch 128). 0: no decoder; the run is a nearest-caption
+        (retrieval) captioner whose caption is the gallery caption closest to the mapped image
+        (manifest ``"captioner": "nearest"``).
     decoder_config : mapping, optional
         Overrides of :class:`prh.caption.decoder.DecoderConfig` fields (``d_model``, ...).
     noise : "gap" or float
@@ -70,6 +72,10 @@ class CaptionBuildConfig:
         recover the correspondence with :func:`prh.bridge.match_samples` between the whitened
         PCA image features and the normalised caption embeddings, and fit the map (and the
         noise) on the matched pairs. The matching accuracy is recorded.
+    pair_scenes : tuple of int, optional
+        The train scenes that fit the map (default the first ``n_pairs``, whose count it then
+        replaces); with ``image_features``, a caller that has embedded some scenes already names
+        them here.
     """
 
     vision: str = "efficientnet-lite0"
@@ -88,12 +94,17 @@ class CaptionBuildConfig:
     threads: int | None = None
     image_features: str | os.PathLike[str] | None = None
     pair_free: bool = False
+    pair_scenes: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
-        if self.n_pairs < 4 or self.decoder_scenes < 2:
+        if self.pair_scenes is not None:
+            scenes = tuple(int(i) for i in self.pair_scenes)
+            object.__setattr__(self, "pair_scenes", scenes)
+            object.__setattr__(self, "n_pairs", len(scenes))
+        if self.n_pairs < 4 or self.decoder_scenes < 2 or self.decoder_steps < 0:
             raise InputError(
-                f"need n_pairs >= 4 and decoder_scenes >= 2, got {self.n_pairs}, "
-                f"{self.decoder_scenes}"
+                f"need n_pairs >= 4, decoder_scenes >= 2 and decoder_steps >= 0, got "
+                f"{self.n_pairs}, {self.decoder_scenes}, {self.decoder_steps}"
             )
         noise = self.noise
         if not (noise == "gap" or (isinstance(noise, int | float) and noise >= 0)):
@@ -281,12 +292,14 @@ def train_text_decoder(
     progress: bool,
 ) -> tuple[Any, list[float], Any, Any]:
     """Step 4: the decoder, on text only; returns ``(decoder, losses, model config, train
-    config)``."""
+    config)``; ``(None, [], model config, None)`` when ``decoder_steps`` is 0."""
     from prh.caption.decoder import DecoderConfig, DecoderTrainConfig, train_decoder
 
     overrides = {"max_len": run.config.max_len, **(cfg.decoder_config or {})}
     ids, mask = run.tokenizer.encode_batch(texts, max_len=overrides["max_len"])
     dcfg = DecoderConfig(vocab_size=run.tokenizer.vocab_size, cond_dim=cond.shape[1], **overrides)
+    if cfg.decoder_steps == 0:  # a nearest-caption captioner: nothing to train
+        return None, [], dcfg, None
     tcfg = DecoderTrainConfig(steps=cfg.decoder_steps, noise_std=sigma, seed=cfg.seed)
 
     bar = Progress(cfg.decoder_steps, "prh caption: decoder", enabled=progress, unit="step")
@@ -311,10 +324,11 @@ def write_caption_folder(
     folder.mkdir(parents=True, exist_ok=True)
     fit.projector.save(folder)
     write_tensors(folder / "normalizer.safetensors", normalizer.state_dict())
-    write_tensors(
-        folder / "decoder.safetensors",
-        {k: v.detach().cpu().numpy() for k, v in decoder.state_dict().items()},
-    )
+    if decoder is not None:  # a nearest-caption captioner has none
+        write_tensors(
+            folder / "decoder.safetensors",
+            {k: v.detach().cpu().numpy() for k, v in decoder.state_dict().items()},
+        )
     tokenizer.save(folder / "tokenizer.json")
     seen: dict[str, int] = {}
     for j, t in enumerate(texts):
@@ -401,7 +415,7 @@ def build_caption_run(
     )
 
     t0 = time.perf_counter()
-    pair_scenes = train_scenes[: cfg.n_pairs]
+    pair_scenes = train_scenes[: cfg.n_pairs] if cfg.pair_scenes is None else list(cfg.pair_scenes)
     enc = load_encoder(cfg.vision, efficientnet_layers="head", threads=cfg.threads)
     if enc.modality != "image":
         raise InputError(
@@ -423,9 +437,10 @@ def build_caption_run(
     )
     info = manifest(cfg, run, enc, fit, wseed, text_run, folder)
     info.update(
+        captioner="decoder" if decoder is not None else "nearest",
         decoder=dcfg.to_dict(),
-        decoder_train=tcfg.to_dict(),
-        decoder_loss_final=float(np.mean(losses[-50:])),
+        decoder_train=tcfg.to_dict() if tcfg is not None else None,
+        decoder_loss_final=float(np.mean(losses[-50:])) if decoder is not None else None,
         gallery_size=gallery_size,
         seconds={
             **{k: round(v, 2) for k, v in timings.items()},

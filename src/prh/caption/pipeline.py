@@ -15,7 +15,8 @@ written atomically; ``caption.json`` last, so its presence marks a complete fold
 ``vision_pca.safetensors``   ``mean (D_v,)``, ``components (k, D_v)``: PCA of the image features
 ``map.safetensors`` (+json)  the fitted map (:func:`prh.bridge.save_map`), PCA coords -> JEPA space
 ``normalizer.safetensors``   ``mean (E,)``, ``whiten (E, E)`` of the condition space
-``decoder.safetensors``      the decoder's weights (config in the manifest)
+``decoder.safetensors``      the decoder's weights (config in the manifest); absent from a
+                             nearest-caption run (manifest ``"captioner": "nearest"``)
 ``tokenizer.json``           the text run's tokenizer (so the folder decodes on its own)
 ``gallery.safetensors``      ``embeddings (G, E)`` normalised gallery captions
 ``gallery.json``             the ``G`` gallery captions
@@ -37,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from prh.bridge.projector import VisionProjector  # re-exported: prh.demo.bridge imports it here
+from prh.bridge.projector import VisionProjector
 from prh.caption.condition import ConditionNormalizer
 from prh.errors import CheckpointError, InputError
 from prh.io import read_tensors
@@ -46,7 +47,6 @@ __all__ = [
     "CAPTION_DIR",
     "CaptionResult",
     "Captioner",
-    "VisionProjector",
     "check_image",
     "load_captioner",
 ]
@@ -55,6 +55,10 @@ CAPTION_DIR = "caption"
 MANIFEST = "caption.json"
 FORMAT = "prh-caption/1"
 MAX_IMAGE_SIDE = 8192  # pixels; larger arrays are refused before any work
+KIND_LABELS = {
+    "decoder": "map + text-only decoder",
+    "nearest": "nearest-caption retrieval (no decoder: the closest training caption)",
+}
 
 
 @dataclass(frozen=True)
@@ -122,8 +126,9 @@ class Captioner:
         PCA and map into the text JEPA's space.
     normalizer : ConditionNormalizer
         The decoder's condition space.
-    decoder : prh.caption.decoder.PrefixDecoder
-        The text-only decoder.
+    decoder : prh.caption.decoder.PrefixDecoder or None
+        The text-only decoder; ``None`` for a nearest-caption captioner (the caption is the
+        closest gallery caption).
     tokenizer : prh.views.TextTokenizer
         Decodes token ids.
     gallery : list of str
@@ -171,6 +176,16 @@ class Captioner:
         self.info = dict(info or {})
         self.folder = folder
 
+    @property
+    def kind(self) -> str:
+        """``decoder`` (generates) or ``nearest`` (retrieves the closest gallery caption)."""
+        return "nearest" if self.decoder is None else "decoder"
+
+    @property
+    def label(self) -> str:
+        """What the captioner is, in words (for pages and command output)."""
+        return KIND_LABELS[self.kind]
+
     # -- the steps ----------------------------------------------------------------------------
     def image_features(self, images: Sequence[np.ndarray], batch_size: int = 32) -> np.ndarray:
         """The vision encoder's last layer of each image, ``(N, D_v)`` float32."""
@@ -198,6 +213,8 @@ class Captioner:
         beam = self.beam if beam is None else int(beam)
         if beam < 1:
             raise InputError(f"--beam must be >= 1, got {beam}")
+        if self.decoder is None:  # a nearest-caption captioner: retrieve, do not generate
+            return [near[0][0] for near in self.nearest(cond, k=1)]
         tok = self.tokenizer
         out: list[str] = []
         for i in range(0, len(cond), 256):
@@ -234,8 +251,8 @@ class Captioner:
 
     def __repr__(self) -> str:
         return (
-            f"Captioner(vision={self.info.get('vision')!r}, map={self.projector.map_kind!r}, "
-            f"gallery={len(self.gallery)}, beam={self.beam})"
+            f"Captioner(kind={self.kind!r}, vision={self.info.get('vision')!r}, "
+            f"map={self.projector.map_kind!r}, gallery={len(self.gallery)}, beam={self.beam})"
         )
 
 
@@ -320,18 +337,22 @@ def load_captioner(
         spec = str(info["vision"])
     except (KeyError, TypeError, InputError) as e:
         raise CheckpointError(f"{folder / MANIFEST}: bad decoder or vision entry ({e})") from None
-    decoder = PrefixDecoder(dcfg)
-    state = {
-        k: torch.from_numpy(v) for k, v in read_tensors(folder / "decoder.safetensors").items()
-    }
-    try:
-        decoder.load_state_dict(state)
-    except RuntimeError as e:
-        first = str(e).splitlines()[0]
-        raise CheckpointError(
-            f"{folder}/decoder.safetensors: does not fit the config ({first})"
-        ) from None
-    decoder.eval()
+    kind = info.get("captioner", "decoder")
+    if kind not in KIND_LABELS:
+        raise CheckpointError(f"{folder / MANIFEST}: unknown captioner {kind!r}")
+    decoder = None if kind == "nearest" else PrefixDecoder(dcfg)
+    if decoder is not None:
+        state = {
+            k: torch.from_numpy(v) for k, v in read_tensors(folder / "decoder.safetensors").items()
+        }
+        try:
+            decoder.load_state_dict(state)
+        except RuntimeError as e:
+            first = str(e).splitlines()[0]
+            raise CheckpointError(
+                f"{folder}/decoder.safetensors: does not fit the config ({first})"
+            ) from None
+        decoder.eval()
     normalizer = ConditionNormalizer.from_state_dict(
         read_tensors(folder / "normalizer.safetensors")
     )

@@ -265,6 +265,9 @@ def read_image(path: Path, max_mb: int):
 def _caption(args: argparse.Namespace) -> int:
     images = [read_image(p, args.max_image_mb) for p in args.image]  # fail before loading models
     captioner = _captioner(args, beam=args.beam or 1)
+    kind = getattr(captioner, "kind", "decoder")
+    if kind != "decoder":
+        print(f"captioner: {captioner.label}")
     out = []
     for path, image in zip(args.image, images):
         r = captioner.caption(image)
@@ -276,6 +279,7 @@ def _caption(args: argparse.Namespace) -> int:
         out.append(
             {
                 "image": str(path),
+                "captioner": kind,
                 "caption": r.caption,
                 "nearest": [{"caption": c, "score": s} for c, s in r.nearest],
                 "seconds": r.seconds,

@@ -138,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
 
     from prh.serve.app import create_app
     from prh.serve.colour import ColourCaptioner
-    from prh.serve.runinfo import load_run_captioner, run_world_seed
+    from prh.serve.runinfo import captioner_name, load_run_captioner, run_world_seed
     from prh.serve.scenes import SceneSource
 
     if args.captioner == "run" and args.run is None:
@@ -153,7 +153,8 @@ def run(args: argparse.Namespace) -> int:
     if args.captioner == "colour":
         captioner, name = ColourCaptioner(), "mean-colour control (no model)"
     else:
-        captioner, name = load_run_captioner(args.run, args.threads), f"run {args.run.name}"
+        captioner = load_run_captioner(args.run, args.threads)
+        name = captioner_name(args.run, captioner)
     # One warm-up call so the first visitor does not pay for lazy initialisation.
     captioner.caption(np.full((224, 224, 3), 127, dtype=np.uint8))
     load_s = time.perf_counter() - t0

@@ -157,3 +157,12 @@ def load_run_captioner(run_dir: Path, threads: int | None = None) -> Any:
         raise InputError(
             f"--run {run_dir}: not a demo run (missing {e}); make one with `prh demo`"
         ) from None
+
+
+def captioner_name(run_dir: Path, captioner: Any) -> str:
+    """What the page calls a run's captioner: ``run NAME``, plus what it is when it does not
+    generate (``run demo, nearest-caption retrieval (...)``)."""
+    name = f"run {run_dir.name}"
+    if getattr(captioner, "kind", "decoder") != "decoder":
+        name += f", {captioner.label}"
+    return name

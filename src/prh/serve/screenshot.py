@@ -27,12 +27,13 @@ def main(argv: list[str] | None = None) -> int:
     from prh.serve.app import create_app
     from prh.serve.browser import caption_in_page, serve_in_thread
     from prh.serve.colour import ColourCaptioner
-    from prh.serve.runinfo import load_run_captioner, run_world_seed
+    from prh.serve.runinfo import captioner_name, load_run_captioner, run_world_seed
     from prh.serve.scenes import SceneSource
 
     try:
         if args.run is not None:
-            captioner, name = load_run_captioner(args.run), f"run {args.run.name}"
+            captioner = load_run_captioner(args.run)
+            name = captioner_name(args.run, captioner)
         else:
             captioner, name = ColourCaptioner(), "mean-colour control (no model)"
         scenes = SceneSource(world_seed=run_world_seed(args.run))
