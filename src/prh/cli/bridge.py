@@ -3,6 +3,7 @@
 `prh bridge fit --x X --y Y --out MAP.safetensors` fits the map on rows paired by id (or by row
 order when the files carry no ids) and prints its fit and retrieval on the training pairs;
 `prh bridge apply MAP.safetensors --x X --out Y` maps new rows of X into Y's space.
+`prh bridge score --files A B ...` asks whether they are one rotation apart (prh.cli.bridge_score).
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     apply.add_argument("--x", required=True, help="feature file to map (N, L, D_x)")
     apply.add_argument("--out", required=True, help="feature file to write (N, D_y), safetensors")
     _layer_flags(apply, default=None)
+    from prh.cli import bridge_score
+
+    bridge_score.add_parser(sub)
 
 
 def _layer_flags(p: argparse.ArgumentParser, default: int | None = -1) -> None:
@@ -86,6 +90,10 @@ def paired_rows(fx, fy):
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.action == "score":
+        from prh.cli import bridge_score
+
+        return bridge_score.run(args)
     return _fit(args) if args.action == "fit" else _apply(args)
 
 

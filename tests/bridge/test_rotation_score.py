@@ -1,0 +1,188 @@
+"""The rotation score recovers planted answers: a rotation scores ~1, private dimensions on both
+sides score clearly lower, and whitening makes any invertible linear map count as a rotation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from prh.bridge.rotation_score import (
+    above_chance,
+    canonical_correlations,
+    pca_basis,
+    rotation_score,
+    split_rows,
+)
+from prh.errors import InputError
+
+N, N_TRAIN, D = 1600, 800, 24
+NOISE = 0.5  # per-side noise on the shared latent: R@1 well inside (0, 1), not saturated
+
+
+def _rotation(rng, d):
+    q, _ = np.linalg.qr(rng.standard_normal((d, d)))
+    return q
+
+
+def _noisy(rng, z):
+    return z + NOISE * rng.standard_normal(z.shape)
+
+
+def _score(x, y, **kw):
+    return rotation_score(x[:N_TRAIN], y[:N_TRAIN], x[N_TRAIN:], y[N_TRAIN:], **kw)
+
+
+def test_planted_rotation_scores_one():
+    rng = np.random.default_rng(0)
+    z = rng.standard_normal((N, D))
+    spectrum = np.exp(-np.arange(D) / 8)  # anisotropic X: whitening must undo it
+    r = _score(_noisy(rng, z) * spectrum, _noisy(rng, z) @ _rotation(rng, D))
+    assert r.ridge_above_chance
+    assert 0.2 < r.ridge.r1 < 0.99  # retrieval not saturated, so the ratio can show a gap
+    assert r.score == pytest.approx(1.0, abs=0.05)
+    assert r.r2_ratio == pytest.approx(1.0, abs=0.1)
+    assert (r.k_x, r.k_y, r.rank, r.n_train, r.n_test) == (D, D, D, N_TRAIN, N - N_TRAIN)
+
+
+def test_exact_rotation_is_perfect_and_canonical_correlations_are_one():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((400, 8)) * np.arange(1, 9)
+    r = _score_like(x, x @ _rotation(rng, 8))
+    assert r.orthonormal.r1 == 1.0 and r.ridge.r1 == 1.0
+    assert r.orthonormal.r2 == pytest.approx(1.0, abs=1e-6)
+    assert np.allclose(r.canonical, 1.0, atol=1e-8)
+
+
+def _score_like(x, y):
+    h = len(x) // 2
+    return rotation_score(x[:h], y[:h], x[h:], y[h:])
+
+
+def test_private_dimensions_on_both_sides_score_clearly_lower():
+    # Each encoder keeps half its dimensions for its own nuisance: the orthonormal map must map
+    # X's private half onto Y's (noise at full weight), ridge ignores it.
+    rng = np.random.default_rng(2)
+    h = D // 2
+    z = rng.standard_normal((N, h))
+    x = np.hstack([_noisy(rng, z), rng.standard_normal((N, h))])
+    y = np.hstack([_noisy(rng, z), rng.standard_normal((N, h))]) @ _rotation(rng, D)
+    r = _score(x, y)
+    assert r.ridge_above_chance
+    assert r.score < 0.6
+    assert r.orthonormal.r2 < r.ridge.r2
+    rotation = _score(_noisy(rng, np.hstack([z, z])), _noisy(rng, np.hstack([z, z])))
+    assert r.score < rotation.score - 0.3
+
+
+def test_partly_nonlinear_relation_scores_lower():
+    # Half of Y's directions are an even function of the latent: no linear correlation there.
+    rng = np.random.default_rng(3)
+    z = rng.standard_normal((N, D))
+    zy = _noisy(rng, z)
+    y = np.hstack([zy[:, : D // 2], zy[:, D // 2 :] ** 2 - 1]) @ _rotation(rng, D)
+    r = _score(_noisy(rng, z), y)
+    assert r.ridge_above_chance
+    assert r.score < 0.6
+
+
+def test_whitening_makes_any_invertible_linear_map_a_rotation():
+    # What the score does NOT detect: Y = X A with A ill-conditioned (condition number 100).
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((D, D)) @ np.diag(np.logspace(0, -2, D))
+    z = rng.standard_normal((N, D))
+    r = _score(_noisy(rng, z), _noisy(rng, z) @ a)
+    assert r.score == pytest.approx(1.0, abs=0.06)
+
+
+def test_private_dimensions_on_the_wider_side_only_are_ignored():
+    rng = np.random.default_rng(5)
+    h = D // 2
+    z = rng.standard_normal((N, h))
+    x = np.hstack([_noisy(rng, z), rng.standard_normal((N, h))])  # (N, D): half private
+    r = _score(x, _noisy(rng, z) @ _rotation(rng, h))  # (N, D / 2)
+    assert (r.k_x, r.k_y, r.rank) == (D, h, h)
+    assert r.score == pytest.approx(1.0, abs=0.06)
+
+
+def test_unrelated_sides_give_no_score():
+    rng = np.random.default_rng(6)
+    r = _score(rng.standard_normal((N, D)), rng.standard_normal((N, D)))
+    assert not r.ridge_above_chance
+    assert np.isnan(r.score)
+
+
+def test_deterministic_and_split_is_seeded():
+    rng = np.random.default_rng(7)
+    z = rng.standard_normal((N, D))
+    x, y = _noisy(rng, z), _noisy(rng, z)
+    assert _score(x, y).to_dict() == _score(x, y).to_dict()
+    tr, te = split_rows(100, 0.3, seed=5)
+    tr2, te2 = split_rows(100, 0.3, seed=5)
+    assert np.array_equal(tr, tr2) and np.array_equal(te, te2)
+    assert len(te) == 30 and sorted(np.concatenate([tr, te]).tolist()) == list(range(100))
+    assert not np.array_equal(split_rows(100, 0.3, seed=6)[1], te)
+
+
+def test_pca_basis_drops_constant_and_padded_columns():
+    rng = np.random.default_rng(8)
+    x = np.hstack([rng.standard_normal((50, 5)), np.zeros((50, 3)), np.ones((50, 2))])
+    _, comps = pca_basis(x, 256)
+    assert comps.shape == (5, 10)
+    assert np.allclose(comps[:, 5:], 0.0, atol=1e-12)
+
+
+def test_canonical_correlations_against_a_direct_computation():
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((300, 4))
+    y = x[:, :3] @ rng.standard_normal((3, 3)) + rng.standard_normal((300, 3))
+    xc, yc = x - x.mean(0), y - y.mean(0)
+    cxx, cyy, cxy = xc.T @ xc, yc.T @ yc, xc.T @ yc
+
+    def inv_sqrt(c):
+        w, v = np.linalg.eigh(c)
+        return (v / np.sqrt(w)) @ v.T
+
+    ref = np.linalg.svd(inv_sqrt(cxx) @ cxy @ inv_sqrt(cyy), compute_uv=False)
+    assert np.allclose(canonical_correlations(x, y), ref, atol=1e-10)
+
+
+def test_above_chance_threshold():
+    assert not above_chance(1 / 500, 500)  # exactly chance
+    assert above_chance(0.05, 500)
+    assert not above_chance(0.0, 500)
+
+
+@pytest.mark.parametrize(
+    "args, match",
+    [
+        (((10, 3), (10, 3), (5, 3), (4, 3)), "paired rows"),
+        (((10, 3), (10, 3), (5, 4), (5, 3)), "widths differ"),
+        (((1, 3), (1, 3), (5, 3), (5, 3)), "at least 2 rows"),
+    ],
+)
+def test_bad_shapes(args, match):
+    arrays = [np.random.default_rng(0).standard_normal(s) for s in args]
+    with pytest.raises(InputError, match=match):
+        rotation_score(*arrays)
+
+
+def test_bad_split_and_non_finite():
+    with pytest.raises(InputError, match="test fraction"):
+        split_rows(10, 1.0)
+    with pytest.raises(InputError, match="at least 2"):
+        split_rows(3, 0.5)
+    x = np.ones((6, 2))
+    x[0, 0] = np.nan
+    with pytest.raises(InputError, match="NaN"):
+        rotation_score(x, x, x, x)
+
+
+def test_uniform_saturation_keeps_the_r1_score_but_lowers_the_r2_ratio():
+    # Y = tanh(3 (Z + noise) R): every direction equally saturated, so all canonical
+    # correlations drop together: R@1 (scale-free) cannot tell, R^2 can.
+    rng = np.random.default_rng(10)
+    z = rng.standard_normal((N, D))
+    r = _score(_noisy(rng, z), np.tanh(3 * _noisy(rng, z) @ _rotation(rng, D)))
+    assert r.ridge_above_chance
+    assert r.score == pytest.approx(1.0, abs=0.06)
+    assert r.r2_ratio < 0.9
