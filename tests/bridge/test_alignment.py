@@ -57,6 +57,8 @@ def test_rotation_pair_scores_one_private_pair_lower(res):
     assert res.mutual_knn[0, 1] > res.mutual_knn[0, 2]
     assert set(res.pairs) == {(i, j) for i in range(3) for j in range(3) if i != j}
     assert res.pairs[0, 1].score == res.rotation[0, 1]
+    lo, hi = res.rotation_ci[0, 1]
+    assert lo <= res.rotation[0, 1] <= hi
 
 
 def test_to_dict_is_json_ready_and_deterministic(res):

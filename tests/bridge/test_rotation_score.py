@@ -186,3 +186,35 @@ def test_uniform_saturation_keeps_the_r1_score_but_lowers_the_r2_ratio():
     assert r.ridge_above_chance
     assert r.score == pytest.approx(1.0, abs=0.06)
     assert r.r2_ratio < 0.9
+
+
+def test_score_interval_brackets_the_score_and_is_seeded():
+    rng = np.random.default_rng(11)
+    z = rng.standard_normal((N, D))
+    x, y = _noisy(rng, z), _noisy(rng, z) @ _rotation(rng, D)
+    r = _score(x, y, bootstrap=200, seed=1)
+    lo, hi = r.score_ci
+    assert lo <= r.score <= hi and lo < 1.0 < hi
+    assert _score(x, y, bootstrap=200, seed=1).score_ci == r.score_ci
+    assert _score(x, y).score_ci is None
+
+
+def test_matches_the_maps_and_retrieval_built_by_hand():
+    from prh.bridge import RidgeMap, SemiOrthogonalMap, retrieval
+
+    rng = np.random.default_rng(12)
+    z = rng.standard_normal((N, D))
+    x, y = _noisy(rng, z), _noisy(rng, z)[:, :16]
+    r = _score(x, y, dims=20)
+    bx, by = pca_basis(x[:N_TRAIN], 20), pca_basis(y[:N_TRAIN], 20)
+
+    def proj(a, b):
+        return (a - b[0]) @ b[1].T
+
+    px, py = proj(x, bx), proj(y, by)
+    for m, got in ((SemiOrthogonalMap(whiten=True, eps=1e-3), r.orthonormal),
+                   (RidgeMap(alpha=1e-2), r.ridge)):  # fmt: skip
+        m.fit(px[:N_TRAIN], py[:N_TRAIN])
+        ret = retrieval(m.transform(px[N_TRAIN:]), py[N_TRAIN:], ks=(1,))
+        assert (got.r1_x_to_y, got.r1_y_to_x) == (ret.x_to_y[1], ret.y_to_x[1])
+        assert got.r2 == pytest.approx(m.score(px[N_TRAIN:], py[N_TRAIN:]), abs=1e-6)

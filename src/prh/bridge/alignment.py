@@ -45,6 +45,8 @@ class AlignmentMatrix:
         ``(E, E, 2)`` layer pair the metrics used (fixed, or the best pair of mutual-kNN).
     rotation, rotation_r2 : np.ndarray
         Rotation score (R@1 ratio, the headline) and ``R^2`` ratio of the map X -> Y.
+    rotation_ci : np.ndarray
+        ``(E, E, 2)`` bootstrap interval of the rotation score (NaN when ``bootstrap = 0``).
     pairs : dict
         ``(i, j) -> RotationScore`` for every ordered pair ``i != j``.
     k, n_train, n_test, bootstrap, dims, layer : int
@@ -57,6 +59,7 @@ class AlignmentMatrix:
     layers: np.ndarray
     rotation: np.ndarray
     rotation_r2: np.ndarray
+    rotation_ci: np.ndarray
     pairs: dict[tuple[int, int], RotationScore]
     k: int
     n_train: int
@@ -92,6 +95,8 @@ class AlignmentMatrix:
             "cka": m(self.cka),
             "layers": self.layers.tolist(),
             "rotation": m(self.rotation),
+            "rotation_ci_low": m(self.rotation_ci[..., 0]),
+            "rotation_ci_high": m(self.rotation_ci[..., 1]),
             "rotation_r2": m(self.rotation_r2),
             "pairs": [
                 {"x": self.names[i], "y": self.names[j], **_finite(r.to_dict())}
@@ -135,7 +140,7 @@ def alignment_matrix(
     k : int
         Neighbours of mutual-kNN.
     bootstrap : int
-        Bootstrap resamples of the mutual-kNN interval (95 %); 0: none.
+        Bootstrap resamples of the mutual-kNN and rotation score intervals (95 %); 0: none.
     seed : int
         Seeds the bootstrap.
     dims : int
@@ -171,6 +176,7 @@ def alignment_matrix(
     ci = np.full((e, e, 2), np.nan)
     layers = np.zeros((e, e, 2), dtype=np.int64)
     rot, rot_r2 = np.full((e, e), np.nan), np.full((e, e), np.nan)
+    rot_ci = np.full((e, e, 2), np.nan)
     pairs: dict[tuple[int, int], RotationScore] = {}
     fixed = None if best_layers else (layer, layer)
     dims_of = dict(layer_dims or {})
@@ -205,8 +211,12 @@ def alignment_matrix(
                 _layer_of(te[names[i]], layer, names[i]),
                 _layer_of(te[names[j]], layer, names[j]),
                 dims=dims,
+                bootstrap=bootstrap,
+                seed=seed,
             )
             pairs[i, j] = s
+            if s.score_ci is not None:
+                rot_ci[i, j] = s.score_ci
             rot[i, j], rot_r2[i, j] = s.score, s.r2_ratio
     return AlignmentMatrix(
         names=names,
@@ -216,6 +226,7 @@ def alignment_matrix(
         layers=layers,
         rotation=rot,
         rotation_r2=rot_r2,
+        rotation_ci=rot_ci,
         pairs=pairs,
         k=k,
         n_train=n_train,

@@ -51,7 +51,7 @@ from typing import Any
 import numpy as np
 
 from prh.bridge.procrustes import RidgeMap, SemiOrthogonalMap
-from prh.bridge.retrieval import retrieval
+from prh.bridge.retrieval import true_ranks
 from prh.errors import InputError
 
 __all__ = [
@@ -60,6 +60,7 @@ __all__ = [
     "above_chance",
     "canonical_correlations",
     "pca_basis",
+    "ratio_interval",
     "rotation_score",
     "split_rows",
 ]
@@ -103,6 +104,8 @@ class RotationScore:
     score : float
         ``orthonormal.r1 / ridge.r1`` (the headline; NaN unless ridge is above chance, see
         ``ridge_above_chance``).
+    score_ci : (float, float) or None
+        95 % percentile bootstrap interval of ``score`` over held-out items (``bootstrap > 0``).
     r2_ratio : float
         ``orthonormal.r2 / ridge.r2`` (NaN when ridge ``R^2 <= 0``).
     k_x, k_y, rank : int
@@ -122,6 +125,7 @@ class RotationScore:
     orthonormal: MapScore
     ridge: MapScore
     score: float
+    score_ci: tuple[float, float] | None
     r2_ratio: float
     k_x: int
     k_y: int
@@ -135,6 +139,7 @@ class RotationScore:
     def to_dict(self) -> dict[str, Any]:
         return {
             "score": self.score,
+            "score_ci": list(self.score_ci) if self.score_ci is not None else None,
             "r2_ratio": self.r2_ratio,
             "orthonormal": self.orthonormal.to_dict(),
             "ridge": self.ridge.to_dict(),
@@ -196,11 +201,36 @@ def _project(x: np.ndarray, basis: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
     return (x - mean) @ comps.T  # (N, k)
 
 
-def _score_map(pred: np.ndarray, y: np.ndarray) -> MapScore:
-    """R^2 and R@1 of predictions ``pred (N, k_y)`` of centred targets ``y (N, k_y)``."""
+def _score_map(pred: np.ndarray, y: np.ndarray) -> tuple[MapScore, np.ndarray]:
+    """R^2 and R@1 of predictions ``pred (N, k_y)`` of centred targets ``y (N, k_y)``, and the
+    per-item hits ``(N, 2)`` (X->Y query, Y->X query) that R@1 averages."""
     r2 = 1.0 - float(((y - pred) ** 2).sum()) / max(float(((y - y.mean(0)) ** 2).sum()), 1e-30)
-    ret = retrieval(pred, y, ks=(1,))
-    return MapScore(r2=r2, r1_x_to_y=ret.x_to_y[1], r1_y_to_x=ret.y_to_x[1])
+    idx = np.arange(len(y))
+    hits = np.stack([true_ranks(pred, y, idx) == 1, true_ranks(y, pred, idx) == 1], 1)  # (N, 2)
+    x_to_y, y_to_x = hits.mean(0)
+    return MapScore(r2=r2, r1_x_to_y=float(x_to_y), r1_y_to_x=float(y_to_x)), hits
+
+
+def ratio_interval(
+    hits_a: np.ndarray, hits_b: np.ndarray, bootstrap: int, seed: int = 0, level: float = 0.95
+) -> tuple[float, float] | None:
+    """Percentile bootstrap interval of ``sum(hits_a) / sum(hits_b)`` over resampled items.
+
+    ``hits_a``, ``hits_b``: ``(N, Q)`` hits of the two maps on the same ``N`` held-out items (both
+    query directions of an item resampled together, the gallery fixed); one resample serves both
+    maps (paired). ``None`` when ``bootstrap = 0``; resamples where ``b`` has no hit are dropped.
+    """
+    if bootstrap <= 0:
+        return None
+    rng = np.random.default_rng(seed)
+    a, b = hits_a.sum(1), hits_b.sum(1)  # (N,)
+    idx = rng.integers(0, len(a), size=(bootstrap, len(a)))  # (R, N)
+    num, den = a[idx].sum(1), b[idx].sum(1)
+    ratios = num[den > 0] / den[den > 0]
+    if len(ratios) == 0:
+        return None
+    lo, hi = np.quantile(ratios, [(1 - level) / 2, (1 + level) / 2])
+    return float(lo), float(hi)
 
 
 def above_chance(r1: float, n: int, level: float = CHANCE_LEVEL) -> bool:
@@ -231,6 +261,8 @@ def rotation_score(
     dims: int = 256,
     alpha: float = RIDGE_ALPHA,
     eps: float = WHITEN_EPS,
+    bootstrap: int = 0,
+    seed: int = 0,
 ) -> RotationScore:
     """Held-out fit of the whitened orthonormal map against ridge, and their ratio.
 
@@ -246,6 +278,10 @@ def rotation_score(
         Ridge penalty (relative to the mean input variance, see :class:`prh.bridge.RidgeMap`).
     eps : float
         Eigenvalue floor of the whitening, relative to the largest eigenvalue.
+    bootstrap : int
+        Resamples of the held-out items for a 95 % interval of the score (0: none).
+    seed : int
+        Seeds the bootstrap.
 
     Returns
     -------
@@ -275,13 +311,14 @@ def rotation_score(
     ortho = SemiOrthogonalMap(whiten=True, eps=eps).fit(px_tr, py_tr)
     ridge = RidgeMap(alpha=alpha).fit(px_tr, py_tr)
     rho = canonical_correlations(px_tr, py_tr)[: ortho.rank_]
-    o = _score_map(ortho.transform(px_te).astype(np.float64), py_te)
-    r = _score_map(ridge.transform(px_te).astype(np.float64), py_te)
+    o, hits_o = _score_map(ortho.transform(px_te).astype(np.float64), py_te)
+    r, hits_r = _score_map(ridge.transform(px_te).astype(np.float64), py_te)
     informative = above_chance(r.r1, len(xte))
     return RotationScore(
         orthonormal=o,
         ridge=r,
         score=o.r1 / r.r1 if informative else float("nan"),
+        score_ci=ratio_interval(hits_o, hits_r, bootstrap, seed) if informative else None,
         r2_ratio=o.r2 / r.r2 if r.r2 > 0 else float("nan"),
         k_x=k_x,
         k_y=k_y,

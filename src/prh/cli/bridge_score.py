@@ -59,7 +59,10 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--k", type=positive_int, default=10, help="neighbours of mutual-kNN")
     p.add_argument(
-        "--bootstrap", type=nonnegative_int, default=1000, help="mutual-kNN bootstrap resamples"
+        "--bootstrap",
+        type=nonnegative_int,
+        default=1000,
+        help="bootstrap resamples of the mutual-kNN and rotation score intervals (default 1000)",
     )
     p.add_argument("--json", default=None, metavar="PATH", help="write the matrix here (JSON)")
     p.add_argument("--heatmap", default=None, metavar="PNG", help="write the heatmap here")
@@ -197,8 +200,9 @@ def _print(res: Any) -> None:
     print(f"\nrotation score per pair (maps fitted on {res.n_train} rows, k <= {res.dims}):")
     for (i, j), r in sorted(res.pairs.items()):
         note = "" if r.ridge_above_chance else "  (ridge at chance: undefined)"
+        ci = f" [{_fmt(r.score_ci[0])}, {_fmt(r.score_ci[1])}]" if r.score_ci else ""
         print(
-            f"  {names[i]} -> {names[j]}: score {_fmt(r.score)} (R@1 orthonormal "
+            f"  {names[i]} -> {names[j]}: score {_fmt(r.score)}{ci} (R@1 orthonormal "
             f"{r.orthonormal.r1:.3f} / ridge {r.ridge.r1:.3f}; chance {r.chance_r1:.3f}), "
             f"R^2 {r.orthonormal.r2:.3f} / {r.ridge.r2:.3f} = {_fmt(r.r2_ratio)}, "
             f"k {r.k_x}x{r.k_y}{note}"
