@@ -94,14 +94,19 @@ def test_whitening_makes_any_invertible_linear_map_a_rotation():
     assert r.score == pytest.approx(1.0, abs=0.06)
 
 
-def test_private_dimensions_on_the_wider_side_only_are_ignored():
+def test_private_dimensions_on_the_wider_side_only_are_ignored_per_side():
     rng = np.random.default_rng(5)
     h = D // 2
     z = rng.standard_normal((N, h))
-    x = np.hstack([_noisy(rng, z), rng.standard_normal((N, h))])  # (N, D): half private
-    r = _score(x, _noisy(rng, z) @ _rotation(rng, h))  # (N, D / 2)
+    x = np.hstack([_noisy(rng, z), 1.2 * rng.standard_normal((N, h))])  # (N, D): half private
+    y = _noisy(rng, z) @ _rotation(rng, h)  # (N, D / 2)
+    r = _score(x, y, common=False)
     assert (r.k_x, r.k_y, r.rank) == (D, h, h)
     assert r.score == pytest.approx(1.0, abs=0.06)
+    # one common k: X's top-12 principal subspace mixes its private half in, and that shows
+    c = _score(x, y)
+    assert (c.k_x, c.k_y, c.rank) == (h, h, h)
+    assert c.ridge_above_chance and c.score < r.score - 0.15
 
 
 def test_unrelated_sides_give_no_score():
@@ -205,7 +210,8 @@ def test_matches_the_maps_and_retrieval_built_by_hand():
     rng = np.random.default_rng(12)
     z = rng.standard_normal((N, D))
     x, y = _noisy(rng, z), _noisy(rng, z)[:, :16]
-    r = _score(x, y, dims=20)
+    r = _score(x, y, dims=20, common=False)
+    assert (r.k_x, r.k_y) == (20, 16)
     bx, by = pca_basis(x[:N_TRAIN], 20), pca_basis(y[:N_TRAIN], 20)
 
     def proj(a, b):

@@ -50,6 +50,7 @@ class AlignmentMatrix:
     pairs : dict
         ``(i, j) -> RotationScore`` for every ordered pair ``i != j``.
     k, n_train, n_test, bootstrap, dims, layer : int
+    common : bool
     """
 
     names: tuple[str, ...]
@@ -66,6 +67,7 @@ class AlignmentMatrix:
     n_test: int
     bootstrap: int
     dims: int
+    common: bool
     layer: int
 
     def score_matrices(self) -> dict[str, np.ndarray]:
@@ -88,6 +90,7 @@ class AlignmentMatrix:
             "n_test": self.n_test,
             "bootstrap": self.bootstrap,
             "dims": self.dims,
+            "common": self.common,
             "layer": self.layer,
             "mutual_knn": m(self.mutual_knn),
             "mutual_knn_ci_low": m(self.mutual_knn_ci[..., 0]),
@@ -125,6 +128,7 @@ def alignment_matrix(
     bootstrap: int = 1000,
     seed: int = 0,
     dims: int = 256,
+    common: bool = True,
     layer: int = -1,
     best_layers: bool = False,
     layer_dims: Mapping[str, list[int] | None] | None = None,
@@ -145,6 +149,8 @@ def alignment_matrix(
         Seeds the bootstrap.
     dims : int
         Principal dimensions per side of the rotation score's maps.
+    common : bool
+        Rotation score in one common ``k`` for both sides (default), else ``k`` per side.
     layer : int
         Layer used by the rotation score, and by the metrics unless ``best_layers``.
     best_layers : bool
@@ -211,6 +217,7 @@ def alignment_matrix(
                 _layer_of(te[names[i]], layer, names[i]),
                 _layer_of(te[names[j]], layer, names[j]),
                 dims=dims,
+                common=common,
                 bootstrap=bootstrap,
                 seed=seed,
             )
@@ -233,6 +240,7 @@ def alignment_matrix(
         n_test=n_test,
         bootstrap=bootstrap,
         dims=dims,
+        common=common,
         layer=layer,
     )
 

@@ -4,9 +4,11 @@ The Platonic representation theorem ([theory.md] sec. 3) says that two encoders 
 views of one world learn one embedding up to a rotation. On held-out rows this module fits, on the
 training rows of a pair of feature sets,
 
-- the **orthonormal map**: each side reduced to its top principal components (``k_x``, ``k_y``
-  dims), centred and ZCA-whitened, then the partial isometry of rank ``r = min(k_x, k_y)`` found
-  by Procrustes (:class:`prh.bridge.SemiOrthogonalMap` with ``whiten=True``; orthogonal when
+- the **orthonormal map**: each side reduced to its top principal components, by default to one
+  common ``k = min(dims, rank_x, rank_y)`` (``common=True``: the theorem's statement, the WHOLE
+  ``k``-dim embedding is shared), else to ``k_x = min(dims, rank_x)`` and ``k_y`` on its own;
+  centred and ZCA-whitened, then the partial isometry of rank ``r = min(k_x, k_y)`` found by
+  Procrustes (:class:`prh.bridge.SemiOrthogonalMap` with ``whiten=True``; orthogonal when
   ``k_x = k_y``), coloured back into ``Y``'s space;
 - the **ridge map**: unconstrained linear regression of ``Y``'s components on ``X``'s
   (:class:`prh.bridge.RidgeMap`), the best any linear map can do;
@@ -25,10 +27,13 @@ clean one; ridge shrinks it by ``rho_i``). Per whitened direction the expected `
 
 What it does not detect. Whitening both sides turns ANY invertible linear map ``Y = X A`` into an
 orthogonal one (``C_x^{1/2} A C_y^{-1/2}`` is orthogonal), so an ill-conditioned linear distortion
-scores 1: "one rotation" here is the theorem's statement about whitened embeddings. Private
-dimensions on the wider side only (more PCA dims on one side than the other) are ignored by the
-rank-``min(k_x, k_y)`` map. What lowers the score: private (nuisance) dimensions on both sides, a
-nonlinear relation, noise concentrated in some shared directions.
+scores 1: "one rotation" here is the theorem's statement about whitened embeddings. With
+``common=False`` private dimensions on the wider side (more PCA dims kept on one side than on the
+other) are ignored by the rank-``min(k_x, k_y)`` map, which picks the best-shared directions of
+the wider side; with the default ``common=True`` both sides keep the same top-``k`` principal
+subspace, and private dimensions inside either one lower the score. What lowers the score:
+private (nuisance) dimensions in the compared subspaces, a relation nonlinear in some directions
+only, noise concentrated in some shared directions.
 
 Why R@1 is the headline. R@1 is bounded in ``[0, 1]``, invariant to a global scale of the
 prediction (so a uniform drop of every ``rho_i`` leaves the R@1 ratio at 1: the two encoders are
@@ -259,6 +264,7 @@ def rotation_score(
     x_test: np.ndarray,
     y_test: np.ndarray,
     dims: int = 256,
+    common: bool = True,
     alpha: float = RIDGE_ALPHA,
     eps: float = WHITEN_EPS,
     bootstrap: int = 0,
@@ -273,7 +279,10 @@ def rotation_score(
     x_test, y_test : np.ndarray
         ``(N_test, D_x)``, ``(N_test, D_y)`` paired held-out rows.
     dims : int
-        Principal dimensions kept per side, ``k``; each side keeps ``min(k, D, rank)``.
+        Principal dimensions kept per side, at most; never more than a side's numerical rank.
+    common : bool
+        Both sides keep the same number ``min(dims, rank_x, rank_y)`` (default); ``False``: each
+        side keeps ``min(dims, rank)`` and the map has rank ``min(k_x, k_y)``.
     alpha : float
         Ridge penalty (relative to the mean input variance, see :class:`prh.bridge.RidgeMap`).
     eps : float
@@ -303,6 +312,9 @@ def rotation_score(
             f"Y {ytr.shape[1]} vs {yte.shape[1]}"
         )
     bx, by = pca_basis(xtr, dims), pca_basis(ytr, dims)
+    if common:  # one k for both sides: the top-k principal subspaces must be one rotation apart
+        k = min(len(bx[1]), len(by[1]))
+        bx, by = (bx[0], bx[1][:k]), (by[0], by[1][:k])
     k_x, k_y = len(bx[1]), len(by[1])
     if k_x == 0 or k_y == 0:
         raise InputError("a side is constant on the training rows: nothing to map")

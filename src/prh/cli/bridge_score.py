@@ -50,6 +50,12 @@ def add_parser(sub: Any) -> None:
         "--dims", type=positive_int, default=256, help="principal dims per side of the maps"
     )
     p.add_argument(
+        "--per-side-dims",
+        action="store_true",
+        help="each side keeps its own min(--dims, rank) principal dims (map of rank = the "
+        "narrower side's) instead of one common k for both",
+    )
+    p.add_argument(
         "--layer", type=int, default=-1, help="layer of every file (index, -1 = last; default -1)"
     )
     p.add_argument(
@@ -232,6 +238,7 @@ def run(args: argparse.Namespace) -> int:
         bootstrap=args.bootstrap,
         seed=args.seed,
         dims=args.dims,
+        common=not args.per_side_dims,
         layer=args.layer,
         best_layers=args.best_layers,
         layer_dims={n: fs.layer_dims for n, fs in zip(names, sets, strict=True)},
