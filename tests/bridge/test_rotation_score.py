@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from prh.bridge.planted_pairs import planted_pair
 from prh.bridge.rotation_score import (
     above_chance,
     canonical_correlations,
@@ -13,30 +14,23 @@ from prh.bridge.rotation_score import (
     rotation_score,
     split_rows,
 )
+from prh.bridge.synthetic import random_rotation
 from prh.errors import InputError
 
-N, N_TRAIN, D = 1600, 800, 24
-NOISE = 0.5  # per-side noise on the shared latent: R@1 well inside (0, 1), not saturated
-
-
-def _rotation(rng, d):
-    q, _ = np.linalg.qr(rng.standard_normal((d, d)))
-    return q
-
-
-def _noisy(rng, z):
-    return z + NOISE * rng.standard_normal(z.shape)
+N, N_TRAIN, D = 1600, 800, 24  # noise 0.5 per side: R@1 well inside (0, 1), not saturated
 
 
 def _score(x, y, **kw):
     return rotation_score(x[:N_TRAIN], y[:N_TRAIN], x[N_TRAIN:], y[N_TRAIN:], **kw)
 
 
+def _case(case, seed=0, **kw):
+    x, y = planted_pair(case, n=N, d=D, noise=0.5, seed=seed)
+    return _score(x, y, **kw)
+
+
 def test_planted_rotation_scores_one():
-    rng = np.random.default_rng(0)
-    z = rng.standard_normal((N, D))
-    spectrum = np.exp(-np.arange(D) / 8)  # anisotropic X: whitening must undo it
-    r = _score(_noisy(rng, z) * spectrum, _noisy(rng, z) @ _rotation(rng, D))
+    r = _case("rotation")
     assert r.ridge_above_chance
     assert 0.2 < r.ridge.r1 < 0.99  # retrieval not saturated, so the ratio can show a gap
     assert r.score == pytest.approx(1.0, abs=0.05)
@@ -47,80 +41,68 @@ def test_planted_rotation_scores_one():
 def test_exact_rotation_is_perfect_and_canonical_correlations_are_one():
     rng = np.random.default_rng(1)
     x = rng.standard_normal((400, 8)) * np.arange(1, 9)
-    r = _score_like(x, x @ _rotation(rng, 8))
+    r = rotation_score(*_halves(x, x @ random_rotation(8, rng)))
     assert r.orthonormal.r1 == 1.0 and r.ridge.r1 == 1.0
     assert r.orthonormal.r2 == pytest.approx(1.0, abs=1e-6)
     assert np.allclose(r.canonical, 1.0, atol=1e-8)
 
 
-def _score_like(x, y):
+def _halves(x, y):
     h = len(x) // 2
-    return rotation_score(x[:h], y[:h], x[h:], y[h:])
+    return x[:h], y[:h], x[h:], y[h:]
 
 
 def test_private_dimensions_on_both_sides_score_clearly_lower():
-    # Each encoder keeps half its dimensions for its own nuisance: the orthonormal map must map
-    # X's private half onto Y's (noise at full weight), ridge ignores it.
-    rng = np.random.default_rng(2)
-    h = D // 2
-    z = rng.standard_normal((N, h))
-    x = np.hstack([_noisy(rng, z), rng.standard_normal((N, h))])
-    y = np.hstack([_noisy(rng, z), rng.standard_normal((N, h))]) @ _rotation(rng, D)
-    r = _score(x, y)
+    # The orthonormal map must map X's private half onto Y's (noise at full weight); ridge
+    # ignores it.
+    r = _case("private-both")
     assert r.ridge_above_chance
     assert r.score < 0.6
     assert r.orthonormal.r2 < r.ridge.r2
-    rotation = _score(_noisy(rng, np.hstack([z, z])), _noisy(rng, np.hstack([z, z])))
-    assert r.score < rotation.score - 0.3
+    assert r.score < _case("rotation").score - 0.3
 
 
 def test_partly_nonlinear_relation_scores_lower():
-    # Half of Y's directions are an even function of the latent: no linear correlation there.
-    rng = np.random.default_rng(3)
-    z = rng.standard_normal((N, D))
-    zy = _noisy(rng, z)
-    y = np.hstack([zy[:, : D // 2], zy[:, D // 2 :] ** 2 - 1]) @ _rotation(rng, D)
-    r = _score(_noisy(rng, z), y)
+    r = _case("nonlinear-half")
     assert r.ridge_above_chance
     assert r.score < 0.6
 
 
 def test_whitening_makes_any_invertible_linear_map_a_rotation():
-    # What the score does NOT detect: Y = X A with A ill-conditioned (condition number 100).
-    rng = np.random.default_rng(4)
-    a = rng.standard_normal((D, D)) @ np.diag(np.logspace(0, -2, D))
-    z = rng.standard_normal((N, D))
-    r = _score(_noisy(rng, z), _noisy(rng, z) @ a)
+    # What the score does NOT detect: Y = X A with A ill-conditioned.
+    assert _case("linear").score == pytest.approx(1.0, abs=0.06)
+
+
+def test_uniform_saturation_keeps_the_r1_score_but_lowers_the_r2_ratio():
+    # Every direction equally saturated: all canonical correlations drop together, R@1
+    # (scale-free) cannot tell, R^2 can.
+    r = _case("tanh")
+    assert r.ridge_above_chance
     assert r.score == pytest.approx(1.0, abs=0.06)
+    assert r.r2_ratio < 0.9
 
 
 def test_private_dimensions_on_the_wider_side_only_are_ignored_per_side():
-    rng = np.random.default_rng(5)
-    h = D // 2
-    z = rng.standard_normal((N, h))
-    x = np.hstack([_noisy(rng, z), 1.2 * rng.standard_normal((N, h))])  # (N, D): half private
-    y = _noisy(rng, z) @ _rotation(rng, h)  # (N, D / 2)
-    r = _score(x, y, common=False)
-    assert (r.k_x, r.k_y, r.rank) == (D, h, h)
+    r = _case("private-wider", common=False)
+    assert (r.k_x, r.k_y, r.rank) == (D, D // 2, D // 2)
     assert r.score == pytest.approx(1.0, abs=0.06)
     # one common k: X's top-12 principal subspace mixes its private half in, and that shows
-    c = _score(x, y)
-    assert (c.k_x, c.k_y, c.rank) == (h, h, h)
+    c = _case("private-wider")
+    assert (c.k_x, c.k_y, c.rank) == (D // 2, D // 2, D // 2)
     assert c.ridge_above_chance and c.score < r.score - 0.15
 
 
 def test_unrelated_sides_give_no_score():
-    rng = np.random.default_rng(6)
-    r = _score(rng.standard_normal((N, D)), rng.standard_normal((N, D)))
+    r = _case("unrelated")
     assert not r.ridge_above_chance
-    assert np.isnan(r.score)
+    assert np.isnan(r.score) and r.score_ci is None
 
 
 def test_deterministic_and_split_is_seeded():
-    rng = np.random.default_rng(7)
-    z = rng.standard_normal((N, D))
-    x, y = _noisy(rng, z), _noisy(rng, z)
+    x, y = planted_pair("tanh", n=N, d=D, seed=7)
     assert _score(x, y).to_dict() == _score(x, y).to_dict()
+    x2, y2 = planted_pair("tanh", n=N, d=D, seed=7)
+    assert np.array_equal(x, x2) and np.array_equal(y, y2)
     tr, te = split_rows(100, 0.3, seed=5)
     tr2, te2 = split_rows(100, 0.3, seed=5)
     assert np.array_equal(tr, tr2) and np.array_equal(te, te2)
@@ -182,21 +164,8 @@ def test_bad_split_and_non_finite():
         rotation_score(x, x, x, x)
 
 
-def test_uniform_saturation_keeps_the_r1_score_but_lowers_the_r2_ratio():
-    # Y = tanh(3 (Z + noise) R): every direction equally saturated, so all canonical
-    # correlations drop together: R@1 (scale-free) cannot tell, R^2 can.
-    rng = np.random.default_rng(10)
-    z = rng.standard_normal((N, D))
-    r = _score(_noisy(rng, z), np.tanh(3 * _noisy(rng, z) @ _rotation(rng, D)))
-    assert r.ridge_above_chance
-    assert r.score == pytest.approx(1.0, abs=0.06)
-    assert r.r2_ratio < 0.9
-
-
 def test_score_interval_brackets_the_score_and_is_seeded():
-    rng = np.random.default_rng(11)
-    z = rng.standard_normal((N, D))
-    x, y = _noisy(rng, z), _noisy(rng, z) @ _rotation(rng, D)
+    x, y = planted_pair("rotation", n=N, d=D, seed=11)
     r = _score(x, y, bootstrap=200, seed=1)
     lo, hi = r.score_ci
     assert lo <= r.score <= hi and lo < 1.0 < hi
@@ -207,9 +176,8 @@ def test_score_interval_brackets_the_score_and_is_seeded():
 def test_matches_the_maps_and_retrieval_built_by_hand():
     from prh.bridge import RidgeMap, SemiOrthogonalMap, retrieval
 
-    rng = np.random.default_rng(12)
-    z = rng.standard_normal((N, D))
-    x, y = _noisy(rng, z), _noisy(rng, z)[:, :16]
+    x, y = planted_pair("tanh", n=N, d=D, seed=12)
+    y = y[:, :16]
     r = _score(x, y, dims=20, common=False)
     assert (r.k_x, r.k_y) == (20, 16)
     bx, by = pca_basis(x[:N_TRAIN], 20), pca_basis(y[:N_TRAIN], 20)

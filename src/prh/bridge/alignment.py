@@ -198,9 +198,15 @@ def alignment_matrix(
                 "layer_dims_b": dims_of.get(names[j]),
             }
             r = measure(
-                a, b, "mutual_knn", k=k, bootstrap=bootstrap, layers=fixed,
-                cache=caches["mutual_knn"], **kw,
-            )  # fmt: skip
+                a,
+                b,
+                "mutual_knn",
+                k=k,
+                bootstrap=bootstrap,
+                layers=fixed,
+                cache=caches["mutual_knn"],
+                **kw,
+            )
             c = measure(a, b, "cka", k=k, layers=r.layers, cache=caches["cka"], **kw)
             knn[i, j] = knn[j, i] = r.score
             cka[i, j] = cka[j, i] = c.score
