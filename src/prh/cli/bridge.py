@@ -4,6 +4,7 @@
 order when the files carry no ids) and prints its fit and retrieval on the training pairs;
 `prh bridge apply MAP.safetensors --x X --out Y` maps new rows of X into Y's space (Y written by
 its suffix: .safetensors with ids, .npz with ids, or a plain .npy array).
+`prh bridge score --files A B ...` asks whether they are one rotation apart (prh.cli.bridge_score).
 """
 
 from __future__ import annotations
@@ -51,6 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="feature file to write (N, D_y): .safetensors or .npz (with ids) or .npy",
     )
     _layer_flags(apply, default=None)
+    from prh.cli import bridge_score
+
+    bridge_score.add_parser(sub)
 
 
 def _layer_flags(p: argparse.ArgumentParser, default: int | None = -1) -> None:
@@ -109,6 +113,10 @@ def paired_rows(fx, fy):
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.action == "score":
+        from prh.cli import bridge_score
+
+        return bridge_score.run(args)
     return _fit(args) if args.action == "fit" else _apply(args)
 
 
