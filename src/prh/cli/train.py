@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 
 from prh.cli._args import fraction, nonnegative_int, positive_float, positive_int
+from prh.cli.train_image import add_image_arguments, image_run_requested, run_image
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -97,6 +98,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    add_image_arguments(p)  # --modality image|sketch and its flags (prh.cli.train_image)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -105,6 +107,8 @@ def run(args: argparse.Namespace) -> int:
     from prh.errors import InputError
     from prh.training import train, train_config
 
+    if image_run_requested(args):
+        return run_image(args)
     progress = not args.no_progress
     if args.resume:
         if args.out and Path(args.out) != Path(args.resume):

@@ -322,6 +322,10 @@ def load_run(
         Not a run directory, missing or corrupt weights, weights of another model.
     """
     run = Path(run_dir)
+    from prh.training.image import is_image_run, load_image_run  # lazy: image imports api
+
+    if is_image_run(run):
+        return load_image_run(run, device)  # type: ignore[return-value]
     try:
         stored = json.loads((run / "config.json").read_text())
         cfg = TrainConfig.from_dict(stored["train"])
