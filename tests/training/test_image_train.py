@@ -135,3 +135,35 @@ def test_trained_image_encoder_beats_its_random_init_on_colour(tmp_path, cache):
     acc_r = max(_knn_accuracy(base[:, i], y) for i in range(2))
     chance = np.bincount(y).max() / len(y)
     assert acc_t > acc_r + 0.1 and acc_t > chance + 0.1, (acc_t, acc_r, chance)
+
+
+@pytest.mark.slow
+def test_two_process_image_run_matches_one_process(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    worker = Path(__file__).parent / "image_ddp_worker.py"
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    port = str(31500 + os.getpid() % 2000)
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+           "--master-port", port, str(worker), str(tmp_path)]  # fmt: skip
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    r0, r1 = (load_file(str(tmp_path / f"rank{r}.st")) for r in (0, 1))
+    assert all(torch.equal(r0[k], r1[k]) for k in r0)  # DDP keeps the ranks identical
+    assert (tmp_path / "run" / "model.safetensors").exists()
+    cfg = train_config(
+        "tiny",
+        samples=16 * 4,
+        batch_size=16,
+        train_scenes=24,
+        checkpoint_every=2,
+        model_overrides=TINY,
+    )  # as in the worker; fmt: skip
+    image = ImageConfig(image_size=16, render_views=3, cache_dir=str(tmp_path / "cache"))
+    _, single = train_image(cfg, image, tmp_path / "single", False, threads=1, workers=1)
+    # Same global batch in one process: equal up to float summation order.
+    gap = max(float((r0[k] - v).abs().max()) for k, v in single.state_dict().items())
+    assert gap < 1e-4, gap
