@@ -167,3 +167,22 @@ def test_two_process_image_run_matches_one_process(tmp_path):
     # Same global batch in one process: equal up to float summation order.
     gap = max(float((r0[k] - v).abs().max()) for k, v in single.state_dict().items())
     assert gap < 1e-4, gap
+
+
+def test_eval_hook_measures_alignment_with_a_feature_file(tmp_path, cache):
+    from prh.features import save_features
+    from prh.metrics import measure
+
+    ids = [3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610]
+    target = tmp_path / "target.safetensors"
+    feats = np.random.default_rng(0).normal(size=(len(ids), 2, 6)).astype(np.float32)
+    save_features(target, feats, [f"scene_{i}" for i in ids])
+    cfg = tiny(samples=16 * 4, eval_features=str(target), eval_every=2)
+    image = ImageConfig(image_size=16, render_views=2, cache_dir=cache)
+    run, model = train_image(cfg, image, tmp_path / "run", progress=False, threads=1)
+    evals = [r for r in read_metrics(run) if "eval_mutual_knn" in r]
+    assert [r["step"] for r in evals] == [2, 4]
+    # The final evaluation is the mutual-kNN of the final model's features of those scenes.
+    mine = encode_images(model, draw_scenes(cfg, image, ids), 16)
+    want = measure(mine, feats, metric="mutual_knn", k=10).score
+    assert evals[-1]["eval_mutual_knn"] == pytest.approx(float(want))
