@@ -57,3 +57,17 @@ def test_existing_run_folder_is_not_overwritten(bad_input, tmp_path):
     keep = run / "notes.txt"
     keep.write_text("mine")
     bad_input(_train(tmp_path, "--samples", "64"), inputs=[keep], match=r"not empty")
+
+
+def test_cli_defaults_are_the_config_defaults(tmp_path):
+    import argparse
+
+    from prh.cli import train as train_cli
+    from prh.cli.train_image import image_configs
+    from prh.training.image_config import DEFAULT_TRAIN_SCENES, ImageConfig
+
+    p = argparse.ArgumentParser()
+    train_cli.add_arguments(p)
+    train, image = image_configs(p.parse_args(["--modality", "image", "--out", str(tmp_path)]))
+    assert image == ImageConfig(modality="image")
+    assert train.train_scenes == DEFAULT_TRAIN_SCENES and train.views == "good"

@@ -136,11 +136,11 @@ def image_configs(args: argparse.Namespace):
         args.objective != "sigreg"
     ):
         raise InputError("--sigreg-lambda and --sigreg-slices need --objective sigreg")
+    given = {"image_size": args.image_size, "render_views": args.render_views}
     image = ImageConfig(
         modality=m,
-        image_size=64 if args.image_size is None else args.image_size,
-        render_views=4 if args.render_views is None else args.render_views,
         cache_dir=args.render_cache,
+        **{k: v for k, v in given.items() if v is not None},  # else the config's defaults
     )
     rho = {"good": 1.0, "bad": 0.0}.get(args.views, args.rho)
     train = train_config(
