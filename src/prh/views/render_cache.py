@@ -21,7 +21,6 @@ Pairs from the cache:
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -31,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from prh.errors import InputError
+from prh.io import write_json
 from prh.views.image import crop_and_jitter
 
 MODALITIES = ("image", "sketch")
@@ -122,8 +122,7 @@ def load_or_build(
         with open(tmp, "wb") as f:
             np.save(f, arr)
         os.replace(tmp, path)
-        sidecar = path.with_suffix(".json")
-        sidecar.write_text(json.dumps({**asdict(key), "shape": list(arr.shape)}) + "\n")
+        write_json(path.with_suffix(".json"), {**asdict(key), "shape": list(arr.shape)})
     arr = np.load(path, mmap_mode="r")
     want = (key.n_scenes, key.views, key.size, key.size, 3)
     if arr.shape != want or arr.dtype != np.uint8:
