@@ -186,3 +186,12 @@ def test_eval_hook_measures_alignment_with_a_feature_file(tmp_path, cache):
     mine = encode_images(model, draw_scenes(cfg, image, ids), 16)
     want = measure(mine, feats, metric="mutual_knn", k=10).score
     assert evals[-1]["eval_mutual_knn"] == pytest.approx(float(want))
+
+
+def test_renders_on_the_fly_prefetched_by_workers_train_like_one_process(tmp_path):
+    cfg, image = tiny(samples=32), ImageConfig(image_size=16, render_views=0)
+    one = train_image(cfg, image, tmp_path / "one", progress=False, threads=1, workers=1)[1]
+    two = train_image(cfg, image, tmp_path / "two", progress=False, threads=1, workers=2)[1]
+    a, b = one.state_dict(), two.state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert not (tmp_path / "one" / "render_cache").exists()

@@ -80,3 +80,14 @@ def test_refusals(cache):
         CachedViewDataset(cache, SCENES[:2], "bad")
     with pytest.raises(InputError, match="modality"):
         render_views(0, "text", 16, 2, SCENES)
+
+
+def test_prefetched_batches_equal_the_datasets_in_any_order():
+    from prh.views.image import ImageViewDataset
+    from prh.views.render_cache import Prefetched
+
+    world = CaveWorld(WorldConfig(seed=0, num_scenes=200))
+    ds = ImageViewDataset(world, "good", 16, batch_size=4, seed=3, scene_ids=SCENES)
+    ahead = Prefetched(ds, workers=2)
+    for i in (2, 3, 4, 1, 2):  # in order, then a jump back restarts the workers
+        assert torch.equal(ahead.batch(i)["a"], ds.batch(i)["a"])

@@ -71,18 +71,19 @@ def image_dataset(
 ) -> Any:
     """This rank's pair dataset: cached views (rank 0 builds the cache) or renders on the fly."""
     from prh.views.image import ImageViewDataset
-    from prh.views.render_cache import CachedViewDataset, cache_key, load_or_build
+    from prh.views.render_cache import CachedViewDataset, Prefetched, cache_key, load_or_build
     from prh.world import CaveWorld, WorldConfig
 
     ids = train_scene_ids(train)
     if len(ids) < 2:
         raise InputError(f"--train-scenes {train.train_scenes}: need >= 2 scenes")
     if image.render_views == 0:
-        return ImageViewDataset(
+        fly = ImageViewDataset(
             CaveWorld(WorldConfig(seed=train.world_seed)), train.views, image.image_size,
             train.batch_size, train.seed, scene_ids=ids, rank=info.rank,
             world_size=info.world_size, modality=image.modality,
         )  # fmt: skip
+        return Prefetched(fly, workers) if workers > 1 else fly
     key = cache_key(train.world_seed, image.modality, image.image_size, image.render_views, ids)
     folder = Path(image.cache_dir) if image.cache_dir else run_dir / "render_cache"
     if info.is_main:
@@ -142,7 +143,8 @@ def train_image(
     With ``resume=True`` the stored configs are used (``train``/``image`` ignored) and the run
     continues from its latest checkpoint, bitwise identical to an uninterrupted run on CPU.
     ``stop_after`` stops after that many steps without a checkpoint (a simulated kill);
-    ``workers`` processes build the render cache.
+    ``workers`` processes build the render cache (or, with ``render_views = 0``, draw batches
+    ahead).
     """
     run_dir = Path(out_dir)
     threads = threads or default_threads()

@@ -217,3 +217,26 @@ class CachedViewDataset:
             "nuisance_b": torch.from_numpy(vb[rows].astype(np.int64)),
             "index": torch.from_numpy(rows.astype(np.int64)),
         }
+
+
+class Prefetched:
+    """``ds.batch(i)`` made ahead by ``workers`` processes (:func:`prh.views.loader.prefetch`),
+    for datasets whose batches are expensive (renders drawn on the fly).
+
+    Batches must be asked in order (as the training loop does); any other index restarts the
+    workers at that index, so the result always equals ``ds.batch(i)``.
+    """
+
+    def __init__(self, ds, workers: int = 2) -> None:
+        self.ds = ds
+        self.workers = workers
+        self._next: int | None = None
+        self._it = None
+
+    def batch(self, i: int) -> dict:
+        from prh.views.loader import prefetch
+
+        if self._it is None or i != self._next:
+            self._it = prefetch(self.ds, start=i, num_workers=self.workers)
+        self._next = i + 1
+        return next(self._it)
