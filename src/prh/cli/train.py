@@ -13,6 +13,7 @@ import argparse
 from pathlib import Path
 
 from prh.cli._args import fraction, nonnegative_int, positive_float, positive_int, seed
+from prh.cli.train_image import add_image_arguments, image_run_requested, run_image
 from prh.errors import InputError
 from prh.training.config import MAX_LEN, PRESET_DEFAULTS, TrainConfig, train_config
 
@@ -163,6 +164,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    add_image_arguments(p)  # --modality image|sketch and its flags (prh.cli.train_image)
 
 
 def config_from_args(args: argparse.Namespace) -> TrainConfig:
@@ -240,6 +242,8 @@ def run(args: argparse.Namespace) -> int:
     from prh.training.device import resolve_device
     from prh.training.rundir import run_state
 
+    if image_run_requested(args):
+        return run_image(args)
     progress = not args.no_progress
     resolve_device(args.device)  # one line for --device tpu, before any work
     if args.resume:

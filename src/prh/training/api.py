@@ -17,15 +17,20 @@ from prh.errors import CheckpointError, InputError, TrainingError
 from prh.io import write_json
 from prh.models import CausalLM, ModelConfig, TextEncoder, model_config
 from prh.training import checkpoint as ckpt
-from prh.training.config import TrainConfig
+from prh.training.config import TrainConfig, check_batch
 from prh.training.data import TOKENIZER_FILE, default_data_factory, eval_texts
 from prh.training.device import resolve_device
 from prh.training.distributed import DistInfo, default_threads, init_distributed
 from prh.training.loop import LossContext, make_optimizer, run_loop, trim
-from prh.training.rundir import MetricsLog, clear_incomplete, read_meta, run_state, write_meta
-
-MODEL_FILE = "model.safetensors"
-MODEL_FORMAT = "prh-model/1"
+from prh.training.rundir import (
+    MODEL_FILE,
+    MODEL_FORMAT,
+    MetricsLog,
+    clear_incomplete,
+    read_meta,
+    run_state,
+    write_meta,
+)
 
 DataFactory = Callable[..., tuple[Any, Any]]
 
@@ -38,18 +43,6 @@ def build_model(cfg: TrainConfig, vocab_size: int) -> tuple[nn.Module, ModelConf
     check_batch(cfg, mcfg)
     model = CausalLM(mcfg) if cfg.is_lm else TextEncoder(mcfg)
     return model, mcfg
-
-
-def check_batch(cfg: TrainConfig, mcfg: ModelConfig | None = None) -> None:
-    """Refuse a JEPA batch too small to estimate an ``embed_dim`` covariance."""
-    mcfg = mcfg or model_config(cfg.preset, 1, max_len=cfg.max_len, **cfg.model_overrides)
-    # Whitening 2B rows in E dims overfits the batch when E is not small against 2B: with
-    # E >= B the pairs can be made to coincide exactly, a batch-level collapse.
-    if not cfg.is_lm and 2 * cfg.batch_size < 4 * mcfg.embed_dim:
-        raise InputError(
-            f"batch size {cfg.batch_size} too small to whiten a {mcfg.embed_dim}-dim embedding "
-            f"(need 2 x batch >= 4 x embed_dim)"
-        )
 
 
 def train(
@@ -423,6 +416,10 @@ def load_run(
         Not a run directory, missing or corrupt weights, weights of another model.
     """
     run = Path(run_dir)
+    from prh.training.image import is_image_run, load_image_run
+
+    if is_image_run(run):
+        return load_image_run(run, device)  # type: ignore[return-value]
     try:
         stored = json.loads((run / "config.json").read_text())
         cfg = TrainConfig.from_dict(stored["train"])

@@ -140,3 +140,18 @@ def train_config(preset: str = "tiny", **overrides: Any) -> TrainConfig:
     if "corpus" in given:
         base["world"] = None
     return TrainConfig(**{**base, **given})
+
+
+def check_batch(cfg: TrainConfig, mcfg: Any = None) -> None:
+    """Refuse a JEPA batch too small to estimate an ``embed_dim`` covariance (``mcfg``: the
+    model's :class:`prh.models.ModelConfig`, default the preset's)."""
+    from prh.models import model_config  # torch: only when a model is built
+
+    mcfg = mcfg or model_config(cfg.preset, 1, max_len=cfg.max_len, **cfg.model_overrides)
+    # Whitening 2B rows in E dims overfits the batch when E is not small against 2B: with
+    # E >= B the pairs can be made to coincide exactly, a batch-level collapse.
+    if not cfg.is_lm and 2 * cfg.batch_size < 4 * mcfg.embed_dim:
+        raise InputError(
+            f"batch size {cfg.batch_size} too small to whiten a {mcfg.embed_dim}-dim embedding "
+            f"(need 2 x batch >= 4 x embed_dim)"
+        )

@@ -59,6 +59,8 @@ class LossContext:
     dist: DistInfo
     device: torch.device
     sigreg: SIGReg | None = None
+    # Another modality's ``compute_loss`` (same signature), e.g. prh.training.image.image_loss.
+    loss_fn: Callable[..., tuple[torch.Tensor, dict[str, float]]] | None = None
 
 
 def compute_loss(
@@ -96,6 +98,14 @@ def compute_loss(
     n = a.shape[0]
     za = gather_rows(pooled[:n].float(), ctx.dist)  # (B, E) global
     zb = gather_rows(pooled[n:].float(), ctx.dist)  # (B, E) global
+    return jepa_objective(za, zb, step, ctx)
+
+
+def jepa_objective(
+    za: torch.Tensor, zb: torch.Tensor, step: int, ctx: LossContext
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """The configured JEPA objective of global embeddings ``za``, ``zb`` (B, E) of the pairs."""
+    cfg = ctx.cfg
     if not bool(torch.isfinite(za).all() and torch.isfinite(zb).all()):
         # Diverged weights (a learning rate far too large) reach the whitening as NaN; say so
         # here rather than let the Cholesky factorisation fail on them. The check is on the
@@ -136,7 +146,7 @@ def train_step(
     lr = lr_at(step, ctx.cfg)
     for group in optimizer.param_groups:
         group["lr"] = lr
-    loss, logs = compute_loss(model, batch, step, ctx)
+    loss, logs = (ctx.loss_fn or compute_loss)(model, batch, step, ctx)
     if not math.isfinite(logs["loss"]):
         raise TrainingError(f"non-finite loss ({logs['loss']}) at step {step}")
     optimizer.zero_grad(set_to_none=True)

@@ -26,6 +26,9 @@ from typing import Any
 
 from prh.io import atomic_write, write_json
 
+MODEL_FILE = "model.safetensors"  # the finished model's weights
+MODEL_FORMAT = "prh-model/1"
+
 PACKAGES = ("prh", "torch", "numpy", "scipy", "safetensors", "tokenizers")
 
 
