@@ -13,7 +13,8 @@ distributions and its column means are ``1 / n``: with every theme holding the s
 scenes, every shape, colour and size keeps the plain world's marginal frequency (up to the
 distinct-scene and distinct-(shape, colour) rejection both worlds apply; measured within +-6% at
 20 themes, strength 2). Cells are drawn without replacement (objects never share one), so only the
-first object's cell follows the table exactly; cell frequencies stay within about +-35%. ``strength`` sets how narrow a theme is:
+first object's cell follows the table exactly; cell frequencies stay within about +-35%.
+``strength`` sets how narrow a theme is:
 the log-weights are ``strength * N(0, 1)`` before scaling (0: every theme uniform, the plain
 world's distribution; 2-3: a theme favours two or three values of each factor).
 
