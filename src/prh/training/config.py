@@ -51,6 +51,13 @@ class TrainConfig:
         Tokenizer vocabulary trained on the corpus.
     world_seed, captions_per_scene, train_scenes : int
         Which world, how many captions per scene, how many training scenes (0 = the whole split).
+    world_themes, theme_strength : int, float
+        Scene themes of the world (0: none, today's world; see :mod:`prh.world.themes`).
+    doc_captions : int
+        Next-token only: captions of one scene per document (1: a single caption).
+    doc_style : bool
+        Next-token only: each document's captions share one style (register, vocabulary, order;
+        :mod:`prh.world.styles`), from a pool of ``captions_per_scene`` documents per scene.
     eval_features : str or None
         Feature file to measure alignment against during training (ids ``scene_{i}``).
     eval_every, checkpoint_every, log_every : int
@@ -80,6 +87,10 @@ class TrainConfig:
     world_seed: int = 0
     captions_per_scene: int = 5
     train_scenes: int = 0
+    world_themes: int = 0
+    theme_strength: float = 2.0
+    doc_captions: int = 1
+    doc_style: bool = False
     eval_features: str | None = None
     eval_every: int = 0
     checkpoint_every: int = 200
@@ -102,6 +113,16 @@ class TrainConfig:
         for name in ("samples", "batch_size", "max_len", "vocab_size"):
             if getattr(self, name) < 1:
                 raise InputError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.world_themes < 0:
+            raise InputError(f"world_themes must be >= 0 (0 = none), got {self.world_themes}")
+        if self.world_themes and self.world is None:
+            raise InputError("world_themes applies to --world cave only")
+        if self.doc_captions < 1:
+            raise InputError(f"doc_captions must be >= 1, got {self.doc_captions}")
+        if (self.doc_captions > 1 or self.doc_style) and self.views != "next-token":
+            raise InputError("doc_captions and doc_style apply to --views next-token only")
+        if self.doc_style and self.world is None:
+            raise InputError("doc_style needs --world cave (styles regenerate captions)")
         if self.lr <= 0:
             raise InputError(f"lr must be > 0, got {self.lr}")
 
