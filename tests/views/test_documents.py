@@ -42,8 +42,10 @@ def test_styled_captions_name_only_true_objects(world):
         s = world.scene(i)
         style, caps = styled_document(s, 3, random.Random(i))
         true = {
-            (COLOUR_WORDS[COLOURS[o.colour]][style.vocab % len(COLOUR_WORDS[COLOURS[o.colour]])],
-             SHAPE_WORDS[SHAPES[o.shape]][style.vocab % len(SHAPE_WORDS[SHAPES[o.shape]])])
+            (
+                COLOUR_WORDS[COLOURS[o.colour]][style.vocab % len(COLOUR_WORDS[COLOURS[o.colour]])],
+                SHAPE_WORDS[SHAPES[o.shape]][style.vocab % len(SHAPE_WORDS[SHAPES[o.shape]])],
+            )
             for o in s.objects
         }
         for c in caps:
@@ -60,7 +62,7 @@ def test_document_rows_hold_d_captions_of_one_scene_in_one_style(world):
     # A fixed pool: document k is a pure function of (world, scene, k).
     seen = {tuple(src.draw(5, 4, np.random.default_rng(s))[0]) for s in range(40)}
     assert len(seen) <= 3
-    tok = TextTokenizer.train([" ".join(caps)] + world.captions(1, 5), vocab_size=300)
+    tok = TextTokenizer.train([" ".join(caps), *world.captions(1, 5)], vocab_size=300)
     ds = make_view_dataset(
         src, "next-token", tok, batch_size=8, max_len=160, config=ViewConfig(doc_captions=4)
     )
