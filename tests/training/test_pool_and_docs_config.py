@@ -41,6 +41,10 @@ def test_avg_pool_is_the_default_and_last_pool_reads_the_last_real_token(lm):
 def test_fair_protocol_options_default_to_today_and_check_their_views():
     cfg = TrainConfig()
     assert (cfg.world_themes, cfg.doc_captions, cfg.doc_style) == (0, 1, False)
+    assert "world_themes" not in cfg.to_dict()  # today's configs serialise (and hash) as before
+    doc = TrainConfig(views="next-token", doc_captions=4, world_themes=6)
+    assert TrainConfig.from_dict(doc.to_dict()) == doc
+    assert TrainConfig.from_dict(cfg.to_dict()) == cfg
     TrainConfig(views="next-token", doc_captions=4, doc_style=True, world_themes=20)
     with pytest.raises(InputError, match="next-token only"):
         TrainConfig(views="good", doc_captions=4)

@@ -11,6 +11,14 @@ from prh.errors import InputError
 VIEWS = ("good", "bad", "next-token", "mixture")
 OBJECTIVES = ("whitened", "soft", "sigreg")
 
+# Fields added after the first release, omitted from to_dict() at these defaults.
+OPTIONAL_DEFAULTS: dict[str, Any] = {
+    "world_themes": 0,
+    "theme_strength": 2.0,
+    "doc_captions": 1,
+    "doc_style": False,
+}
+
 # Optimiser defaults per model size (smaller models tolerate larger steps).
 PRESET_DEFAULTS: dict[str, dict[str, Any]] = {
     "tiny": {"lr": 1e-3, "batch_size": 128},
@@ -136,6 +144,11 @@ class TrainConfig:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
+        # Fields of the fair next-token protocol are written only when set: a config without
+        # them serialises (and hashes, e.g. a demo run folder's name) exactly as before.
+        for name, default in OPTIONAL_DEFAULTS.items():
+            if d[name] == default:
+                del d[name]
         d["steps"] = self.steps
         return d
 
