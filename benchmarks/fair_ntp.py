@@ -79,10 +79,15 @@ def curve(path: Path) -> list[tuple[int, float]]:
 
 def report(name, feats, vision, themes, factors, rows):
     from prh.metrics import measure
-    from prh.metrics.probe import factor_accuracy, mutual_knn_within_groups
+    from prh.metrics.probe import (
+        factor_accuracy,
+        mutual_knn_chance_within_groups,
+        mutual_knn_within_groups,
+    )
 
     m = measure(feats, vision, "mutual_knn", k=10, bootstrap=200, seed=0)
     within = mutual_knn_within_groups(feats, vision, themes, k=10)
+    chance = mutual_knn_chance_within_groups(themes, k=10)
     fac = factor_accuracy(feats, factors, k=10, groups=themes)
     row = {
         "encoder": name,
@@ -90,6 +95,7 @@ def report(name, feats, vision, themes, factors, rows):
         "ci": list(m.ci),
         "layers": list(m.layers),
         "mknn_within_theme": within,
+        "mknn_within_theme_chance": chance,
         "factors": fac,
     }
     rows.append(row)
@@ -98,7 +104,7 @@ def report(name, feats, vision, themes, factors, rows):
     )
     print(
         f"{name:22s} mkNN {m.score:.3f} [{m.ci[0]:.3f}, {m.ci[1]:.3f}] layers {m.layers} "
-        f"within-theme {within:.3f} | kNN overall/within {f}"
+        f"within-theme {within:.3f} (chance {chance:.3f}) | kNN overall/within {f}"
     )
 
 

@@ -92,3 +92,13 @@ def test_scene_factors_read_the_largest_object():
     assert f["count"][1] == len(s.objects)
     with pytest.raises(InputError, match="not a world scene id"):
         scene_ids_of(["img_3"])
+
+
+def test_within_group_chance_matches_unrelated_features():
+    from prh.metrics.probe import mutual_knn_chance_within_groups
+
+    rng = np.random.default_rng(5)
+    g = np.arange(300) % 12  # groups of 25: chance 10 / 24
+    assert mutual_knn_chance_within_groups(g) == pytest.approx(10 / 24)
+    a, b = rng.standard_normal((300, 16)), rng.standard_normal((300, 16))
+    assert mutual_knn_within_groups(a, b, g) == pytest.approx(10 / 24, abs=0.04)
