@@ -107,3 +107,13 @@ def test_interval_parsing_and_ordering():
         ).to_dict()["label"]
         == SHOWN
     )
+
+
+def test_docs_state_every_rule_word_for_word():
+    from pathlib import Path
+
+    from prh.scaling.claims import RULE_1, RULE_2, RULE_3
+
+    doc = " ".join((Path(__file__).parents[2] / "docs" / "demo.md").read_text().split())
+    for rule in (RULE_1, RULE_2, RULE_3):
+        assert " ".join(rule.split()) in doc
