@@ -319,6 +319,7 @@ def _dataset(args):
 
     if args.modality == "sketch":
         raise InputError("--modality sketch exists only for --world cave")
+    _refuse_theme_flags(args, "--dataset")
     if args.images or args.format:
         raise InputError("--images/--format apply to --corpus only")
     if args.captions_per_scene != 1:
@@ -411,6 +412,7 @@ def _corpus(args):
 
     if args.modality == "sketch":
         raise InputError("--modality sketch exists only for --world cave")
+    _refuse_theme_flags(args, "--corpus")
     _refuse_dataset_flags(args, "--corpus")
     if args.images is not None:
         images = Path(args.images).expanduser()
@@ -428,6 +430,16 @@ def _corpus(args):
             raise InputError(f"--n {args.n}: corpus {args.corpus} has only {len(corpus)} images")
         corpus = corpus.subset(corpus.image_ids[: args.n])
     return corpus, f"corpus:{args.corpus} split={args.split or 'all'} n={len(corpus)}"
+
+
+def _refuse_theme_flags(args, source: str) -> None:
+    """--world-themes/--theme-strength describe the cave world: refuse them elsewhere."""
+    from prh.errors import InputError
+
+    if args.world_themes is not None or args.theme_strength is not None:
+        raise InputError(
+            f"--world-themes/--theme-strength apply to --world cave only, not {source}"
+        )
 
 
 def _refuse_dataset_flags(args, source: str) -> None:
