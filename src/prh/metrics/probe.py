@@ -21,6 +21,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from prh.errors import InputError
+from prh.metrics.api import measure
 
 
 def _normalise(x: np.ndarray) -> np.ndarray:
@@ -130,8 +131,6 @@ def mutual_knn_within_groups(
     The size-weighted mean over groups of ``measure(a[g], b[g], "mutual_knn")`` (best layer pair
     per group, ``k`` capped at the group size - 1); groups of fewer than 3 samples are skipped.
     """
-    from prh.metrics.api import measure
-
     g = np.asarray(groups)
     if not len(a) == len(b) == len(g):
         raise InputError(f"mutual kNN within groups: {len(a)}, {len(b)}, {len(g)} rows differ")

@@ -76,6 +76,11 @@ def _categorical(rng: np.random.Generator, probs: np.ndarray) -> np.ndarray:
     return np.minimum((u > cdf).sum(axis=-1), probs.shape[-1] - 1)
 
 
+def _per_object(probs: np.ndarray, max_objects: int) -> np.ndarray:
+    """``(n, V)`` per-scene distributions -> ``(n, max_objects, V)``, one per object slot."""
+    return np.repeat(probs[:, None], max_objects, axis=1)
+
+
 def draw_themed(
     rng: np.random.Generator,
     theme: np.ndarray,
@@ -95,10 +100,9 @@ def draw_themed(
     """
     n = len(theme)
     k = rng.choice(max_objects, size=n, p=count_probs) + 1  # (n,)
-    per_obj = lambda name: np.repeat(tables[name][theme][:, None], max_objects, axis=1)  # noqa: E731
-    shape = _categorical(rng, per_obj("shape"))  # (n, max_objects)
-    colour = _categorical(rng, per_obj("colour"))
-    size = _categorical(rng, per_obj("size"))
+    shape = _categorical(rng, _per_object(tables["shape"][theme], max_objects))  # (n, max_objects)
+    colour = _categorical(rng, _per_object(tables["colour"][theme], max_objects))
+    size = _categorical(rng, _per_object(tables["size"][theme], max_objects))
     # Distinct cells weighted by the theme: Gumbel top-k sampling without replacement.
     gumbel = -np.log(-np.log(rng.random((n, GRID * GRID))))
     keys = np.log(tables["cell"][theme]) + gumbel  # (n, 9)
