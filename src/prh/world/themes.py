@@ -12,10 +12,10 @@ Every theme table ``P`` ``(T, n)`` is fitted by Sinkhorn scaling so that its row
 distributions and its column means are ``1 / n``: with every theme holding the same number of
 scenes, every shape, colour and size keeps the plain world's marginal frequency (up to the
 distinct-scene and distinct-(shape, colour) rejection both worlds apply; largest deviation on
-20,000 scenes at 6 or 20 themes, strength 2: shapes 7%, colours 8%, sizes 1%). Cells are drawn without replacement (objects never share one), so only the
-first object's cell follows the table exactly; cell frequencies stay within about +-35%.
-``strength`` sets how narrow a theme is:
-the log-weights are ``strength * N(0, 1)`` before scaling (0: every theme uniform, the plain
+20,000 scenes at 6 or 20 themes, strength 2: shapes 7%, colours 8%, sizes 1%). Cells are drawn
+without replacement (objects never share one), so only the first object's cell follows the table
+exactly; cell frequencies stay within about +-35%. ``strength`` sets how narrow a theme is: the
+log-weights are ``strength * N(0, 1)`` before scaling (0: every theme uniform, the plain
 world's distribution; 2-3: a theme favours two or three values of each factor).
 
 Layer: pure functions on arrays; no I/O.
