@@ -81,6 +81,14 @@ def test_claim2_labels():
     )
     assert falling.label == NOT_SHOWN
     assert falling.figures["ratio_lower_bound"] == pytest.approx(8.0)
+    flat = _claim2(
+        samples_next_token=None,
+        ratio=None,
+        ratio_ci=(None, None),
+        next_token_final=(0.079, 0.070, 0.087),
+        control=(0.077, 0.069, 0.086),
+    )  # rising, but still at the control (the 6-theme 49k-row document run)
+    assert flat.label == NOT_SHOWN and "above the control" in flat.reason
     rising = _claim2(samples_next_token=math.inf, ratio=None, ratio_ci=(None, None))
     assert rising.label == INCONCLUSIVE and "lower bound" in rising.reason
 

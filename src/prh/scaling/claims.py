@@ -181,8 +181,9 @@ def judge_claim2(
         bound = float(largest_budget) / float(samples_good)
         figures["ratio_lower_bound"] = bound
         if not slope > 0 or not nt_final.above(ctrl):
+            how = "does not rise" if not slope > 0 else "does not rise above the control"
             reason = (
-                f"next-token never reaches the target and does not rise (slope {slope:+.4f} per"
+                f"next-token never reaches the target and {how} (slope {slope:+.4f} per"
                 f" doubling, final score {figures['next_token_vs_control']} the control): no"
                 f" finite ratio (lower bound {bound:.1f})"
             )
