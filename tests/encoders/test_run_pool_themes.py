@@ -40,7 +40,6 @@ def _embed(tmp_path, *argv):
     return load_features(out)
 
 
-@pytest.mark.slow
 def test_embed_reads_the_runs_themes_and_pools_by_last_token(tmp_path, themed_lm):
     from prh.training import load_run
     from prh.world import CaveWorld, WorldConfig
