@@ -30,11 +30,12 @@ VARIANTS = [
 def main() -> None:
     import torch
 
-    from prh.bridge import retrieval
+    from prh.bridge import VisionProjector, retrieval
     from prh.bridge.caption_metrics import score_captions
     from prh.caption import load_captioner
     from prh.caption.build import render_features, stored_features
-    from prh.caption.pipeline import VisionProjector, _read_tensors, resolve_text_run
+    from prh.caption.pipeline import resolve_text_run
+    from prh.io import read_tensors
     from prh.training import load_run
     from prh.world import CaveWorld, WorldConfig
 
@@ -60,7 +61,7 @@ def main() -> None:
     run = load_run(resolve_text_run(cap.folder, info), device="cpu")
     ref_emb = run.embed_texts([c for k in ids for c in refs[k]]).reshape(len(ids), 5, -1)
     target = cap.normalizer.transform(ref_emb.mean(1))  # (n, E)
-    pairs = _read_tensors(cap.folder / "pairs.safetensors")
+    pairs = read_tensors(cap.folder / "pairs.safetensors")
 
     rows = []
     for kind, dims in VARIANTS:

@@ -26,7 +26,7 @@ from prh.bridge.synthetic import planted_clouds
 
 
 def oracle(x, y, truth):
-    from prh.bridge.procrustes import procrustes_rotation
+    from prh.linalg import procrustes_rotation
 
     q = procrustes_rotation(x, y[truth])
     xq = x @ q.T

@@ -35,7 +35,7 @@ def _pct(x: list[float], q: float) -> float:
 
 
 def _images(n: int) -> list[bytes]:
-    from prh.serve.images import encode_png
+    from prh.imageio import encode_png
 
     try:
         from prh.serve.scenes import SceneSource
@@ -49,7 +49,7 @@ def _images(n: int) -> list[bytes]:
 
 def bench_direct(captioner: Any, images: list[bytes], n: int) -> dict[str, Any]:
     """Decode and caption ``n`` uploads serially, in-process."""
-    from prh.serve.images import decode_image
+    from prh.imageio import decode_image
 
     lat = []
     t0 = time.perf_counter()
@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     from prh.serve.colour import ColourCaptioner
 
     if args.run is not None:
-        from prh.cli.serve import load_run_captioner
+        from prh.serve.runinfo import load_run_captioner
 
         captioner, name = load_run_captioner(args.run), f"run {args.run}"
         flags = ["--run", str(args.run)]

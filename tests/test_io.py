@@ -41,8 +41,10 @@ def test_distinct_and_missing_outputs_pass(tmp_path):
 def test_guard_outputs_checks_writability(tmp_path):
     f = tmp_path / "file"
     f.write_text("")
-    with pytest.raises(InputError, match="does not exist"):
+    with pytest.raises(InputError, match="file is a file, not a folder"):
         guard_outputs({"--json": f / "x.json"}, [])
+    with pytest.raises(InputError, match="does not exist"):
+        guard_outputs({"--json": tmp_path / "no" / "x.json"}, [])
 
 
 def test_check_output_dir(tmp_path):

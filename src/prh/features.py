@@ -14,8 +14,9 @@ zero-padded to ``max D_l`` with the true widths in ``layer_dims`` and marked ``l
 list``: the reference clamps each listed layer on its own threshold, and so does ``prh measure``.
 A ``.pt`` file holding anything but tensors, dicts, lists, strings and numbers is refused unread.
 
-Formats written: safetensors (:func:`save_features`), and the benchmark's ``.pt`` layout
-(:func:`save_platonic_rep`), both atomically.
+Formats written, atomically: by :func:`save_features`, by the name's suffix, ``.safetensors``
+(features, ids and metadata), ``.npz`` (``features`` and ``ids``) and ``.npy`` (the features
+alone); by :func:`save_platonic_rep`, the benchmark's ``.pt`` layout.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from prh.io import atomic_write
 
 SUFFIXES = (".npy", ".npz", ".safetensors", ".pt")
 _PICKLE_PROTO = 0x80  # first byte of a pickle of protocol >= 2 (a legacy torch.save file)
+WRITE_SUFFIXES = (".safetensors", ".npz", ".npy")
 
 
 @dataclass(frozen=True)
@@ -93,27 +95,50 @@ class FeatureSet:
         return dims is not None and len(set(dims)) > 1
 
 
+def check_feature_suffix(path: str | os.PathLike[str], what: str = "--out") -> Path:
+    """Refuse, before any work, an output name whose suffix :func:`save_features` cannot write."""
+    p = Path(path)
+    if p.suffix.lower() not in WRITE_SUFFIXES:
+        raise InputError(
+            f"{what} {p}: cannot write features as {p.suffix or 'a name without a suffix'!r}; "
+            f"use one of {', '.join(WRITE_SUFFIXES)}"
+        )
+    return p
+
+
 def save_features(
     path: str | os.PathLike[str],
     features: np.ndarray,
     ids: Sequence[str] | None = None,
     metadata: dict[str, str] | None = None,
 ) -> None:
-    """Write ``features`` (``(N, D)`` or ``(N, L, D)``) and ``ids`` to safetensors, atomically."""
-    from safetensors.numpy import save
+    """Write ``features`` (``(N, D)`` or ``(N, L, D)``) and ``ids``, atomically, by suffix.
 
+    ``.safetensors`` keeps ids and metadata, ``.npz`` keeps ids (metadata dropped), ``.npy``
+    holds the array alone (what :func:`numpy.save` writes); any other suffix is refused.
+    """
+    p = check_feature_suffix(path, "feature file")
     arr = np.ascontiguousarray(np.asarray(features, dtype=np.float32))
     if arr.ndim not in (2, 3):
         raise InputError(f"{path}: features must be (N, D) or (N, L, D), got shape {arr.shape}")
-    meta = {k: str(v) for k, v in (metadata or {}).items()}
     if ids is not None:
         ids = [str(i) for i in ids]
         if len(ids) != arr.shape[0]:
             raise InputError(f"{path}: {len(ids)} ids for {arr.shape[0]} rows")
-        meta["ids"] = json.dumps(ids)
-    blob = save({"features": arr}, metadata=meta)
-    with atomic_write(path, "wb") as f:
-        f.write(blob)
+    suffix = p.suffix.lower()
+    with atomic_write(p, "wb") as f:
+        if suffix == ".npy":
+            np.save(f, arr, allow_pickle=False)
+        elif suffix == ".npz":
+            extra = {} if ids is None else {"ids": np.array(ids, dtype=str)}
+            np.savez(f, features=arr, **extra)
+        else:
+            from safetensors.numpy import save
+
+            meta = {k: str(v) for k, v in (metadata or {}).items()}
+            if ids is not None:
+                meta["ids"] = json.dumps(ids)
+            f.write(save({"features": arr}, metadata=meta))
 
 
 def save_platonic_rep(
@@ -180,7 +205,9 @@ def load_features(
     """
     p = Path(path)
     if p.is_dir():
-        raise InputError(f"{p}: is a folder, expected a feature file")
+        raise InputError(f"{p}: is a folder, expected a feature file ({', '.join(SUFFIXES)})")
+    if p.exists() and not p.is_file():
+        raise InputError(f"{p}: not a regular file (a device or a pipe?), expected a feature file")
     if not p.is_file():
         raise InputError(f"{p}: no such file")
     suffix = p.suffix.lower()
@@ -200,7 +227,7 @@ def load_features(
     except InputError:
         raise
     except Exception as e:  # numpy/safetensors/torch each raise their own types on bad bytes
-        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        first = (str(e).strip().splitlines() or [""])[0]  # torch's messages run to many lines
         raise InputError(f"{p}: not a readable array file ({type(e).__name__}: {first})") from None
     arr = np.asarray(arr)
     if arr.dtype.kind not in "fiub":
@@ -213,22 +240,36 @@ def load_features(
         ids = read_ids(ids_path)
     if ids is not None and len(ids) != arr.shape[0]:
         raise InputError(f"{p}: {len(ids)} ids for {arr.shape[0]} rows")
-    return FeatureSet(arr.astype(np.float32, copy=False), ids, str(p), metadata)
+    with np.errstate(over="ignore"):  # values beyond float32 become inf; commands refuse them
+        arr = arr.astype(np.float32, copy=False)
+    return FeatureSet(arr, ids, str(p), metadata)
 
 
-def read_ids(path: str | os.PathLike[str]) -> list[str]:
-    """Read one id per line (blank lines at the end ignored)."""
+def read_ids(path: str | os.PathLike[str], what: str = "ids file") -> list[str]:
+    """Read one id (or label) per line (blank lines at the end ignored).
+
+    Raises
+    ------
+    InputError
+        When the file is missing, a folder, or not UTF-8 text (a binary file, say).
+    """
     p = Path(path)
     if p.is_dir():
-        raise InputError(f"{p}: is a folder, expected an ids file (one id per line)")
+        raise InputError(f"{what} {p}: is a folder, expected a text file with one entry per line")
+    if p.exists() and not p.is_file():
+        raise InputError(f"{what} {p}: not a regular file (a device or a pipe?), expected text")
     if not p.is_file():
-        raise InputError(f"{p}: no such ids file")
+        raise InputError(f"{what} {p}: no such file")
+    data = p.read_bytes()
     try:
-        lines = p.read_text(encoding="utf-8").splitlines()
+        text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise InputError(
-            f"{p}: not a UTF-8 text file (byte {e.start}); expected one id per line"
-        ) from None
+        bad = f"byte {e.start}: {data[e.start]:#04x}"
+        msg = f"{what} {p}: not UTF-8 text ({bad}), expected one line per entry"
+        raise InputError(msg) from None
+    if "\x00" in text:
+        raise InputError(f"{what} {p}: binary data (a NUL byte at byte {data.index(0)}), not text")
+    lines = text.splitlines()
     while lines and not lines[-1].strip():
         lines.pop()
     return [line.strip() for line in lines]
@@ -245,6 +286,11 @@ def join_by_ids(a: FeatureSet, b: FeatureSet) -> tuple[np.ndarray, np.ndarray, l
     if a.ids is None or b.ids is None:
         missing = a.path if a.ids is None else b.path
         raise InputError(f"{missing}: no ids to join on (pass --ids-a/--ids-b)")
+    first_a: dict[str, int] = {}
+    for row, i in enumerate(a.ids):
+        if i in first_a:
+            raise InputError(f"{a.path}: id {i!r} appears twice (rows {first_a[i]} and {row})")
+        first_a[i] = row
     index_b = {}
     for row, i in enumerate(b.ids):
         if i in index_b:
@@ -285,7 +331,9 @@ def _load_safetensors(p: Path) -> tuple[np.ndarray, list[str] | None, dict[str, 
         else:
             raise InputError(f"{p}: safetensors has tensors {keys}, expected 'features'")
     ids = json.loads(metadata.pop("ids")) if "ids" in metadata else None
-    return arr, ids, metadata
+    if ids is not None and not isinstance(ids, list):
+        raise InputError(f"{p}: metadata 'ids' is a JSON {type(ids).__name__}, expected a list")
+    return arr, None if ids is None else [str(i) for i in ids], metadata
 
 
 def _load_pt(p: Path) -> tuple[np.ndarray, list[str] | None, dict[str, str]]:

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from prh.errors import InputError
+from prh.errors import CheckpointError, InputError
 
 
 def check_writable(path: str | os.PathLike[str], what: str = "output") -> Path:
@@ -41,6 +41,11 @@ def check_writable(path: str | os.PathLike[str], what: str = "output") -> Path:
     parent = p.parent if str(p.parent) else Path(".")
     if p.is_dir():
         raise InputError(f"{what} {p}: is a directory, expected a file path")
+    if p.exists() and not p.is_file():
+        # atomic_write renames a new file onto the path: it would replace the device or pipe
+        raise InputError(f"{what} {p}: not a regular file (a device or a pipe?), expected a file")
+    if parent.exists() and not parent.is_dir():
+        raise InputError(f"{what} {p}: {parent} is a file, not a folder")
     if not parent.is_dir():
         raise InputError(f"{what} {p}: folder {parent} does not exist")
     if not os.access(parent, os.W_OK):
@@ -161,6 +166,37 @@ def write_json(path: str | os.PathLike[str], obj: Any, indent: int = 2) -> None:
     text = json.dumps(obj, indent=indent, sort_keys=False, default=_json_default) + "\n"
     with atomic_write(path, "w") as f:
         f.write(text)
+
+
+def write_tensors(
+    path: str | os.PathLike[str], tensors: Mapping[str, Any], metadata: dict[str, str] | None = None
+) -> None:
+    """Write numpy arrays to a safetensors file, atomically (whole or not at all)."""
+    import numpy as np
+    from safetensors.numpy import save
+
+    blob = save({k: np.ascontiguousarray(v) for k, v in tensors.items()}, metadata=metadata)
+    with atomic_write(path, "wb") as f:
+        f.write(blob)
+
+
+def read_tensors(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read a safetensors file into numpy arrays.
+
+    Raises
+    ------
+    CheckpointError
+        A missing file, or bytes that are not safetensors.
+    """
+    from safetensors.numpy import load_file
+
+    p = Path(path)
+    if not p.is_file():
+        raise CheckpointError(f"{p}: missing file")
+    try:
+        return load_file(str(p))
+    except Exception as e:  # safetensors raises its own error types on bad bytes
+        raise CheckpointError(f"{p}: not a readable safetensors file ({e})") from None
 
 
 def _json_default(o: Any) -> Any:

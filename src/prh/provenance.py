@@ -43,6 +43,7 @@ FORMATS: dict[str, int] = {
     "efficiency": 1,  # prh efficiency --json
     "prove": 1,  # prh prove --json
     "match": 1,  # prh match --json
+    "bridge-score": 1,  # prh bridge score --json (alignment matrix and rotation scores)
     "caption-eval": 1,  # prh caption --eval --json
     "demo-summary": 1,  # prh demo summary.json
     "result": 1,  # one row of a sweep's results.jsonl

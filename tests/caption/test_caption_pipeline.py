@@ -172,3 +172,41 @@ def test_detokenize_undoes_word_piece_spacing():
     )
     assert detokenize("a red cube ; the cube is left") == "a red cube; the cube is left"
     assert detokenize("a - b") == "a-b" and detokenize(" plain words ") == "plain words"
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.6])
+def test_pipeline_beam_caption_is_the_exhaustive_optimum_on_a_tiny_vocabulary(captioner, alpha):
+    """Through the whole pipeline (image -> encoder -> map -> normaliser -> decoder -> text),
+    a full-width beam returns the caption of the best sequence over every continuation, and
+    width 1 the greedy one. The tiny decoder is trained on the images' own conditions to tell
+    them apart, so the captions differ from image to image."""
+    import torch
+    from test_decoder import _exhaustive
+    from tokenizers import Tokenizer, models
+
+    from prh.caption.decoder import DecoderConfig, DecoderTrainConfig, greedy_decode, train_decoder
+    from prh.caption.pipeline import Captioner, detokenize
+    from prh.views import TextTokenizer
+
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "red", "cube"]
+    tk = TextTokenizer(Tokenizer(models.WordLevel(dict(zip(words, range(6))), unk_token="[UNK]")))
+    imgs = [_image(s, (32, 36, 3)) for s in range(4)]
+    cond = captioner.embed_images(imgs)  # (4, E)
+    texts = ["red cube", "cube", "red", "cube cube"]
+    ids, mask = tk.encode_batch(texts, max_len=4)
+    cfg = DecoderConfig(vocab_size=6, cond_dim=cond.shape[1], d_model=16, n_layers=1, n_heads=2,
+                        d_ff=32, max_len=4)  # fmt: skip
+    decoder, _ = train_decoder(cfg, cond, ids, mask, DecoderTrainConfig(steps=150, batch_size=4))
+    tiny = Captioner(
+        captioner.vision, captioner.projector, captioner.normalizer, decoder, tk,
+        captioner.gallery, captioner.gallery_embeddings, alpha=alpha,
+    )  # fmt: skip
+    c = torch.from_numpy(cond)
+    best = [_exhaustive(decoder, x, tk.bos_id, tk.eos_id, 6, 3, alpha) for x in c]
+    want = [detokenize(tk.decode(b)) for b in best]
+    assert len(set(want)) > 1  # the captions depend on the image
+    assert [r.caption for r in tiny.caption_batch(imgs, beam=5**3)] == want
+    greedy = greedy_decode(decoder, c, tk.bos_id, tk.eos_id)
+    assert [r.caption for r in tiny.caption_batch(imgs, beam=1)] == [
+        detokenize(tk.decode(g)) for g in greedy
+    ]

@@ -92,7 +92,7 @@ def test_folder_where_a_file_is_expected(d, bad_input):
         ["measure", d / "models", d / "b.npy"], match=r"models: is a folder, expected a feature"
     )
     bad_input(["measure", d / "a.npy", d / "b.npy", "--ids-a", d / "models"],
-              match=r"models: is a folder, expected an ids file")  # fmt: skip
+              match=r"models: is a folder, expected a text file")  # fmt: skip
     bad_input(["measure", d / "a.npy", d / "b.npy", "--json", d / "models"],
               match=r"--json .*models: is a directory")  # fmt: skip
 
@@ -112,7 +112,7 @@ def test_mismatched_rows(d, bad_input):
 
 def test_binary_ids_file(d, bad_input):
     bad_input(["measure", d / "a.npy", d / "b.npy", "--ids-a", d / "ids.bin"],
-              inputs=[d / "ids.bin"], match=r"ids.bin: not a UTF-8 text file")  # fmt: skip
+              inputs=[d / "ids.bin"], match=r"ids.bin: not UTF-8 text")  # fmt: skip
 
 
 def test_complex_tensor_refused(d, bad_input):

@@ -253,3 +253,72 @@ def test_corpus_container():
         c.split("val")
     with pytest.raises(InputError, match="1 ids not found"):
         c.subset(["a", "q"])
+
+
+# ---- issue 11: streamed lines, files vs folders, dangling ids, nothing left -------------------
+@pytest.mark.parametrize("fmt", ["jsonl", "csv", "flickr"])
+def test_line_formats_bound_the_line_length(tmp_path, fmt):
+    from prh.data.loaders import MAX_LINE_BYTES
+
+    p = tmp_path / "blob.txt"
+    p.write_bytes(b'{"image": "a", "caption": "' + b"x" * MAX_LINE_BYTES + b'"}\n')
+    with pytest.raises(InputError, match=r"blob.txt line 1: longer than the limit of 1,048,576"):
+        load_corpus(p, fmt)
+
+
+def test_line_formats_are_streamed_line_by_line(tmp_path, monkeypatch):
+    import prh.data.loaders as loaders
+
+    monkeypatch.setattr(loaders, "MAX_LINE_BYTES", 100)
+    p = tmp_path / "c.jsonl"
+    good = '{"image": "a", "captions": ["x", "y"]}\n'
+    p.write_text(good * 3 + '{"image": "b", "caption": "' + "z" * 200 + '"}\n')
+    with pytest.raises(InputError, match=r"c.jsonl line 4: longer than the limit of 100 bytes"):
+        load_corpus(p, "jsonl")
+
+
+def test_whole_file_json_refuses_what_is_not_json(tmp_path):
+    p = tmp_path / "zeros.json"
+    p.write_bytes(b"\x00" * 5000)
+    with pytest.raises(InputError, match="not JSON"):
+        load_corpus(p, "coco")
+
+
+@pytest.mark.parametrize("fmt", ["coco", "karpathy", "flickr", "csv", "jsonl"])
+def test_a_folder_where_a_file_is_expected(tmp_path, fmt):
+    with pytest.raises(InputError, match=r"is a folder, expected a .* file"):
+        load_corpus(tmp_path, fmt)
+
+
+def test_a_file_where_a_dataset_folder_is_expected(tmp_path):
+    pytest.importorskip("datasets")
+    p = tmp_path / "x.jsonl"
+    p.write_text("{}\n")
+    with pytest.raises(InputError, match="is a file, expected a Hugging Face dataset folder"):
+        load_corpus(p, "hf")
+
+
+def test_coco_annotation_of_an_unknown_image(tmp_path):
+    p = tmp_path / "c.json"
+    ann = [{"image_id": 1, "caption": "a"}, {"image_id": 1, "caption": "b"}]
+    ann.append({"image_id": 99, "caption": "c"})
+    p.write_text(json.dumps({"images": [{"id": 1, "file_name": "a.jpg"}], "annotations": ann}))
+    with pytest.raises(InputError, match=r"c.json annotation 2: image_id 99 has no entry"):
+        load_corpus(p, "coco")
+    p.write_text(json.dumps({"annotations": [{"image_id": [1], "caption": "a"}]}))
+    with pytest.raises(InputError, match="image_id must be a number or a string, got list"):
+        load_corpus(p, "coco")
+
+
+def test_dropping_every_image_is_an_error(tmp_path):
+    p = tmp_path / "c.jsonl"
+    p.write_text('{"image": "a", "caption": "x"}\n{"image": "b", "caption": "y"}\n')
+    with pytest.raises(InputError, match="all 2 images have fewer than 2 captions"):
+        load_corpus(p, on_few="drop")
+
+
+def test_csv_errors_name_the_line(tmp_path):
+    p = tmp_path / "c.csv"
+    p.write_text('image,caption\na,x\na,y\nb,"' + "z" * 200_000 + '"\n')
+    with pytest.raises(InputError, match=r"c.csv line 4: malformed CSV"):
+        load_corpus(p)

@@ -13,7 +13,7 @@ from prh.demo.analysis import (
     main_object,
 )
 from prh.demo.config import FULL, QUICK, demo_config
-from prh.demo.runs import heldout_rhos, run_specs
+from prh.demo.protocol import grid, run_name
 from prh.errors import InputError
 
 
@@ -41,17 +41,23 @@ def test_config_refuses_bad_settings(overrides, match):
 
 
 def test_runs_equal_budgets_and_heldout_rhos_off_grid():
-    specs = run_specs(FULL)
-    curves = {s.name: s for s in specs if s.role == "curve"}
+    cells = grid(FULL).cells(FULL.seed)
+    assert cells == grid(FULL).cells(FULL.seed)  # deterministic
+    curves = {run_name(c): c for c in cells if c.split == "curve"}
     assert set(curves) == {"good", "bad", "next-token"}
-    assert len({s.samples for s in curves.values()}) == 1  # equal budgets
-    rhos = heldout_rhos(FULL)
-    assert rhos == heldout_rhos(FULL) and len(rhos) == FULL.heldout_runs
-    for r in rhos:
-        assert all(abs(r - g) > 0.05 for g in (0.0, 1.0, *FULL.law_rhos))
-    held = sorted((s.point, s.role, s.seed) for s in specs if s.role in ("heldout", "repeat"))
+    assert {c.samples for c in curves.values()} == {FULL.samples}  # equal budgets
+    assert {c.seed for c in curves.values()} == {FULL.seed}
+    fit = [c for c in cells if c.split == "fit"]
+    assert sorted(c.rho for c in fit) == sorted(FULL.law_rhos)
+    held = sorted((c.point, c.split, c.seed, c.rho) for c in cells if c.point is not None)
     assert [h[1] for h in held] == ["heldout", "repeat"] * FULL.heldout_runs
     assert len({h[2] for h in held}) == len(held)  # fresh seeds everywhere
+    for point, _, _, rho in held:
+        assert all(abs(rho - g) > 0.05 for g in (0.0, 1.0, *FULL.law_rhos))
+        assert rho == next(r for p, s, _, r in held if p == point and s == "heldout")
+    assert all(c.samples == FULL.law_run_samples for c in cells if c.views == "mixture")
+    # the demo's held-out rho are what they were before the demo ran on the sweep harness
+    assert [c.rho for c in cells if c.split == "heldout"] == [0.856, 0.085]
 
 
 def _run(name, role, views, rho, seed, evals, point=None):

@@ -119,3 +119,21 @@ def test_next_token_loss_matches_loop_reference():
     torch.testing.assert_close(flat, torch.tensor(math.log(7)))
     with pytest.raises(ValueError, match="shapes disagree"):
         next_token_loss(logits, tokens[:, :4], mask)
+
+
+def test_weighted_whiten_equals_the_theory_learners_old_cholesky():
+    """Reference: the weighted Cholesky whitening the theory learner carried before the merge."""
+    g = torch.Generator().manual_seed(3)
+    z = torch.randn(40, 3, generator=g, dtype=torch.float64) * torch.tensor([1.0, 0.5, 2.0])
+    w = torch.rand(40, generator=g, dtype=torch.float64)
+    w = w / w.sum()
+    mu = (w[:, None] * z).sum(0, keepdim=True)
+    zc = z - mu
+    cov = zc.T @ (w[:, None] * zc)
+    L = torch.linalg.cholesky(cov + 1e-9 * torch.eye(3, dtype=torch.float64))
+    old = zc @ torch.linalg.inv(L).T
+    new = whiten(z, 1e-9, weights=w)
+    torch.testing.assert_close(new, old, rtol=1e-7, atol=1e-9)
+    m, c = batch_covariance(new, w)  # white under the weights
+    torch.testing.assert_close(c, torch.eye(3, dtype=torch.float64), atol=1e-7, rtol=0)
+    torch.testing.assert_close(m, torch.zeros(3, dtype=torch.float64), atol=1e-12, rtol=0)

@@ -66,11 +66,13 @@ def test_lejepa_loss_refuses_a_single_view():
 
 
 def _train_cli(argv, monkeypatch):
-    import prh.training as training
+    import prh.training.api as training_api
     from prh.cli import train as train_cli
 
     seen = {}
-    monkeypatch.setattr(training, "train", lambda cfg, out, *a, **k: seen.setdefault("cfg", cfg))
+    monkeypatch.setattr(
+        training_api, "train", lambda cfg, out, *a, **k: seen.setdefault("cfg", cfg)
+    )
     p = argparse.ArgumentParser()
     train_cli.add_arguments(p)
     train_cli.run(p.parse_args(argv))

@@ -7,12 +7,12 @@ import pytest
 
 from prh.cli import main
 from prh.prove import CHECK_NAMES, CheckResult, ProveConfig, run_check, select_checks
-from prh.prove import result as result_mod
+from prh.prove import runner as result_mod
 
 
 @pytest.fixture(autouse=True)
 def _one_blas_thread():
-    from prh.prove.result import single_threaded_blas
+    from prh.prove.runner import single_threaded_blas
 
     with single_threaded_blas():
         yield

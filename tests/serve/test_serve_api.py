@@ -311,11 +311,11 @@ def test_client_that_disconnects_mid_upload_gets_a_json_answer():
 @pytest.mark.slow
 def test_real_captioner_through_the_api_equals_a_direct_call(caption_run):
     from prh.caption import load_captioner
-    from prh.cli.serve import _world_seed, load_run_captioner
-    from prh.serve.images import decode_image
+    from prh.imageio import decode_image
+    from prh.serve.runinfo import load_run_captioner, run_world_seed
     from prh.serve.scenes import SceneSource
 
-    assert _world_seed(caption_run) == 3
+    assert run_world_seed(caption_run) == 3
     captioner = load_run_captioner(caption_run)
     scenes = SceneSource(world_seed=3)
     c = TestClient(create_app(captioner, run_dir=caption_run, scenes=scenes))

@@ -77,8 +77,8 @@ def test_a_real_caption_run_in_the_browser(tmp_path: Path, caption_run: Path):
     """The run's own pipeline (vision encoder -> map -> text-only decoder) behind the page."""
     pytest.importorskip("playwright.sync_api", reason="pip install playwright (Python package)")
     from prh.caption import load_captioner
+    from prh.imageio import decode_image
     from prh.serve.app import create_app
-    from prh.serve.images import decode_image
     from prh.serve.scenes import SceneSource
 
     captioner = load_captioner(caption_run)

@@ -10,7 +10,7 @@ from PIL import Image
 from serve_helpers import png_bytes, png_with_header_size, solid
 
 from prh.errors import InputError
-from prh.serve.images import ImageLimits, ImageRejected, decode_image, encode_png
+from prh.imageio import ImageLimits, ImageRejected, decode_image, encode_png
 
 
 def test_png_roundtrip_is_exact():

@@ -9,7 +9,7 @@ from prh.theory import views
 
 @pytest.fixture(autouse=True, scope="package")
 def _one_blas_thread():
-    from prh.prove.result import single_threaded_blas
+    from prh.prove.runner import single_threaded_blas
 
     with single_threaded_blas():
         yield

@@ -72,7 +72,7 @@ def main(monkeypatch):
 def test_cli_errors_exit_2_with_one_line(tmp_path, corpus, capsys, main):
     assert main(["train", "--resume", str(tmp_path / "nowhere")]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("prh train: error:") and "not a prh run directory" in err
+    assert err.startswith("prh train: error:") and "no such run folder to resume" in err
     assert "\n" not in err
     assert main(["train", "--views", "mixture", "--out", str(tmp_path / "r")]) == 2
     assert "--views mixture needs --rho" in capsys.readouterr().err

@@ -90,8 +90,12 @@ def test_corrupt_and_foreign_checkpoints_are_one_clear_error(tmp_path):
     last.write_text(json.dumps({"format": "someone-else/3"}))
     with pytest.raises(CheckpointError, match="expected format 'prh-checkpoint/1'"):
         _train(tiny_config(), run, resume=True)
-    with pytest.raises(CheckpointError, match="not a prh run directory"):
+    with pytest.raises(InputError, match="no such run folder to resume"):
         _train(tiny_config(), tmp_path / "nothing", resume=True)
+    (tmp_path / "foreign").mkdir()
+    (tmp_path / "foreign" / "notes.txt").write_text("mine")
+    with pytest.raises(CheckpointError, match="not a prh run directory"):
+        _train(tiny_config(), tmp_path / "foreign", resume=True)
 
 
 def test_weights_of_another_model_are_refused(tmp_path):
@@ -105,7 +109,7 @@ def test_weights_of_another_model_are_refused(tmp_path):
 
 def test_bad_configs_and_existing_folder(tmp_path):
     _train(tiny_config(samples=16), tmp_path / "run")
-    with pytest.raises(InputError, match="not empty"):
+    with pytest.raises(InputError, match="holds a finished run; choose another --out"):
         _train(tiny_config(samples=16), tmp_path / "run")
     with pytest.raises(InputError, match="too small to whiten"):
         _train(tiny_config(batch_size=4), tmp_path / "other")

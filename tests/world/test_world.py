@@ -189,7 +189,18 @@ def test_errors(world):
     with pytest.raises(InputError, match="16 to 1024 pixels"):
         world.sketch(0, 0, size=2000)
     with pytest.raises(InputError, match="exceeds"):
-        CaveWorld(WorldConfig(num_scenes=10**9, max_objects=1))
+        CaveWorld(WorldConfig(num_scenes=5000, max_objects=1))
+    # Bounded before any memory is spent (10**8 scenes once grew to 22.5 GB).
+    with pytest.raises(InputError, match="num_scenes must be 2 to 1,000,000, got 100,000,000"):
+        CaveWorld(WorldConfig(num_scenes=10**8))
+
+
+def test_too_few_wordings_is_an_input_error(world, monkeypatch):
+    import prh.world.captions as captions_mod
+
+    monkeypatch.setattr(captions_mod, "caption", lambda *a, **k: "a red cube.")
+    with pytest.raises(InputError, match="gave only 1 distinct captions, asked for 2"):
+        world.captions(0, 2)
 
 
 def test_captions_do_not_depend_on_the_process_hash_seed(world):

@@ -12,10 +12,11 @@ from prh.bridge.procrustes import (
     SemiOrthogonalMap,
     load_map,
     make_map,
-    procrustes_rotation,
     save_map,
 )
+from prh.bridge.projector import VisionProjector
 from prh.bridge.retrieval import RetrievalResult, ZeroShotResult, retrieval, zero_shot
+from prh.linalg import procrustes_rotation
 
 __all__ = [
     "MatchResult",
@@ -23,6 +24,7 @@ __all__ = [
     "RetrievalResult",
     "RidgeMap",
     "SemiOrthogonalMap",
+    "VisionProjector",
     "ZeroShotResult",
     "kernel_matrix",
     "load_map",

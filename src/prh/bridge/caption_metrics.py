@@ -154,9 +154,17 @@ def score_captions(
     unknown = [m for m in metrics if m not in METRICS]
     if unknown:
         raise InputError(f"unknown caption metric(s) {unknown}, expected some of {METRICS}")
-    needs_java = tokenizer == "ptb" or "METEOR" in metrics
-    if needs_java and shutil.which("java") is None:
-        raise PrhError("METEOR and the PTB tokenizer need Java: install a JRE or use --no-meteor")
+    if shutil.which("java") is None:
+        # name the flag that asked for Java: `prh caption --eval --meteor` / `--tokenizer ptb`
+        if "METEOR" in metrics:
+            raise PrhError(
+                "METEOR needs Java (no java on the PATH): install a JRE, or drop --meteor"
+            )
+        if tokenizer == "ptb":
+            raise PrhError(
+                "the PTB tokenizer needs Java (no java on the PATH): install a JRE or use "
+                "--tokenizer simple"
+            )
     if tokenizer == "ptb":
         gts = _ptb_tokenize({i: list(refs[i]) for i in ids})
         res = _ptb_tokenize({i: [hyps[i]] for i in ids})

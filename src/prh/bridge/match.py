@@ -39,8 +39,8 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from prh.bridge.assign import blocked_assignment, kmeans
-from prh.bridge.procrustes import procrustes_rotation
 from prh.errors import InputError
+from prh.linalg import procrustes_rotation
 
 __all__ = [
     "MatchResult",

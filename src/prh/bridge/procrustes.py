@@ -37,42 +37,17 @@ import numpy as np
 
 from prh.errors import InputError
 from prh.io import atomic_write, write_json
+from prh.linalg import procrustes_rotation, zca_whitener
 
 __all__ = [
     "OrthogonalMap",
     "RidgeMap",
     "SemiOrthogonalMap",
     "load_map",
-    "procrustes_rotation",
     "save_map",
 ]
 
 KINDS = ("orthogonal", "semi-orthogonal", "ridge")
-
-
-def procrustes_rotation(x: np.ndarray, y: np.ndarray, rank: int | None = None) -> np.ndarray:
-    """The partial isometry ``W (d_y, d_x)`` maximising ``tr(W X^T Y)`` (so ``x W^T ≈ y``).
-
-    Parameters
-    ----------
-    x : np.ndarray
-        ``(N, d_x)`` rows, already centred (and whitened) as wanted.
-    y : np.ndarray
-        ``(N, d_y)`` rows paired with ``x``.
-    rank : int, optional
-        Number of singular directions kept, ``r <= min(d_x, d_y)``; default ``min(d_x, d_y)``.
-
-    Returns
-    -------
-    np.ndarray
-        ``W = V_r U_r^T`` of shape ``(d_y, d_x)`` where ``X^T Y = U S V^T``. For ``r = d_x = d_y``
-        it is the orthogonal Procrustes solution; for ``r = d_y < d_x`` it has orthonormal rows.
-    """
-    d_x, d_y = x.shape[1], y.shape[1]
-    r = min(d_x, d_y) if rank is None else rank
-    m = x.T.astype(np.float64) @ y.astype(np.float64)  # (d_x, d_y)
-    u, _, vt = np.linalg.svd(m, full_matrices=False)  # u (d_x, m), vt (m, d_y)
-    return vt[:r].T @ u[:, :r].T  # (d_y, d_x)
 
 
 def _check_pair(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -87,16 +62,6 @@ def _check_pair(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if not (np.isfinite(x).all() and np.isfinite(y).all()):
         raise InputError("X or Y holds NaN or infinite values")
     return x, y
-
-
-def _whitener(xc: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray]:
-    """ZCA whitening ``C^{-1/2}`` and colouring ``C^{1/2}`` of centred rows ``xc (N, d)``."""
-    cov = xc.T @ xc / max(len(xc) - 1, 1)  # (d, d)
-    evals, evecs = np.linalg.eigh(cov)
-    evals = np.clip(evals, 0.0, None) + eps * max(float(evals.max()), 1e-30)
-    white = (evecs / np.sqrt(evals)) @ evecs.T
-    colour = (evecs * np.sqrt(evals)) @ evecs.T
-    return white, colour
 
 
 class _LinearMap:
@@ -116,8 +81,8 @@ class _LinearMap:
         self.mean_y_ = y.mean(0) if center else np.zeros(y.shape[1])
         xc, yc = x - self.mean_x_, y - self.mean_y_
         if whiten:
-            self.whiten_x_, _ = _whitener(xc, eps)
-            self.whiten_y_, self.colour_y_ = _whitener(yc, eps)
+            self.whiten_x_, _ = zca_whitener(xc, eps)
+            self.whiten_y_, self.colour_y_ = zca_whitener(yc, eps)
             xc, yc = xc @ self.whiten_x_, yc @ self.whiten_y_
         else:
             self.whiten_x_ = np.eye(x.shape[1])
@@ -139,9 +104,6 @@ class _LinearMap:
         z = (x - self.mean_x_) @ self.whiten_x_  # (N, d_x)
         z = self.scale_ * (z @ self.weight_.T)  # (N, d_y)
         return (z @ self.colour_y_ + self.mean_y_).astype(np.float32)
-
-    def fit_transform(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        return self.fit(x, y).transform(x)
 
     def score(self, x: np.ndarray, y: np.ndarray) -> float:
         """``R^2`` of the prediction: ``1 - ||Y - Y_hat||^2 / ||Y - mean(Y)||^2``."""
@@ -313,8 +275,18 @@ class RidgeMap(_LinearMap):
             raise InputError(f"alpha must be >= 0, got {self.alpha}")
         xc, yc = self._prepare(x, y, self.center, False, 0.0)
         gram = xc.T @ xc  # (d_x, d_x)
+        if not np.trace(gram) > 0:
+            raise InputError("X is the same on every row (no variance): a ridge map cannot be fit")
         lam = self.alpha * np.trace(gram) / gram.shape[0]
-        self.weight_ = np.linalg.solve(gram + lam * np.eye(len(gram)), xc.T @ yc).T  # (d_y, d_x)
+        try:
+            w = np.linalg.solve(gram + lam * np.eye(len(gram)), xc.T @ yc)  # (d_x, d_y)
+        except np.linalg.LinAlgError:
+            rank = int(np.linalg.matrix_rank(gram))
+            raise InputError(
+                f"ridge with alpha = {self.alpha:g}: X^T X is singular (rank {rank} < d_x = "
+                f"{len(gram)}); use alpha > 0"
+            ) from None
+        self.weight_ = w.T  # (d_y, d_x)
         self.scale_ = 1.0
         return self
 
@@ -367,6 +339,23 @@ def save_map(
     write_json(_sidecar(p), config)
 
 
+def _check_state(m: _LinearMap) -> None:
+    """Raise ValueError unless the loaded arrays have the shapes and finite values of one map."""
+    d_y, d_x = m.weight_.shape
+    shapes = {
+        "mean_x": (m.mean_x_.shape, (d_x,)),
+        "mean_y": (m.mean_y_.shape, (d_y,)),
+        "whiten_x": (m.whiten_x_.shape, (d_x, d_x)),
+        "colour_y": (m.colour_y_.shape, (d_y, d_y)),
+    }
+    for name, (got, want) in shapes.items():
+        if got != want:
+            raise ValueError(f"{name} has shape {got}, expected {want} for weight ({d_y}, {d_x})")
+    arrays = (m.weight_, m.mean_x_, m.mean_y_, m.whiten_x_, m.colour_y_)
+    if not all(np.isfinite(a).all() for a in arrays) or not np.isfinite(m.scale_):
+        raise ValueError("it holds NaN or infinite values")
+
+
 def load_map(path: str | os.PathLike[str]) -> tuple[_LinearMap, dict[str, Any]]:
     """Read a map written by :func:`save_map`; returns ``(fitted map, config)``.
 
@@ -375,6 +364,10 @@ def load_map(path: str | os.PathLike[str]) -> tuple[_LinearMap, dict[str, Any]]:
     from safetensors import safe_open
 
     p = Path(path)
+    if p.is_dir():
+        raise InputError(f"{p}: is a folder, expected a map file (.safetensors)")
+    if p.exists() and not p.is_file():
+        raise InputError(f"{p}: not a regular file (a device or a pipe?), expected a map file")
     if not p.is_file():
         raise InputError(f"{p}: no such map file")
     try:
@@ -390,9 +383,15 @@ def load_map(path: str | os.PathLike[str]) -> tuple[_LinearMap, dict[str, Any]]:
         except json.JSONDecodeError as e:
             raise InputError(f"{side}: not valid JSON ({e})") from None
     elif "prh_map" in meta:
-        config = json.loads(meta["prh_map"])
+        try:
+            config = json.loads(meta["prh_map"])
+        except json.JSONDecodeError as e:
+            raise InputError(f"{p}: map config in the metadata is not valid JSON ({e})") from None
     else:
         raise InputError(f"{p}: no map config (missing {side.name} and safetensors metadata)")
+    objects = ("params", "extra")
+    if not (isinstance(config, dict) and all(isinstance(config.get(k, {}), dict) for k in objects)):
+        raise InputError(f"{p}: map config is not a JSON object with 'params' and 'extra' objects")
     kind = config.get("kind")
     if kind not in _CLASSES:
         raise InputError(f"{p}: unknown map kind {kind!r}, expected one of {KINDS}")
@@ -401,8 +400,12 @@ def load_map(path: str | os.PathLike[str]) -> tuple[_LinearMap, dict[str, Any]]:
     )
     if missing:
         raise InputError(f"{p}: map tensors missing {sorted(missing)}")
-    m = make_map(kind, **config.get("params", {}))
-    m.load_state_dict(state)
+    try:
+        m = make_map(kind, **config.get("params", {}))
+        m.load_state_dict(state)
+        _check_state(m)
+    except (TypeError, ValueError, IndexError) as e:
+        raise InputError(f"{p}: not a consistent {kind} map ({e})") from None
     if kind != "ridge":
         m.rank_ = int(np.linalg.matrix_rank(m.weight_))
     return m, config

@@ -1,19 +1,16 @@
 """Captioning through one map: a frozen vision encoder, a rotation, a decoder trained on text only.
 
 Public API: :class:`Captioner`, :class:`CaptionResult`, :func:`load_captioner`,
-:func:`build_caption_run` (:mod:`.pipeline`); :func:`evaluate_captioner`,
+:func:`build_caption_run` (:mod:`.build`); :func:`evaluate_captioner`,
 :class:`CaptionEvalResult` (:mod:`.evaluate`); the decoder in :mod:`.decoder`. See
 ``docs/caption.md``.
 """
 
-from prh.caption.pipeline import (
-    Captioner,
-    CaptionResult,
-    build_caption_run,
-    load_captioner,
-)
+from prh.caption.build import CaptionBuildConfig, build_caption_run
+from prh.caption.pipeline import Captioner, CaptionResult, load_captioner
 
 __all__ = [
+    "CaptionBuildConfig",
     "CaptionEvalResult",
     "CaptionResult",
     "Captioner",

@@ -4,27 +4,111 @@ captions alone, embed the gallery, write ``RUN/caption/`` (layout in :mod:`prh.c
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from prh.bridge.projector import VisionProjector
 from prh.caption.condition import ConditionNormalizer, modality_gap
-from prh.caption.pipeline import (
-    CAPTION_DIR,
-    FORMAT,
-    MANIFEST,
-    VisionProjector,
-    _write_tensors,
-)
+from prh.caption.pipeline import CAPTION_DIR, FORMAT, MANIFEST
 from prh.errors import InputError
+from prh.io import write_json, write_tensors
 from prh.progress import Progress
 
-__all__ = ["build_caption_run", "render_features", "stored_features"]
+__all__ = ["CaptionBuildConfig", "build_caption_run", "render_features", "stored_features"]
+
+
+@dataclass(frozen=True)
+class CaptionBuildConfig:
+    """Everything that determines a caption build (besides the text run).
+
+    Attributes
+    ----------
+    vision : str
+        Frozen image encoder spec (:func:`prh.encoders.load_encoder`); its last layer is used.
+    world_seed : int, optional
+        Cave world seed; default the text run's.
+    n_pairs : int
+        Train scenes whose (render, captions) pairs fit the map. ``y`` is the mean JEPA
+        embedding of the scene's captions.
+    decoder_scenes : int
+        Train scenes whose captions (all of them, as in the text run's corpus) train the decoder
+        and form the nearest-caption gallery.
+    map_kind : {"semi-orthogonal", "orthogonal", "ridge"}
+        The map (``orthogonal`` needs ``vision_dims == E``).
+    vision_dims : int
+        PCA dimensions of the image features before the map.
+    decoder_steps : int
+        Decoder optimiser steps (batch 128). 0: no decoder; the run is a nearest-caption
+        (retrieval) captioner whose caption is the gallery caption closest to the mapped image
+        (manifest ``"captioner": "nearest"``).
+    decoder_config : mapping, optional
+        Overrides of :class:`prh.caption.decoder.DecoderConfig` fields (``d_model``, ...).
+    noise : "gap" or float
+        CapDec noise: ``"gap"`` sets ``sigma^2`` to :func:`modality_gap` of a map fitted on 80 %
+        of the pairs and measured on the other 20 %; a float is ``sigma`` itself (0: off).
+    image_size : int
+        Render side in pixels (the encoder resizes to its own input).
+    nuisance_seed : int
+        Nuisance seed of the renders.
+    alpha : float
+        Default beam-search length-penalty exponent stored in the manifest.
+    seed : int
+        Decoder initialisation, batch order and noise.
+    threads : int, optional
+        Torch threads.
+    image_features : path-like, optional
+        A ``prh embed`` image feature file holding the pair scenes' renders (by the same
+        ``vision``), used instead of encoding them again.
+    pair_free : bool
+        Forget which render goes with which captions (a seeded shuffle of the caption side),
+        recover the correspondence with :func:`prh.bridge.match_samples` between the whitened
+        PCA image features and the normalised caption embeddings, and fit the map (and the
+        noise) on the matched pairs. The matching accuracy is recorded.
+    pair_scenes : tuple of int, optional
+        The train scenes that fit the map (default the first ``n_pairs``, whose count it then
+        replaces); with ``image_features``, a caller that has embedded some scenes already names
+        them here.
+    """
+
+    vision: str = "efficientnet-lite0"
+    world_seed: int | None = None
+    n_pairs: int = 1000
+    decoder_scenes: int = 2000
+    map_kind: str = "semi-orthogonal"
+    vision_dims: int = 64
+    decoder_steps: int = 1500
+    decoder_config: Mapping[str, Any] | None = None
+    noise: str | float = "gap"
+    image_size: int = 224
+    nuisance_seed: int = 0
+    alpha: float = 0.6
+    seed: int = 0
+    threads: int | None = None
+    image_features: str | os.PathLike[str] | None = None
+    pair_free: bool = False
+    pair_scenes: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.pair_scenes is not None:
+            scenes = tuple(int(i) for i in self.pair_scenes)
+            object.__setattr__(self, "pair_scenes", scenes)
+            object.__setattr__(self, "n_pairs", len(scenes))
+        if self.n_pairs < 4 or self.decoder_scenes < 2 or self.decoder_steps < 0:
+            raise InputError(
+                f"need n_pairs >= 4, decoder_scenes >= 2 and decoder_steps >= 0, got "
+                f"{self.n_pairs}, {self.decoder_scenes}, {self.decoder_steps}"
+            )
+        noise = self.noise
+        if not (noise == "gap" or (isinstance(noise, int | float) and noise >= 0)):
+            raise InputError(f"noise must be 'gap' or a number >= 0, got {noise!r}")
 
 
 def _say(progress: bool, msg: str) -> None:
@@ -120,27 +204,156 @@ def _pair_free(
     return x, y_u[perm], y_all_u[perm], info  # fmt: skip
 
 
+@dataclass(frozen=True, eq=False)
+class MapFit:
+    """What step 3 produces: the fitted projector, the noise it sets, its diagnostics."""
+
+    projector: VisionProjector
+    x: np.ndarray  # (N, D_v) image features of the (possibly matched) pairs
+    y: np.ndarray  # (N, E) mean caption embedding per pair
+    gap: float
+    sigma: float
+    r2: float
+    match_info: dict[str, Any] | None
+
+
+def embed_decoder_corpus(
+    run: Any, world: Any, scenes: Sequence[int], wseed: int
+) -> tuple[list[str], np.ndarray]:
+    """Step 1: the train-scene captions (as in the text run's corpus) and their embeddings
+    ``(M, E)``; they train the decoder and form the gallery."""
+    per_scene = run.config.captions_per_scene
+    texts = [c for i in scenes for c in world.captions(int(i), per_scene, wseed)]
+    return texts, run.embed_texts(texts)  # (M, E)
+
+
+def embed_pairs(
+    run: Any,
+    enc: Any,
+    world: Any,
+    scenes: Sequence[int],
+    wseed: int,
+    cfg: CaptionBuildConfig,
+    progress: bool,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Step 2: image features ``x (N, D_v)`` of the scenes' renders and the embeddings
+    ``y_all (N, C, E)`` of their ``C`` captions."""
+    per_scene = run.config.captions_per_scene
+    caps = [c for i in scenes for c in world.captions(int(i), per_scene, wseed)]
+    y_all = run.embed_texts(caps).reshape(len(scenes), per_scene, -1)
+    if cfg.image_features is not None:
+        x = stored_features(cfg.image_features, world, scenes, enc.spec or cfg.vision)
+        _say(progress, f"read {len(scenes)} image features from {cfg.image_features}")
+    else:
+        _say(progress, f"encoding {len(scenes)} renders with {cfg.vision}")
+        x = render_features(
+            enc, world, scenes, nuisance_seed=cfg.nuisance_seed, image_size=cfg.image_size,
+            progress=progress,
+        )  # fmt: skip
+    return x, y_all
+
+
+def fit_map(
+    x: np.ndarray,
+    y_all: np.ndarray,
+    normalizer: ConditionNormalizer,
+    cfg: CaptionBuildConfig,
+    progress: bool,
+) -> MapFit:
+    """Step 3: the map on all pairs; the modality gap of a map fitted on 80 % of them, measured
+    on the other 20 %, sets the decoder's noise."""
+    y = y_all.mean(1)  # (N, E)
+    n, per_scene, E = y_all.shape
+    match_info = None
+    if cfg.pair_free:
+        x, y, y_all, match_info = _pair_free(x, y, y_all, normalizer, cfg.vision_dims, cfg.seed)
+        _say(progress, f"pair-free match: accuracy {match_info['accuracy']:.3f}")
+    n_fit = max(2, int(0.8 * n))
+    probe = VisionProjector(cfg.vision_dims, cfg.map_kind).fit(x[:n_fit], y[:n_fit])
+    held = normalizer.transform(probe.transform(x[n_fit:]))  # (n_held, E)
+    caps_held = normalizer.transform(y_all[n_fit:].reshape(-1, E))  # (n_held * C, E)
+    gap = modality_gap(np.repeat(held, per_scene, axis=0), caps_held)
+    projector = VisionProjector(cfg.vision_dims, cfg.map_kind).fit(x, y)
+    sigma = float(np.sqrt(gap)) if cfg.noise == "gap" else float(cfg.noise)
+    r2 = projector.map_.score(projector.reduce(x), y)
+    _say(
+        progress,
+        f"map {cfg.map_kind} fitted: R^2 {r2:.3f}, held-out gap {gap:.4f}, sigma {sigma:.3f}",
+    )
+    return MapFit(projector, x, y, gap, sigma, r2, match_info)
+
+
+def train_text_decoder(
+    run: Any,
+    texts: list[str],
+    cond: np.ndarray,
+    sigma: float,
+    cfg: CaptionBuildConfig,
+    progress: bool,
+) -> tuple[Any, list[float], Any, Any]:
+    """Step 4: the decoder, on text only; returns ``(decoder, losses, model config, train
+    config)``; ``(None, [], model config, None)`` when ``decoder_steps`` is 0."""
+    from prh.caption.decoder import DecoderConfig, DecoderTrainConfig, train_decoder
+
+    overrides = {"max_len": run.config.max_len, **(cfg.decoder_config or {})}
+    ids, mask = run.tokenizer.encode_batch(texts, max_len=overrides["max_len"])
+    dcfg = DecoderConfig(vocab_size=run.tokenizer.vocab_size, cond_dim=cond.shape[1], **overrides)
+    if cfg.decoder_steps == 0:  # a nearest-caption captioner: nothing to train
+        return None, [], dcfg, None
+    tcfg = DecoderTrainConfig(steps=cfg.decoder_steps, noise_std=sigma, seed=cfg.seed)
+
+    bar = Progress(cfg.decoder_steps, "prh caption: decoder", enabled=progress, unit="step")
+    report = lambda step, loss: bar.set(step + 1, loss=f"{loss:.3f}")  # noqa: E731
+    decoder, losses = train_decoder(dcfg, cond, ids, mask, tcfg, report)
+    bar.close()
+    return decoder, losses, dcfg, tcfg
+
+
+def write_caption_folder(
+    folder: Path,
+    fit: MapFit,
+    normalizer: ConditionNormalizer,
+    decoder: Any,
+    tokenizer: Any,
+    texts: list[str],
+    cond: np.ndarray,
+    pair_scenes: Sequence[int],
+) -> int:
+    """Step 5: every tensor file of ``folder`` (the manifest is written last, by the caller);
+    returns the gallery size (each distinct caption once)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fit.projector.save(folder)
+    write_tensors(folder / "normalizer.safetensors", normalizer.state_dict())
+    if decoder is not None:  # a nearest-caption captioner has none
+        write_tensors(
+            folder / "decoder.safetensors",
+            {k: v.detach().cpu().numpy() for k, v in decoder.state_dict().items()},
+        )
+    tokenizer.save(folder / "tokenizer.json")
+    seen: dict[str, int] = {}
+    for j, t in enumerate(texts):
+        seen.setdefault(t, j)
+    gallery_idx = list(seen.values())
+    write_tensors(folder / "gallery.safetensors", {"embeddings": cond[gallery_idx]})
+    write_json(folder / "gallery.json", [texts[j] for j in gallery_idx])
+    write_tensors(
+        folder / "pairs.safetensors",
+        {
+            "x": fit.x,
+            "y": fit.y.astype(np.float32),
+            "scenes": np.asarray(pair_scenes, dtype=np.int64),
+        },
+    )
+    return len(gallery_idx)
+
+
 def build_caption_run(
     text_run: str | os.PathLike[str],
     out_dir: str | os.PathLike[str],
+    config: CaptionBuildConfig | None = None,
     *,
-    vision: str = "efficientnet-lite0",
-    world_seed: int | None = None,
-    n_pairs: int = 1000,
-    decoder_scenes: int = 2000,
-    map_kind: str = "semi-orthogonal",
-    vision_dims: int = 64,
-    decoder_steps: int = 1500,
-    decoder_config: dict[str, Any] | None = None,
-    noise: str | float = "gap",
-    image_size: int = 224,
-    nuisance_seed: int = 0,
-    alpha: float = 0.6,
-    seed: int = 0,
-    threads: int | None = None,
-    image_features: str | os.PathLike[str] | None = None,
-    pair_free: bool = False,
     progress: bool = True,
+    **overrides: Any,
 ) -> Path:
     """Fit the map, train the decoder on text, embed the gallery; write ``out_dir/caption/``.
 
@@ -151,200 +364,125 @@ def build_caption_run(
     out_dir : path-like
         The run folder to write ``caption/`` into (created; an existing ``caption/`` with a
         manifest is refused).
-    vision : str
-        Frozen image encoder spec (:func:`prh.encoders.load_encoder`); its last layer is used.
-    world_seed : int, optional
-        Cave world seed; default the text run's.
-    n_pairs : int
-        Train scenes whose (render, captions) pairs fit the map. ``y`` is the mean JEPA
-        embedding of the scene's captions.
-    decoder_scenes : int
-        Train scenes whose captions (all of them, as in the text run's corpus) train the decoder
-        and form the nearest-caption gallery.
-    map_kind : {"semi-orthogonal", "orthogonal", "ridge"}
-        The map (``orthogonal`` needs ``vision_dims == E``).
-    vision_dims : int
-        PCA dimensions of the image features before the map.
-    decoder_steps : int
-        Decoder optimiser steps (batch 128).
-    decoder_config : dict, optional
-        Overrides of :class:`prh.caption.decoder.DecoderConfig` fields (``d_model``, ...).
-    noise : "gap" or float
-        CapDec noise: ``"gap"`` sets ``sigma^2`` to :func:`modality_gap` of a map fitted on 80 %
-        of the pairs and measured on the other 20 %; a float is ``sigma`` itself (0: off).
-    image_size : int
-        Render side in pixels (the encoder resizes to its own input).
-    nuisance_seed : int
-        Nuisance seed of the renders.
-    alpha : float
-        Default beam-search length-penalty exponent stored in the manifest.
-    seed : int
-        Decoder initialisation, batch order and noise.
-    threads : int, optional
-        Torch threads.
-    image_features : path-like, optional
-        A ``prh embed`` image feature file holding the pair scenes' renders (by the same
-        ``vision``), used instead of encoding them again.
-    pair_free : bool
-        Forget which render goes with which captions (a seeded shuffle of the caption side),
-        recover the correspondence with :func:`prh.bridge.match_samples` between the whitened
-        PCA image features and the normalised caption embeddings, and fit the map (and the
-        noise) on the matched pairs. The matching accuracy is recorded.
+    config : CaptionBuildConfig, optional
+        The build's settings (default: the defaults).
     progress : bool
         Phase lines on stderr.
+    **overrides
+        Fields of :class:`CaptionBuildConfig` replacing those of ``config``.
 
     Returns
     -------
     Path
-        ``out_dir`` (pass it to :func:`load_captioner`).
+        ``out_dir`` (pass it to :func:`prh.caption.load_captioner`).
     """
     import torch
 
-    from prh.caption.decoder import DecoderConfig, DecoderTrainConfig, train_decoder
     from prh.encoders import load_encoder
-    from prh.io import write_json
     from prh.training import load_run
     from prh.world import CaveWorld, WorldConfig
 
+    cfg = dataclasses.replace(config or CaptionBuildConfig(), **overrides)
     t_start = time.perf_counter()
     text_run = Path(text_run)
     out = Path(out_dir)
     folder = out / CAPTION_DIR
     if (folder / MANIFEST).exists():
         raise InputError(f"--out {out}: already holds a caption model ({folder / MANIFEST})")
-    if n_pairs < 4 or decoder_scenes < 2:
-        raise InputError(
-            f"need n_pairs >= 4 and decoder_scenes >= 2, got {n_pairs}, {decoder_scenes}"
-        )
-    if not (noise == "gap" or (isinstance(noise, (int, float)) and noise >= 0)):
-        raise InputError(f"noise must be 'gap' or a number >= 0, got {noise!r}")
-    if threads:
-        torch.set_num_threads(threads)
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
     run = load_run(text_run, device="cpu")
     if run.config.is_lm:
         raise InputError(f"{text_run}: a next-token run; captioning needs a text JEPA run")
-    wseed = run.config.world_seed if world_seed is None else int(world_seed)
+    wseed = run.config.world_seed if cfg.world_seed is None else int(cfg.world_seed)
     world = CaveWorld(WorldConfig(seed=wseed))
     train_scenes = world.split("train")
-    if max(n_pairs, decoder_scenes) > len(train_scenes):
+    if max(cfg.n_pairs, cfg.decoder_scenes) > len(train_scenes):
         raise InputError(
             f"the world has {len(train_scenes)} train scenes; asked for "
-            f"{max(n_pairs, decoder_scenes)}"
+            f"{max(cfg.n_pairs, cfg.decoder_scenes)}"
         )
-    per_scene = run.config.captions_per_scene
     timings: dict[str, float] = {}
 
-    # 1. Decoder corpus and gallery: train-scene captions, as in the text run's corpus.
     t0 = time.perf_counter()
-    dec_scenes = train_scenes[:decoder_scenes]
-    texts = [c for i in dec_scenes for c in world.captions(int(i), per_scene, wseed)]
-    emb = run.embed_texts(texts)  # (M, E)
+    dec_scenes = train_scenes[: cfg.decoder_scenes]
+    texts, emb = embed_decoder_corpus(run, world, dec_scenes, wseed)
     normalizer = ConditionNormalizer().fit(emb)
     cond = normalizer.transform(emb)  # (M, E)
-    E = emb.shape[1]
     timings["embed_texts_s"] = time.perf_counter() - t0
-    _say(progress, f"embedded {len(texts)} captions of {len(dec_scenes)} scenes (E = {E})")
+    _say(
+        progress, f"embedded {len(texts)} captions of {len(dec_scenes)} scenes (E = {emb.shape[1]})"
+    )
 
-    # 2. Pairs: renders of train scenes and the mean embedding of their captions.
     t0 = time.perf_counter()
-    pair_scenes = train_scenes[:n_pairs]
-    pair_caps = [world.captions(int(i), per_scene, wseed) for i in pair_scenes]
-    y_all = run.embed_texts([c for caps in pair_caps for c in caps]).reshape(n_pairs, per_scene, E)
-    y = y_all.mean(1)  # (N, E)
-    enc = load_encoder(vision, efficientnet_layers="head", threads=threads)
+    pair_scenes = train_scenes[: cfg.n_pairs] if cfg.pair_scenes is None else list(cfg.pair_scenes)
+    enc = load_encoder(cfg.vision, efficientnet_layers="head", threads=cfg.threads)
     if enc.modality != "image":
-        raise InputError(f"--vision {vision}: a {enc.modality} encoder, expected an image encoder")
-    if image_features is not None:
-        x = stored_features(image_features, world, pair_scenes, enc.spec or vision)
-        _say(progress, f"read {n_pairs} image features from {image_features}")
-    else:
-        _say(progress, f"encoding {n_pairs} renders with {vision}")
-        x = render_features(
-            enc, world, pair_scenes, nuisance_seed=nuisance_seed, image_size=image_size,
-            progress=progress,
-        )  # fmt: skip
+        raise InputError(
+            f"--vision {cfg.vision}: a {enc.modality} encoder, expected an image encoder"
+        )
+    x, y_all = embed_pairs(run, enc, world, pair_scenes, wseed, cfg, progress)
     timings["encode_images_s"] = time.perf_counter() - t0
 
-    # 3. The map; the modality gap on held-out pairs sets the noise.
     t0 = time.perf_counter()
-    match_info = None
-    if pair_free:
-        x, y, y_all, match_info = _pair_free(x, y, y_all, normalizer, vision_dims, seed)
-        _say(progress, f"pair-free match: accuracy {match_info['accuracy']:.3f}")
-    n_fit = max(2, int(0.8 * n_pairs))
-    probe = VisionProjector(vision_dims, map_kind).fit(x[:n_fit], y[:n_fit])
-    held = normalizer.transform(probe.transform(x[n_fit:]))  # (n_held, E)
-    caps_held = normalizer.transform(y_all[n_fit:].reshape(-1, E))  # (n_held * C, E)
-    gap = modality_gap(np.repeat(held, per_scene, axis=0), caps_held)
-    projector = VisionProjector(vision_dims, map_kind).fit(x, y)
-    sigma = float(np.sqrt(gap)) if noise == "gap" else float(noise)
-    r2 = projector.map_.score(projector.reduce(x), y)
+    fit = fit_map(x, y_all, normalizer, cfg, progress)
     timings["fit_map_s"] = time.perf_counter() - t0
-    _say(
-        progress, f"map {map_kind} fitted: R^2 {r2:.3f}, held-out gap {gap:.4f}, sigma {sigma:.3f}"
-    )
 
-    # 4. The decoder, on text only.
     t0 = time.perf_counter()
-    overrides = {"max_len": run.config.max_len, **(decoder_config or {})}
-    ids, mask = run.tokenizer.encode_batch(texts, max_len=overrides["max_len"])
-    dcfg = DecoderConfig(vocab_size=run.tokenizer.vocab_size, cond_dim=E, **overrides)
-    tcfg = DecoderTrainConfig(steps=decoder_steps, noise_std=sigma, seed=seed)
-
-    bar = Progress(decoder_steps, "prh caption: decoder", enabled=progress, unit="step")
-    report = lambda step, loss: bar.set(step + 1, loss=f"{loss:.3f}")  # noqa: E731
-    decoder, losses = train_decoder(dcfg, cond, ids, mask, tcfg, report)
-    bar.close()
+    decoder, losses, dcfg, tcfg = train_text_decoder(run, texts, cond, fit.sigma, cfg, progress)
     timings["train_decoder_s"] = time.perf_counter() - t0
 
-    # 5. Write: tensors first, the manifest last.
-    folder.mkdir(parents=True, exist_ok=True)
-    projector.save(folder)
-    _write_tensors(folder / "normalizer.safetensors", normalizer.state_dict())
-    _write_tensors(
-        folder / "decoder.safetensors",
-        {k: v.detach().cpu().numpy() for k, v in decoder.state_dict().items()},
+    gallery_size = write_caption_folder(
+        folder, fit, normalizer, decoder, run.tokenizer, texts, cond, pair_scenes
     )
-    run.tokenizer.save(folder / "tokenizer.json")
-    seen: dict[str, int] = {}
-    for j, t in enumerate(texts):
-        seen.setdefault(t, j)
-    gallery_idx = list(seen.values())
-    _write_tensors(folder / "gallery.safetensors", {"embeddings": cond[gallery_idx]})
-    write_json(folder / "gallery.json", [texts[j] for j in gallery_idx])
-    _write_tensors(
-        folder / "pairs.safetensors",
-        {"x": x, "y": y.astype(np.float32), "scenes": np.asarray(pair_scenes, dtype=np.int64)},
+    info = manifest(cfg, run, enc, fit, wseed, text_run, folder)
+    info.update(
+        captioner="decoder" if decoder is not None else "nearest",
+        decoder=dcfg.to_dict(),
+        decoder_train=tcfg.to_dict() if tcfg is not None else None,
+        decoder_loss_final=float(np.mean(losses[-50:])) if decoder is not None else None,
+        gallery_size=gallery_size,
+        seconds={
+            **{k: round(v, 2) for k, v in timings.items()},
+            "total_s": round(time.perf_counter() - t_start, 2),
+        },
     )
+    write_json(folder / MANIFEST, info)  # last: its presence marks a complete folder
+    _say(progress, f"wrote {folder} in {info['seconds']['total_s']:.0f} s")
+    return out
+
+
+def manifest(
+    cfg: CaptionBuildConfig,
+    run: Any,
+    enc: Any,
+    fit: MapFit,
+    wseed: int,
+    text_run: Path,
+    folder: Path,
+) -> dict[str, Any]:
+    """The manifest's description of the inputs, the map and the noise (``caption.json``)."""
     from prh import __version__
 
-    info = {
+    return {
         "format": FORMAT,
         "prh_version": __version__,
         "text_run": _relative(text_run, folder),
         "text_run_step": int(run.step),
-        "vision": enc.spec or vision,
+        "vision": enc.spec or cfg.vision,
         "vision_layer": (enc.layer_names or ["last"])[-1],
-        "vision_dim": int(x.shape[1]),
-        "embed_dim": int(E),
-        "world": {"name": "cave", "seed": wseed, "image_size": image_size,
-                  "nuisance_seed": nuisance_seed, "captions_per_scene": per_scene},
-        "n_pairs": int(n_pairs),
-        "decoder_scenes": int(decoder_scenes),
-        "map": {"kind": map_kind, "vision_dims": int(projector.components_.shape[0]),
-                "r2_train": float(r2)},
-        "pair_free": match_info,
-        "gap": float(gap),
-        "noise": noise if noise == "gap" else float(noise),
-        "noise_std": sigma,
-        "alpha": float(alpha),
-        "decoder": dcfg.to_dict(),
-        "decoder_train": tcfg.to_dict(),
-        "decoder_loss_final": float(np.mean(losses[-50:])),
-        "gallery_size": len(gallery_idx),
-        "seconds": {**{k: round(v, 2) for k, v in timings.items()},
-                    "total_s": round(time.perf_counter() - t_start, 2)},
+        "vision_dim": int(fit.x.shape[1]),
+        "embed_dim": int(fit.y.shape[1]),
+        "world": {"name": "cave", "seed": wseed, "image_size": cfg.image_size,
+                  "nuisance_seed": cfg.nuisance_seed,
+                  "captions_per_scene": run.config.captions_per_scene},
+        "n_pairs": int(cfg.n_pairs),
+        "decoder_scenes": int(cfg.decoder_scenes),
+        "map": {"kind": cfg.map_kind, "vision_dims": int(fit.projector.components_.shape[0]),
+                "r2_train": float(fit.r2)},
+        "pair_free": fit.match_info,
+        "gap": float(fit.gap),
+        "noise": cfg.noise if cfg.noise == "gap" else float(cfg.noise),
+        "noise_std": fit.sigma,
+        "alpha": float(cfg.alpha),
     }  # fmt: skip
-    write_json(folder / MANIFEST, info)
-    _say(progress, f"wrote {folder} in {info['seconds']['total_s']:.0f} s")
-    return out

@@ -19,14 +19,9 @@ from __future__ import annotations
 import numpy as np
 
 from prh.errors import InputError
+from prh.linalg import l2_normalize, zca_whitener
 
-__all__ = ["ConditionNormalizer", "l2_normalize", "modality_gap"]
-
-
-def l2_normalize(x: np.ndarray, eps: float = 1e-12) -> np.ndarray:
-    """Rows of ``x (N, E)`` scaled to unit norm (zero rows stay zero)."""
-    x = np.asarray(x, dtype=np.float64)
-    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), eps)
+__all__ = ["ConditionNormalizer", "modality_gap"]
 
 
 class ConditionNormalizer:
@@ -60,11 +55,7 @@ class ConditionNormalizer:
             raise InputError("caption embeddings hold NaN or infinite values")
         self.mean_ = y.mean(0)
         if self.whiten:
-            yc = y - self.mean_
-            cov = yc.T @ yc / (len(y) - 1)  # (E, E)
-            evals, evecs = np.linalg.eigh(cov)
-            evals = np.clip(evals, 0.0, None) + self.eps * max(float(evals.max()), 1e-30)
-            self.whiten_ = (evecs / np.sqrt(evals)) @ evecs.T  # (E, E)
+            self.whiten_, _ = zca_whitener(y - self.mean_, self.eps)  # (E, E)
         else:
             self.whiten_ = np.eye(y.shape[1])
         return self
@@ -78,7 +69,8 @@ class ConditionNormalizer:
             raise InputError(
                 f"expected embeddings with {self.mean_.shape[0]} columns, got shape {y.shape}"
             )
-        return l2_normalize((y - self.mean_) @ self.whiten_).astype(np.float32)
+        z = (y - self.mean_) @ self.whiten_  # (N, E)
+        return l2_normalize(z, "embeddings", dtype=np.float64).astype(np.float32)
 
     def state_dict(self) -> dict[str, np.ndarray]:
         return {"mean": self.mean_, "whiten": self.whiten_}

@@ -40,7 +40,8 @@ from torch import nn
 
 from prh.errors import InputError
 from prh.models.config import ModelConfig
-from prh.models.transformer import Block, _init_weights
+from prh.models.transformer import Block, init_weights
+from prh.optim import adamw, warmup_cosine_lr, warmup_steps
 
 __all__ = [
     "DecoderConfig",
@@ -132,7 +133,7 @@ class PrefixDecoder(nn.Module):
         self.drop = nn.Dropout(cfg.dropout)
         self.blocks = nn.ModuleList(Block(tcfg) for _ in range(cfg.n_layers))
         self.ln_f = nn.LayerNorm(D)
-        _init_weights(self)
+        init_weights(self)
 
     def forward(self, cond: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
         return self.hidden(cond, ids) @ self.tok.weight.T  # (B, T, V)
@@ -356,12 +357,10 @@ class DecoderTrainConfig:
         return asdict(self)
 
 
-def _lr_at(step: int, cfg: DecoderTrainConfig) -> float:
-    warm = max(1, round(cfg.warmup_frac * cfg.steps))
-    if step < warm:
-        return cfg.lr * (step + 1) / warm
-    frac = (step - warm) / max(1, cfg.steps - warm)
-    return cfg.lr * (0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * frac)))
+def lr_at(step: int, cfg: DecoderTrainConfig) -> float:
+    """Learning rate at ``step``: linear warm-up, then cosine decay to 10 % of ``cfg.lr``."""
+    warm = warmup_steps(cfg.warmup_frac, cfg.steps)
+    return warmup_cosine_lr(step, cfg.lr, cfg.steps, warm, 0.1)
 
 
 def train_decoder(
@@ -413,16 +412,7 @@ def train_decoder(
         torch.manual_seed(cfg.seed)
         model = PrefixDecoder(model_cfg)
     gen = torch.Generator().manual_seed(cfg.seed)
-    decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
-    no_decay = [p for n, p in model.named_parameters() if p.ndim < 2]
-    opt = torch.optim.AdamW(
-        [
-            {"params": decay, "weight_decay": cfg.weight_decay},
-            {"params": no_decay, "weight_decay": 0.0},
-        ],
-        lr=cfg.lr,
-        betas=(0.9, 0.95),
-    )
+    opt = adamw(model, cfg.lr, cfg.weight_decay)
     model.train()
     losses: list[float] = []
     perm = torch.randperm(N, generator=gen)
@@ -439,7 +429,7 @@ def train_decoder(
         if cfg.noise_std > 0:
             b_cond = b_cond + cfg.noise_std * torch.randn(b_cond.shape, generator=gen)  # (B, E)
         for g in opt.param_groups:
-            g["lr"] = _lr_at(step, cfg)
+            g["lr"] = lr_at(step, cfg)
         loss = caption_loss(model, b_cond, b_ids, b_mask)
         if not torch.isfinite(loss):
             raise InputError(f"decoder training diverged at step {step} (loss {loss.item()})")

@@ -5,9 +5,9 @@ embedding space -> condition normaliser (centre, whiten, L2) -> decoder``; ``nea
 gallery captions (train-scene captions embedded by the text JEPA) closest in cosine to the mapped
 image embedding.
 
-:func:`build_caption_run` makes the ``caption/`` folder of a run directory from a trained text
-run; :func:`load_captioner` reads it back. Layout of ``RUN/caption/`` (every file written
-atomically; ``caption.json`` last, so its presence marks a complete folder):
+:func:`prh.caption.build.build_caption_run` makes the ``caption/`` folder of a run directory from
+a trained text run; :func:`load_captioner` reads it back. Layout of ``RUN/caption/`` (every file
+written atomically; ``caption.json`` last, so its presence marks a complete folder):
 
 ===========================  ===================================================================
 ``caption.json``             manifest: vision spec and layer, text run path, world, map, decoder
@@ -15,7 +15,8 @@ atomically; ``caption.json`` last, so its presence marks a complete folder):
 ``vision_pca.safetensors``   ``mean (D_v,)``, ``components (k, D_v)``: PCA of the image features
 ``map.safetensors`` (+json)  the fitted map (:func:`prh.bridge.save_map`), PCA coords -> JEPA space
 ``normalizer.safetensors``   ``mean (E,)``, ``whiten (E, E)`` of the condition space
-``decoder.safetensors``      the decoder's weights (config in the manifest)
+``decoder.safetensors``      the decoder's weights (config in the manifest); absent from a
+                             nearest-caption run (manifest ``"captioner": "nearest"``)
 ``tokenizer.json``           the text run's tokenizer (so the folder decodes on its own)
 ``gallery.safetensors``      ``embeddings (G, E)`` normalised gallery captions
 ``gallery.json``             the ``G`` gallery captions
@@ -37,15 +38,15 @@ from typing import Any
 
 import numpy as np
 
+from prh.bridge.projector import VisionProjector
 from prh.caption.condition import ConditionNormalizer
 from prh.errors import CheckpointError, InputError
+from prh.io import read_tensors
 
 __all__ = [
     "CAPTION_DIR",
     "CaptionResult",
     "Captioner",
-    "VisionProjector",
-    "build_caption_run",
     "check_image",
     "load_captioner",
 ]
@@ -54,6 +55,10 @@ CAPTION_DIR = "caption"
 MANIFEST = "caption.json"
 FORMAT = "prh-caption/1"
 MAX_IMAGE_SIDE = 8192  # pixels; larger arrays are refused before any work
+KIND_LABELS = {
+    "decoder": "map + text-only decoder",
+    "nearest": "nearest-caption retrieval (no decoder: the closest training caption)",
+}
 
 
 @dataclass(frozen=True)
@@ -108,87 +113,6 @@ def detokenize(text: str) -> str:
     return _HYPHEN.sub(r"\1-\2", _SPACE_BEFORE.sub(r"\1", text)).strip()
 
 
-class VisionProjector:
-    """Image features ``(N, D_v)`` -> JEPA space ``(N, E)``: PCA to ``k`` dims, then a map.
-
-    The PCA (fitted on image features alone) keeps the map's input covariance well estimated
-    when ``D_v`` (1280 for EfficientNet-Lite0) is large against the number of pairs.
-
-    Parameters
-    ----------
-    dims : int
-        PCA dimensions ``k`` kept (at most ``min(N, D_v)``).
-    map_kind : {"semi-orthogonal", "orthogonal", "ridge"}
-        The :mod:`prh.bridge` estimator. The constrained maps whiten both sides.
-    """
-
-    def __init__(self, dims: int = 64, map_kind: str = "semi-orthogonal") -> None:
-        self.dims = dims
-        self.map_kind = map_kind
-
-    def _make_map(self) -> Any:
-        from prh.bridge import make_map
-
-        if self.map_kind == "ridge":
-            return make_map("ridge", alpha=1e-2)
-        return make_map(self.map_kind, whiten=True, eps=1e-3)
-
-    def fit(self, x: np.ndarray, y: np.ndarray) -> VisionProjector:
-        """Fit on paired image features ``x (N, D_v)`` and caption embeddings ``y (N, E)``."""
-        x = np.asarray(x, dtype=np.float64)
-        if x.ndim != 2 or len(x) < 2:
-            raise InputError(f"expected image features (N >= 2, D_v), got shape {x.shape}")
-        k = min(int(self.dims), x.shape[0] - 1, x.shape[1])
-        if k < 1:
-            raise InputError(f"PCA dims must be >= 1, got {self.dims}")
-        self.mean_ = x.mean(0)
-        _, _, vt = np.linalg.svd(x - self.mean_, full_matrices=False)
-        self.components_ = vt[:k]  # (k, D_v)
-        self.map_ = self._make_map().fit(self.reduce(x), y)
-        return self
-
-    def reduce(self, x: np.ndarray) -> np.ndarray:
-        """PCA coordinates ``(N, k)`` of image features ``x (N, D_v)``."""
-        x = np.asarray(x, dtype=np.float64)
-        if x.ndim != 2 or x.shape[1] != self.mean_.shape[0]:
-            raise InputError(
-                f"expected image features with {self.mean_.shape[0]} columns, got {x.shape}"
-            )
-        return (x - self.mean_) @ self.components_.T
-
-    def transform(self, x: np.ndarray) -> np.ndarray:
-        """Image features ``(N, D_v)`` -> predicted raw JEPA embeddings ``(N, E)``."""
-        return self.map_.transform(self.reduce(x))
-
-    def save(self, folder: Path) -> None:
-        from safetensors.numpy import save
-
-        from prh.bridge import save_map
-        from prh.io import atomic_write
-
-        blob = save({"mean": self.mean_, "components": np.ascontiguousarray(self.components_)})
-        with atomic_write(folder / "vision_pca.safetensors", "wb") as f:
-            f.write(blob)
-        save_map(folder / "map.safetensors", self.map_, extra={"input": "vision_pca"})
-
-    @classmethod
-    def load(cls, folder: Path) -> VisionProjector:
-        from prh.bridge import load_map
-
-        pca = _read_tensors(folder / "vision_pca.safetensors")
-        m, config = load_map(folder / "map.safetensors")
-        out = cls(dims=int(pca["components"].shape[0]), map_kind=str(config["kind"]))
-        out.mean_ = pca["mean"].astype(np.float64)
-        out.components_ = pca["components"].astype(np.float64)
-        if out.components_.shape[0] != m.n_features_in_:
-            raise CheckpointError(
-                f"{folder}: PCA keeps {out.components_.shape[0]} dims but the map expects "
-                f"{m.n_features_in_}"
-            )
-        out.map_ = m
-        return out
-
-
 class Captioner:
     """``caption(image) -> CaptionResult``: vision encoder -> map -> decoder (see module doc).
 
@@ -202,8 +126,9 @@ class Captioner:
         PCA and map into the text JEPA's space.
     normalizer : ConditionNormalizer
         The decoder's condition space.
-    decoder : prh.caption.decoder.PrefixDecoder
-        The text-only decoder.
+    decoder : prh.caption.decoder.PrefixDecoder or None
+        The text-only decoder; ``None`` for a nearest-caption captioner (the caption is the
+        closest gallery caption).
     tokenizer : prh.views.TextTokenizer
         Decodes token ids.
     gallery : list of str
@@ -251,6 +176,16 @@ class Captioner:
         self.info = dict(info or {})
         self.folder = folder
 
+    @property
+    def kind(self) -> str:
+        """``decoder`` (generates) or ``nearest`` (retrieves the closest gallery caption)."""
+        return "nearest" if self.decoder is None else "decoder"
+
+    @property
+    def label(self) -> str:
+        """What the captioner is, in words (for pages and command output)."""
+        return KIND_LABELS[self.kind]
+
     # -- the steps ----------------------------------------------------------------------------
     def image_features(self, images: Sequence[np.ndarray], batch_size: int = 32) -> np.ndarray:
         """The vision encoder's last layer of each image, ``(N, D_v)`` float32."""
@@ -278,6 +213,8 @@ class Captioner:
         beam = self.beam if beam is None else int(beam)
         if beam < 1:
             raise InputError(f"--beam must be >= 1, got {beam}")
+        if self.decoder is None:  # a nearest-caption captioner: retrieve, do not generate
+            return [near[0][0] for near in self.nearest(cond, k=1)]
         tok = self.tokenizer
         out: list[str] = []
         for i in range(0, len(cond), 256):
@@ -314,33 +251,12 @@ class Captioner:
 
     def __repr__(self) -> str:
         return (
-            f"Captioner(vision={self.info.get('vision')!r}, map={self.projector.map_kind!r}, "
-            f"gallery={len(self.gallery)}, beam={self.beam})"
+            f"Captioner(kind={self.kind!r}, vision={self.info.get('vision')!r}, "
+            f"map={self.projector.map_kind!r}, gallery={len(self.gallery)}, beam={self.beam})"
         )
 
 
 # -- files ------------------------------------------------------------------------------------
-
-
-def _read_tensors(path: Path) -> dict[str, np.ndarray]:
-    from safetensors.numpy import load_file
-
-    if not path.is_file():
-        raise CheckpointError(f"{path}: missing file")
-    try:
-        return load_file(str(path))
-    except Exception as e:  # safetensors raises its own error types on bad bytes
-        raise CheckpointError(f"{path}: not a readable safetensors file ({e})") from None
-
-
-def _write_tensors(path: Path, tensors: dict[str, np.ndarray]) -> None:
-    from safetensors.numpy import save
-
-    from prh.io import atomic_write
-
-    blob = save({k: np.ascontiguousarray(v) for k, v in tensors.items()})
-    with atomic_write(path, "wb") as f:
-        f.write(blob)
 
 
 def caption_folder(run_dir: str | os.PathLike[str]) -> Path:
@@ -421,23 +337,27 @@ def load_captioner(
         spec = str(info["vision"])
     except (KeyError, TypeError, InputError) as e:
         raise CheckpointError(f"{folder / MANIFEST}: bad decoder or vision entry ({e})") from None
-    decoder = PrefixDecoder(dcfg)
-    state = {
-        k: torch.from_numpy(v) for k, v in _read_tensors(folder / "decoder.safetensors").items()
-    }
-    try:
-        decoder.load_state_dict(state)
-    except RuntimeError as e:
-        first = str(e).splitlines()[0]
-        raise CheckpointError(
-            f"{folder}/decoder.safetensors: does not fit the config ({first})"
-        ) from None
-    decoder.eval()
+    kind = info.get("captioner", "decoder")
+    if kind not in KIND_LABELS:
+        raise CheckpointError(f"{folder / MANIFEST}: unknown captioner {kind!r}")
+    decoder = None if kind == "nearest" else PrefixDecoder(dcfg)
+    if decoder is not None:
+        state = {
+            k: torch.from_numpy(v) for k, v in read_tensors(folder / "decoder.safetensors").items()
+        }
+        try:
+            decoder.load_state_dict(state)
+        except RuntimeError as e:
+            first = str(e).splitlines()[0]
+            raise CheckpointError(
+                f"{folder}/decoder.safetensors: does not fit the config ({first})"
+            ) from None
+        decoder.eval()
     normalizer = ConditionNormalizer.from_state_dict(
-        _read_tensors(folder / "normalizer.safetensors")
+        read_tensors(folder / "normalizer.safetensors")
     )
     projector = VisionProjector.load(folder)
-    gallery_emb = _read_tensors(folder / "gallery.safetensors")["embeddings"]
+    gallery_emb = read_tensors(folder / "gallery.safetensors")["embeddings"]
     try:
         gallery = json.loads((folder / "gallery.json").read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as e:
@@ -473,7 +393,3 @@ def load_captioner(
         info=info,
         folder=folder,
     )
-
-
-# The builder lives in its own module; it is part of this module's contract.
-from prh.caption.build import build_caption_run  # noqa: E402

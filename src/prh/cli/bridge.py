@@ -2,14 +2,16 @@
 
 `prh bridge fit --x X --y Y --out MAP.safetensors` fits the map on rows paired by id (or by row
 order when the files carry no ids) and prints its fit and retrieval on the training pairs;
-`prh bridge apply MAP.safetensors --x X --out Y` maps new rows of X into Y's space.
+`prh bridge apply MAP.safetensors --x X --out Y` maps new rows of X into Y's space (Y written by
+its suffix: .safetensors with ids, .npz with ids, or a plain .npy array).
+`prh bridge score --files A B ...` asks whether they are one rotation apart (prh.cli.bridge_score).
 """
 
 from __future__ import annotations
 
 import argparse
 
-from prh.cli._args import positive_int
+from prh.cli._args import nonnegative_float, positive_int
 
 RETRIEVAL_ROWS = 5000  # rows used for the printed retrieval summary (it is O(N^2))
 
@@ -31,7 +33,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--rank", type=positive_int, default=None, help="rank of a semi-orthogonal map"
     )
     fit.add_argument("--whiten", action="store_true", help="whiten both sides before fitting")
-    fit.add_argument("--alpha", type=float, default=1e-3, help="ridge penalty (relative)")
+    fit.add_argument(
+        "--alpha",
+        type=nonnegative_float,
+        default=1e-3,
+        help="ridge penalty, relative to the mean eigenvalue of X^T X (>= 0; default 1e-3)",
+    )
     _layer_flags(fit)
     fit.add_argument(
         "--layer-y", type=int, default=-1, help="layer of Y to use (index, -1 = last; default -1)"
@@ -39,8 +46,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     apply = sub.add_parser("apply", help="map rows of X into Y's space with a fitted map")
     apply.add_argument("map", help="map file written by `prh bridge fit`")
     apply.add_argument("--x", required=True, help="feature file to map (N, L, D_x)")
-    apply.add_argument("--out", required=True, help="feature file to write (N, D_y), safetensors")
+    apply.add_argument(
+        "--out",
+        required=True,
+        help="feature file to write (N, D_y): .safetensors or .npz (with ids) or .npy",
+    )
     _layer_flags(apply, default=None)
+    from prh.cli import bridge_score
+
+    bridge_score.add_parser(sub)
 
 
 def _layer_flags(p: argparse.ArgumentParser, default: int | None = -1) -> None:
@@ -53,7 +67,10 @@ def _layer_flags(p: argparse.ArgumentParser, default: int | None = -1) -> None:
 
 
 def pick_layer(fs, layer: int, flag: str):
-    """Rows of one layer, ``(N, D)``, with a clear error for an index out of range."""
+    """Rows of one layer, ``(N, D)``, refused (one line) when the index is out of range, the
+    file has no rows, or the layer holds a NaN or an infinite value."""
+    import numpy as np
+
     from prh.errors import InputError
 
     if not -fs.layers <= layer < fs.layers:
@@ -61,7 +78,17 @@ def pick_layer(fs, layer: int, flag: str):
             f"{flag} {layer}: {fs.path} has {fs.layers} layers "
             f"(valid -{fs.layers}..{fs.layers - 1})"
         )
-    return fs.features[:, layer, :]
+    if fs.n == 0:
+        raise InputError(f"{fs.path}: no rows (shape {fs.features.shape})")
+    x = fs.features[:, layer, :]
+    bad = ~np.isfinite(x)
+    if bad.any():
+        row, col = (int(v) for v in np.argwhere(bad)[0])
+        raise InputError(
+            f"{fs.path}: {int(bad.sum())} NaN or infinite values in layer {layer} "
+            f"(first at row {row}, column {col}: {x[row, col]})"
+        )
+    return x
 
 
 def paired_rows(fx, fy):
@@ -86,17 +113,32 @@ def paired_rows(fx, fy):
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.action == "score":
+        from prh.cli import bridge_score
+
+        return bridge_score.run(args)
     return _fit(args) if args.action == "fit" else _apply(args)
+
+
+def _sidecar(path: str) -> str:
+    from pathlib import Path
+
+    return str(Path(path).with_suffix(".json"))
 
 
 def _fit(args: argparse.Namespace) -> int:
     from dataclasses import replace
+    from pathlib import Path
 
     from prh.bridge import make_map, retrieval, save_map
+    from prh.errors import InputError
     from prh.features import load_features
-    from prh.io import check_writable
+    from prh.io import guard_outputs
 
-    check_writable(args.out, "--out")
+    outputs = {"--out": args.out, "--out (its .json sidecar)": _sidecar(args.out)}
+    guard_outputs(outputs, inputs=[args.x, args.y])
+    if Path(args.out).suffix != ".safetensors":
+        raise InputError(f"--out {args.out}: a map file must end in .safetensors")
     fx, fy = load_features(args.x), load_features(args.y)
     a, b = paired_rows(fx, fy)
     x = pick_layer(replace(fx, features=a), args.layer_x, "--layer-x")
@@ -123,16 +165,24 @@ def _fit(args: argparse.Namespace) -> int:
 
 
 def _apply(args: argparse.Namespace) -> int:
-    from prh.bridge import load_map
-    from prh.features import load_features, save_features
-    from prh.io import check_writable
+    from pathlib import Path
 
-    check_writable(args.out, "--out")
+    from prh.bridge import load_map
+    from prh.errors import InputError
+    from prh.features import check_feature_suffix, load_features, save_features
+    from prh.io import guard_outputs
+
+    check_feature_suffix(args.out, "--out")
+    guard_outputs({"--out": args.out}, inputs=[args.map, _sidecar(args.map), args.x])
     m, config = load_map(args.map)
     fx = load_features(args.x)
     layer = args.layer_x if args.layer_x is not None else config.get("extra", {}).get("layer_x", -1)
-    x = pick_layer(fx, int(layer), "--layer-x")
+    if not isinstance(layer, int) or isinstance(layer, bool):
+        raise InputError(f"{args.map}: recorded layer_x {layer!r} is not an integer (--layer-x)")
+    x = pick_layer(fx, layer, "--layer-x")
     y = m.transform(x)
     save_features(args.out, y, ids=fx.ids, metadata={"map": str(args.map), "source": str(args.x)})
-    print(f"mapped {len(y)} rows {x.shape[1]} -> {y.shape[1]} dims -> {args.out}")
+    npy = Path(args.out).suffix.lower() == ".npy"
+    note = " (a .npy holds no ids)" if fx.ids is not None and npy else ""
+    print(f"mapped {len(y)} rows {x.shape[1]} -> {y.shape[1]} dims -> {args.out}{note}")
     return 0

@@ -13,12 +13,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import sys
 from pathlib import Path
 
-from prh.cli._args import positive_int
+from prh.cli._args import positive_int, seed
 
 DEFAULT_MAX_IMAGE_MB = 10
+MAX_REFS = 100  # references per scene in --eval (COCO has 5; the grammar runs short far above)
+IMAGE_SIZES = (16, 1024)  # render side the cave world accepts, in pixels
+MAX_BEAM = 64  # beams beyond this only cost memory (10**10 asked the allocator for 80 GB)
 
 
 def _noise(text: str) -> str | float:
@@ -27,9 +32,11 @@ def _noise(text: str) -> str | float:
     try:
         v = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected 'gap' or a number >= 0, got {text!r}") from None
-    if not v >= 0:
-        raise argparse.ArgumentTypeError(f"expected 'gap' or a number >= 0, got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected 'gap' or a finite number >= 0, got {text!r}"
+        ) from None
+    if not (math.isfinite(v) and v >= 0):
+        raise argparse.ArgumentTypeError(f"expected 'gap' or a finite number >= 0, got {text!r}")
     return v
 
 
@@ -45,7 +52,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--beam", type=positive_int, default=None,
-        help="beam width (caption: default 1 = greedy; --eval: the beam row, default 3)",
+        help=f"beam width, 1..{MAX_BEAM} (caption: default 1 = greedy; --eval: the beam row, "
+        "default 3)",
     )  # fmt: skip
     parser.add_argument("--nearest", action="store_true", help="also print the 5 nearest captions")
     parser.add_argument(
@@ -63,12 +71,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "scenes) to use instead of encoding the renders again",
     )  # fmt: skip
     parser.add_argument("--json", type=Path, help="also write the result as JSON to this file")
-    parser.add_argument("--threads", type=positive_int, default=None, help="torch CPU threads")
+    parser.add_argument(
+        "--threads", type=positive_int, default=None,
+        help="torch CPU threads (1 to the machine's CPU count)",
+    )  # fmt: skip
     parser.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
     ev = parser.add_argument_group("--eval")
     ev.add_argument("--world", choices=("cave",), default="cave", help="world of the run (cave)")
     ev.add_argument("--n", type=positive_int, default=500, help="held-out scenes (default 500)")
-    ev.add_argument("--refs", type=positive_int, default=5, help="references per scene (default 5)")
+    ev.add_argument(
+        "--refs", type=positive_int, default=5,
+        help=f"references per scene (1..{MAX_REFS}; default 5)",
+    )  # fmt: skip
     ev.add_argument("--meteor", action="store_true", help="also METEOR (starts Java; slow)")
     ev.add_argument(
         "--tokenizer", choices=("ptb", "simple"), default=None,
@@ -113,31 +127,115 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="CapDec noise std: 'gap' (from held-out pairs, default) or a number (0 = off)",
     )
     b.add_argument(
-        "--image-size", type=positive_int, default=224, help="render side in pixels (default 224)"
+        "--image-size",
+        type=positive_int,
+        default=224,
+        help=f"render side in pixels ({IMAGE_SIZES[0]}..{IMAGE_SIZES[1]}; default 224)",
     )
     b.add_argument(
         "--pair-free", action="store_true",
         help="fit the map without pairs: shuffle the captions and recover the match (prh match)",
     )  # fmt: skip
-    b.add_argument("--seed", type=int, default=0, help="decoder seed (default 0)")
+    b.add_argument(
+        "--seed", type=seed, default=0, help="decoder seed (in [0, 2**32 - 1]; default 0)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     from prh.errors import InputError
+    from prh.io import guard_outputs
 
-    if args.json is not None:
-        from prh.io import check_writable
-
-        check_writable(args.json, "--json")
+    # Everything a user typed is checked here, before a model loads or a folder is made.
+    cpus = os.cpu_count() or 1
+    if args.threads is not None and args.threads > cpus:
+        raise InputError(f"--threads {args.threads}: this machine has {cpus} CPUs")
+    if args.beam is not None and args.beam > MAX_BEAM:
+        raise InputError(f"--beam must be 1 to {MAX_BEAM}, got {args.beam}")
+    inputs = _check_build(args) if args.build else _check_run(args)
+    if args.image_features is not None:
+        _need_file(args.image_features, "--image-features", "a feature file")
+        inputs.append(args.image_features)
+    guard_outputs({"--json": args.json}, inputs=inputs)
     if args.build:
         return _build(args)
-    if args.run is None:
-        raise InputError("--run RUN is required (a run folder holding caption/)")
     if args.eval:
         return _eval(args)
-    if not args.image:
-        raise InputError("give --image PNG to caption, --eval to score, or --build to build")
     return _caption(args)
+
+
+def _check_build(args: argparse.Namespace) -> list[Path]:
+    """Refuse bad --build flags; return the inputs (the text run)."""
+    from prh.errors import InputError
+    from prh.io import check_output_dir
+
+    if args.text_run is None or args.out is None:
+        raise InputError("--build needs --text-run RUN (a prh train run) and --out RUN")
+    if args.n_pairs < 4 or args.decoder_scenes < 2:  # a 4:1 split of pairs fits and probes
+        raise InputError(
+            f"--n-pairs must be >= 4 and --decoder-scenes >= 2, got {args.n_pairs} and "
+            f"{args.decoder_scenes}"
+        )
+    lo, hi = IMAGE_SIZES
+    if not lo <= args.image_size <= hi:
+        raise InputError(f"--image-size must be {lo} to {hi} pixels, got {args.image_size}")
+    _need_folder(args.text_run, "--text-run", "a prh train run folder")
+    check_output_dir(args.out, "--out")
+    return [args.text_run]
+
+
+def _check_run(args: argparse.Namespace) -> list[Path]:
+    """Refuse bad caption / --eval flags; return the inputs (run files, text run, images)."""
+    from prh.errors import InputError
+
+    if args.run is None:
+        raise InputError("--run RUN is required (a run folder holding caption/)")
+    if not args.eval and not args.image:
+        raise InputError("give --image PNG to caption, --eval to score, or --build to build")
+    if args.eval and args.beam is not None and args.beam < 2:
+        raise InputError(f"--beam for the --eval beam row must be >= 2, got {args.beam}")
+    if args.eval and args.refs > MAX_REFS:
+        raise InputError(f"--refs must be 1 to {MAX_REFS} references per scene, got {args.refs}")
+    inputs = _run_inputs(args.run, with_text_run=args.eval)
+    for path in args.image or ():
+        _need_file(path, "--image", "an image file")
+    return inputs + list(args.image or ())
+
+
+def _need_file(path: Path, flag: str, what: str) -> None:
+    from prh.errors import InputError
+
+    if path.is_dir():
+        raise InputError(f"{flag} {path}: is a folder, expected {what}")
+    if path.exists() and not path.is_file():
+        raise InputError(
+            f"{flag} {path}: not a regular file (a device or a pipe?), expected {what}"
+        )
+    if not path.is_file():
+        raise InputError(f"{flag} {path}: no such file")
+
+
+def _need_folder(path: Path, flag: str, what: str) -> None:
+    from prh.errors import InputError
+
+    if path.exists() and not path.is_dir():
+        raise InputError(f"{flag} {path}: is a file, expected {what}")
+    if not path.is_dir():
+        raise InputError(f"{flag} {path}: no such folder")
+
+
+def _run_inputs(run: Path, with_text_run: bool) -> list[Path]:
+    """What a caption run's reader opens: the run folder (its manifest and tensors) and, for
+    --eval, the text run its manifest names. Any --json among them would destroy the run."""
+    from prh.caption.pipeline import caption_folder, read_manifest
+
+    folder = caption_folder(run)  # one line for a file, a missing folder, or no caption model
+    inputs = [run, folder]
+    if with_text_run:
+        text_run = read_manifest(folder).get("text_run")
+        if isinstance(text_run, str) and text_run:
+            p = Path(text_run)
+            inputs.append(p if p.is_absolute() else folder / p)
+    return inputs
 
 
 def _captioner(args: argparse.Namespace, beam: int = 1):
@@ -152,25 +250,24 @@ def _captioner(args: argparse.Namespace, beam: int = 1):
 
 
 def read_image(path: Path, max_mb: int):
-    """Decode an image file with the serve app's guarded decoder (size, format, bombs)."""
+    """Decode an image file with the one guarded decoder (:mod:`prh.imageio`), as serve does."""
     from prh.errors import InputError
-    from prh.serve.images import ImageLimits, decode_image
+    from prh.imageio import ImageLimits
+    from prh.imageio import read_image as decode_file
 
-    if not path.is_file():
-        raise InputError(f"--image {path}: no such file")
-    limit = max_mb * 1024 * 1024
-    size = path.stat().st_size
-    if size > limit:
-        raise InputError(f"--image {path}: {size} bytes, larger than the limit of {max_mb} MB")
+    _need_file(path, "--image", "an image file")
     try:
-        return decode_image(path.read_bytes(), ImageLimits(max_bytes=limit))
+        return decode_file(path, ImageLimits(max_bytes=max_mb * 1024 * 1024))
     except InputError as e:
-        raise InputError(f"--image {path}: {e}") from None
+        raise InputError(f"--image {e}") from None
 
 
 def _caption(args: argparse.Namespace) -> int:
     images = [read_image(p, args.max_image_mb) for p in args.image]  # fail before loading models
     captioner = _captioner(args, beam=args.beam or 1)
+    kind = getattr(captioner, "kind", "decoder")
+    if kind != "decoder":
+        print(f"captioner: {captioner.label}")
     out = []
     for path, image in zip(args.image, images):
         r = captioner.caption(image)
@@ -182,6 +279,7 @@ def _caption(args: argparse.Namespace) -> int:
         out.append(
             {
                 "image": str(path),
+                "captioner": kind,
                 "caption": r.caption,
                 "nearest": [{"caption": c, "score": s} for c, s in r.nearest],
                 "seconds": r.seconds,
@@ -222,10 +320,7 @@ def _eval(args: argparse.Namespace) -> int:
 
 def _build(args: argparse.Namespace) -> int:
     from prh.caption import build_caption_run
-    from prh.errors import InputError
 
-    if args.text_run is None or args.out is None:
-        raise InputError("--build needs --text-run RUN (a prh train run) and --out RUN")
     out = build_caption_run(
         args.text_run,
         args.out,

@@ -1,17 +1,17 @@
 """Reproduce the paper's three claims on the cave world and write a report.
 
 Steps: prove (quick) -> train good, bad and next-token text encoders at equal budgets (and
-mixture runs for the law) -> embed held-out scenes with a frozen EfficientNet-Lite0, the trained
-encoders, MiniLM and a random-init control -> measure (mutual-kNN, calibrated, CI) -> curves ->
-sample efficiency -> scaling-law fit -> bridge (retrieval, zero-shot, pair-free, captions) ->
-OUT/report.html and OUT/summary.json. A rerun reuses every finished step.
+mixture runs for the law) as one sweep -> embed held-out scenes with a frozen EfficientNet-Lite0,
+the trained encoders, MiniLM and a random-init control -> measure (mutual-kNN, calibrated, CI) ->
+curves -> sample efficiency -> scaling-law fit -> bridge (retrieval, zero-shot, pair-free,
+captioner) -> OUT/report.html and OUT/summary.json. A rerun reuses every finished step.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from prh.cli._args import positive_int
+from prh.cli._args import positive_int, seed
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--out", default="runs/demo", metavar="DIR", help="output folder (default runs/demo)"
     )
-    parser.add_argument("--seed", type=int, default=None, help="base seed (integer; default 0)")
+    parser.add_argument("--seed", type=seed, default=None, help="base seed (integer; default 0)")
     parser.add_argument(
         "--workers",
         type=positive_int,
@@ -40,23 +40,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
 
     from prh.demo import demo_config, run_demo
     from prh.errors import InputError
-    from prh.io import check_writable
+    from prh.io import check_output_dir, check_writable
 
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise InputError(f"--out {out}: is a file, expected a folder")
+    # every setting and the output folder are checked before any step runs
+    cfg = demo_config(args.quick, seed=args.seed, workers=args.workers, samples=args.samples)
+    out = check_output_dir(args.out, "--out")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise InputError(f"--out {out}: cannot create the folder ({e.strerror})") from None
     check_writable(out / "summary.json", "--out")
-    cfg = demo_config(args.quick, seed=args.seed, workers=args.workers, samples=args.samples)
-    summary = run_demo(cfg, args.out, skip_prove=args.skip_prove)
-    print(f"report: {args.out}/report.html")
+    summary = run_demo(cfg, out, skip_prove=args.skip_prove)
+    print(f"report: {out}/report.html")
     for c in summary["claims"]:
         tag = {True: "SHOWN", False: "NOT SHOWN", None: "UNDECIDED"}[c["shown"]]
         print(f"  [{tag}] {c['evidence']}")

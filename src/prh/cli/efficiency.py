@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import argparse
 
-from prh.cli._args import nonnegative_int
+from prh.cli._args import finite_float, positive_int, seed
+
+MAX_BOOT = 1_000_000  # bootstrap resamples: 8 MB of ratios; 10**12 asked numpy for 7 TiB
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("results", help="results.jsonl written by `prh sweep`")
     parser.add_argument(
         "--target",
-        type=float,
+        type=finite_float,
         default=None,
         help="alignment to reach (default: 0.95 x min of the two best means)",
     )
@@ -25,9 +27,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--b", default="next-token", help="compared views (default: next-token)")
     parser.add_argument("--metric", choices=["score", "calibrated"], default="score",
                         help="alignment column (default: score)")  # fmt: skip
-    parser.add_argument("--boot", type=nonnegative_int, default=1000,
-                        help="bootstrap resamples over seeds (default: 1000)")  # fmt: skip
-    parser.add_argument("--seed", type=nonnegative_int, default=0, help="bootstrap seed")
+    parser.add_argument("--boot", type=positive_int, default=1000,
+                        help=f"bootstrap resamples (1..{MAX_BOOT}; default: 1000)")  # fmt: skip
+    parser.add_argument("--seed", type=seed, default=0,
+                        help="bootstrap seed (in [0, 2**32 - 1]; default: 0)")  # fmt: skip
     parser.add_argument("--json", default=None, help="write the result as JSON here")
 
 
@@ -36,16 +39,18 @@ def _s(x: float | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from prh.io import check_writable, write_json
+    from prh.cli.fit_law import read_rows
+    from prh.errors import InputError
+    from prh.io import guard_outputs, write_json
     from prh.provenance import stamped
     from prh.scaling.efficiency import curves_from_rows, default_target, sample_efficiency
-    from prh.scaling.sweep import read_results
 
-    if args.json:
-        check_writable(args.json, "--json")
-    rows = read_results(args.results)
-    a = curves_from_rows(rows, args.a, args.metric)
-    b = curves_from_rows(rows, args.b, args.metric)
+    if args.boot > MAX_BOOT:
+        raise InputError(f"--boot must be 1 to {MAX_BOOT} resamples, got {args.boot}")
+    guard_outputs({"--json": args.json}, inputs=[args.results])
+    rows, places = read_rows(args.results)
+    a = curves_from_rows(rows, args.a, args.metric, places)
+    b = curves_from_rows(rows, args.b, args.metric, places)
     target = args.target if args.target is not None else default_target(a, b)
     res = sample_efficiency(a, b, target, n_boot=args.boot, seed=args.seed)
     d = res.to_dict()

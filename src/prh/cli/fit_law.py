@@ -12,7 +12,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from prh.cli._args import nonnegative_int, positive_int
+from prh.cli._args import positive_int, seed
+
+MAX_STARTS = 1000  # least-squares starts per form (each start is one scipy fit)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,9 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--metric", choices=["score", "calibrated"], default="score",
                         help="which alignment column to fit (default: score)")  # fmt: skip
     parser.add_argument("--starts", type=positive_int, default=8,
-                        help="least-squares starts per form (default: 8)")  # fmt: skip
-    parser.add_argument("--seed", type=nonnegative_int, default=0,
-                        help="seed of the random starts (default: 0)")  # fmt: skip
+                        help=f"fits per form (1..{MAX_STARTS}; default: 8)")  # fmt: skip
+    parser.add_argument("--seed", type=seed, default=0,
+                        help="seed of the random starts (0..2**32-1; default: 0)")  # fmt: skip
     parser.add_argument("--json", default=None, help="also write law.json's content here")
 
 
@@ -37,20 +39,50 @@ def _fmt(x: float) -> str:
     return "nan" if x != x else f"{x:.4f}"
 
 
+def read_rows(results: str) -> tuple[list[dict], list[str]]:
+    """The rows of a ``results.jsonl`` and where each came from (``"PATH line N"``)."""
+    from prh.errors import InputError
+    from prh.scaling.rows import row_places
+    from prh.scaling.sweep import read_results
+
+    if Path(results).is_dir():
+        hint = Path(results) / "results.jsonl"
+        raise InputError(
+            f"RESULTS {results}: is a folder, expected the results.jsonl file"
+            + (f" (try {hint})" if hint.is_file() else "")
+        )
+    if Path(results).exists() and not Path(results).is_file():
+        raise InputError(f"RESULTS {results}: not a regular file (a device or a pipe?)")
+    rows = read_results(results)
+    return rows, row_places(results, len(rows))
+
+
 def run(args: argparse.Namespace) -> int:
-    from prh.io import check_writable, write_json
+    from prh.errors import InputError
+    from prh.io import check_output_dir, check_writable, refuse_input_overwrite, write_json
     from prh.provenance import stamped
     from prh.scaling.fit import fit_laws, law_data_from_rows
     from prh.scaling.plot import plot_predicted_vs_measured
-    from prh.scaling.sweep import read_results
 
+    if args.starts > MAX_STARTS:
+        raise InputError(f"--starts must be 1 to {MAX_STARTS}, got {args.starts}")
     out = Path(args.out) if args.out else Path(args.results).parent
-    out.mkdir(parents=True, exist_ok=True)
-    check_writable(out / "law.json", "--out")
-    if args.json:
+    outputs = {
+        "--out (law.json)": out / "law.json",
+        "--out (law_fit.png)": out / "law_fit.png",
+        "--json": args.json,
+    }
+    check_output_dir(out, "--out")
+    refuse_input_overwrite(outputs, inputs=[args.results])
+    json_in_out = args.json and Path(args.json).parent.resolve() == out.resolve()
+    if args.json and not json_in_out:  # else checked once the folder exists
         check_writable(args.json, "--json")
-    rows = read_results(args.results)
-    fit_data, heldout, pairs = law_data_from_rows(rows, args.metric)
+    rows, places = read_rows(args.results)
+    fit_data, heldout, pairs = law_data_from_rows(rows, args.metric, places)
+    out.mkdir(parents=True, exist_ok=True)  # only once the rows are known to be good
+    for what, path in outputs.items():
+        if path is not None:
+            check_writable(path, what)
     report = fit_laws(
         fit_data, heldout, pairs, forms=args.forms, starts=args.starts, seed=args.seed
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from prh.cli._args import positive_int
+from prh.cli._args import positive_int, seed
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -44,14 +44,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=2000,
         help="largest row count matched by the class-level solver (rows); above: sample level",
     )
-    parser.add_argument("--seed", type=int, default=0, help="random seed")
+    parser.add_argument(
+        "--seed", type=seed, default=0, help="random seed (integer in [0, 2**32 - 1]; default 0)"
+    )
 
 
-def _read_labels(path: str, n: int, what: str, features_path: str) -> list[str]:
+def _check_labels(labels: list[str], path: str, n: int, what: str, features_path: str) -> list[str]:
+    """One non-empty label per row of the feature file, or one line saying what is wrong."""
     from prh.errors import InputError
-    from prh.features import read_ids
 
-    labels = read_ids(path)
     if len(labels) != n:
         raise InputError(f"{what} {path}: {len(labels)} labels for {n} rows of {features_path}")
     if any(not lab for lab in labels):
@@ -77,21 +78,25 @@ def run(args: argparse.Namespace) -> int:
     from prh.bridge.match import match_classes, match_samples
     from prh.cli.bridge import pick_layer
     from prh.errors import InputError
-    from prh.features import load_features
-    from prh.io import check_writable, write_json
+    from prh.features import load_features, read_ids
+    from prh.io import guard_outputs, write_json
     from prh.progress import Progress
     from prh.provenance import stamped
 
-    check_writable(args.json, "--json")
     if (args.classes_x is None) != (args.classes_y is None):
         raise InputError("--classes-x and --classes-y go together: give both or neither")
+    labels = [None, None]
+    if args.classes_x is not None:  # small text files: read (and refused) before any work
+        labels = [read_ids(args.classes_x, "--classes-x"), read_ids(args.classes_y, "--classes-y")]
+    inputs = [args.x, args.y, args.classes_x, args.classes_y]
+    guard_outputs({"--json": args.json}, inputs=inputs)
     fx, fy = load_features(args.x), load_features(args.y)
     x = pick_layer(fx, args.layer_x, "--layer-x").astype(np.float64)
     y = pick_layer(fy, args.layer_y, "--layer-y").astype(np.float64)
     out: dict[str, object] = {}
     if args.classes_x is not None:
-        lx = _read_labels(args.classes_x, fx.n, "--classes-x", fx.path)
-        ly = _read_labels(args.classes_y, fy.n, "--classes-y", fy.path)
+        lx = _check_labels(labels[0], args.classes_x, fx.n, "--classes-x", fx.path)
+        ly = _check_labels(labels[1], args.classes_y, fy.n, "--classes-y", fy.path)
         x, names_x = _class_means(x, lx)
         y, names_y = _class_means(y, ly)
         if len(names_x) != len(names_y):

@@ -11,7 +11,9 @@ import argparse
 import sys
 from typing import Any
 
-from prh.cli._args import positive_int
+from prh.cli._args import positive_int, seed
+
+MAX_WORLDS = 100_000  # the bound check's cost grows linearly: 300 worlds take seconds
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -20,9 +22,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=positive_int,
         default=None,
         metavar="N",
-        help="random worlds for the bound check (count; default 300, or 60 with --quick)",
+        help=f"worlds for the bound check (1..{MAX_WORLDS}; default 300, or 60 with --quick)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="base random seed (integer)")
+    parser.add_argument(
+        "--seed", type=seed, default=0, help="base random seed (integer in [0, 2**32 - 1])"
+    )
     parser.add_argument(
         "--only",
         default=None,
@@ -60,10 +64,13 @@ def format_row(result) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from prh.errors import InputError
     from prh.io import check_writable, write_json
     from prh.prove import ProveConfig, run_checks, select_checks
     from prh.provenance import stamped
 
+    if args.worlds is not None and args.worlds > MAX_WORLDS:
+        raise InputError(f"--worlds must be 1 to {MAX_WORLDS}, got {args.worlds}")
     names = select_checks(args.only)
     if args.json is not None:
         check_writable(args.json, "--json")

@@ -12,10 +12,14 @@ import socket
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
-from prh.cli._args import nonnegative_int, positive_int
-from prh.errors import InputError, PrhError
+from prh.cli._args import positive_int, seed
+from prh.errors import InputError
+
+MAX_UPLOAD_MB = 1024  # an upload is held in memory while it is decoded
+MAX_THREADS = 1024  # torch.set_num_threads crashes the process far above the core count
+MAX_WORKERS = 256
+MAX_QUEUE = 100_000
 
 
 def port_number(text: str) -> int:
@@ -29,6 +33,32 @@ def port_number(text: str) -> int:
     return value
 
 
+def _bounded(hi: int, what: str):
+    """An integer in [1, hi]."""
+
+    def parse(text: str) -> int:
+        value = positive_int(text)
+        if value > hi:
+            raise argparse.ArgumentTypeError(f"expected 1 to {hi:,} {what}, got {value:,}")
+        return value
+
+    return parse
+
+
+def host_name(text: str) -> str:
+    """A host name or address to bind: non-empty, no spaces, encodable as a DNS name."""
+    if not text or text != text.strip() or any(c.isspace() for c in text):
+        raise argparse.ArgumentTypeError(f"expected a host name or IP address, got {text!r}")
+    if ":" not in text:  # an IPv6 address is not a DNS name
+        try:
+            text.encode("idna")
+        except UnicodeError:
+            raise argparse.ArgumentTypeError(
+                f"expected a host name or IP address, got {text!r}"
+            ) from None
+    return text
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags of ``prh serve``."""
     parser.add_argument(
@@ -38,37 +68,39 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--host",
+        type=host_name,
         default="127.0.0.1",
         help="interface to bind (default 127.0.0.1: this machine only)",
     )
     parser.add_argument("--port", type=port_number, default=8000, help="TCP port (default 8000)")
     parser.add_argument(
         "--max-queue",
-        type=positive_int,
+        type=_bounded(MAX_QUEUE, "requests"),
         default=64,
         help="requests admitted at once, running or waiting; more get HTTP 503; default 64",
     )
     parser.add_argument(
         "--workers",
-        type=positive_int,
+        type=_bounded(MAX_WORKERS, "workers"),
         default=1,
         help="captions computed concurrently, each in its own thread (default 1)",
     )
     parser.add_argument(
         "--threads",
-        type=positive_int,
+        type=_bounded(MAX_THREADS, "threads"),
         default=None,
         help="torch threads of the vision encoder (default: torch's own choice)",
     )
     parser.add_argument(
         "--max-upload-mb",
-        type=positive_int,
+        type=_bounded(MAX_UPLOAD_MB, "MiB"),
         default=10,
-        help="largest accepted upload in MiB; larger gets HTTP 413 (default 10)",
+        help=f"largest accepted upload in MiB (1 to {MAX_UPLOAD_MB}); larger gets HTTP 413 "
+        "(default 10)",
     )
     parser.add_argument(
         "--world-seed",
-        type=nonnegative_int,
+        type=seed,
         default=None,
         help="seed of the world that 'random scene' draws from (default: the run's, else 0)",
     )
@@ -86,6 +118,8 @@ def _check_port_free(host: str, port: int) -> None:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except socket.gaierror as e:
         raise InputError(f"--host {host}: cannot resolve ({e.strerror})") from None
+    except UnicodeError:
+        raise InputError(f"--host {host}: not a valid host name") from None
     family, _, _, _, addr = infos[0]
     with socket.socket(family, socket.SOCK_STREAM) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -97,54 +131,6 @@ def _check_port_free(host: str, port: int) -> None:
             ) from None
 
 
-def _world_seed(run_dir: Path | None) -> int:
-    """The run's world seed, else 0.
-
-    Looked up in ``caption/caption.json`` (``world.seed``, written by ``prh.caption``), then in
-    ``config.json`` (``world_seed``, ``world.seed`` or ``train.world_seed``).
-    """
-    import json
-
-    if run_dir is None:
-        return 0
-    for path in (run_dir / "caption" / "caption.json", run_dir / "config.json"):
-        try:
-            cfg = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError, UnicodeDecodeError):
-            continue
-        if not isinstance(cfg, dict):
-            continue
-        for section in (cfg, cfg.get("train")):
-            if not isinstance(section, dict):
-                continue
-            world = section.get("world")
-            if isinstance(world, dict) and isinstance(world.get("seed"), int):
-                return world["seed"]
-            if isinstance(section.get("world_seed"), int):
-                return section["world_seed"]
-    return 0
-
-
-def load_run_captioner(run_dir: Path, threads: int | None = None) -> Any:
-    """Load the run's captioner once, with one clear line if ``run_dir`` is not a demo run."""
-    if not run_dir.exists():
-        raise InputError(f"--run {run_dir}: no such folder; make one with `prh demo`")
-    if not run_dir.is_dir():
-        raise InputError(f"--run {run_dir}: is a file, expected a demo run folder")
-    try:
-        from prh.caption import load_captioner
-    except ImportError as e:
-        raise PrhError(f"captioning is not available in this install ({e})") from None
-    try:
-        return load_captioner(run_dir, threads=threads)
-    except PrhError:
-        raise
-    except (FileNotFoundError, KeyError) as e:
-        raise InputError(
-            f"--run {run_dir}: not a demo run (missing {e}); make one with `prh demo`"
-        ) from None
-
-
 def run(args: argparse.Namespace) -> int:
     """Load the models, then serve until interrupted."""
     import numpy as np
@@ -152,24 +138,28 @@ def run(args: argparse.Namespace) -> int:
 
     from prh.serve.app import create_app
     from prh.serve.colour import ColourCaptioner
+    from prh.serve.runinfo import captioner_name, load_run_captioner, run_world_seed
     from prh.serve.scenes import SceneSource
 
     if args.captioner == "run" and args.run is None:
         raise InputError("--run RUN is required (a demo run folder), or use --captioner colour")
-    if args.run is not None and not args.run.is_dir():
+    if args.run is not None and not args.run.exists():
         raise InputError(f"--run {args.run}: no such folder; make one with `prh demo`")
+    if args.run is not None and not args.run.is_dir():
+        raise InputError(f"--run {args.run}: is a file, expected a demo run folder")
     _check_port_free(args.host, args.port)
 
     t0 = time.perf_counter()
     if args.captioner == "colour":
         captioner, name = ColourCaptioner(), "mean-colour control (no model)"
     else:
-        captioner, name = load_run_captioner(args.run, args.threads), f"run {args.run.name}"
+        captioner = load_run_captioner(args.run, args.threads)
+        name = captioner_name(args.run, captioner)
     # One warm-up call so the first visitor does not pay for lazy initialisation.
     captioner.caption(np.full((224, 224, 3), 127, dtype=np.uint8))
     load_s = time.perf_counter() - t0
 
-    world_seed = args.world_seed if args.world_seed is not None else _world_seed(args.run)
+    world_seed = args.world_seed if args.world_seed is not None else run_world_seed(args.run)
     app = create_app(
         captioner,
         run_dir=args.run,

@@ -2,7 +2,8 @@
 
 ``prh world sample`` writes ``scene_{i}_view_{j}.png`` and ``captions.jsonl`` (one line per scene:
 ``{"scene", "state", "captions"}``); ``prh world figure`` draws a grid of scenes with captions
-(the README picture); ``prh world info`` prints the world's size and splits as JSON.
+(the README picture) as PNG, JPEG, WebP, PDF or SVG by the name's extension; ``prh world info``
+prints the world's size and splits as JSON.
 """
 
 from __future__ import annotations
@@ -11,14 +12,35 @@ import argparse
 import json
 from pathlib import Path
 
-from prh.cli._args import positive_int
+from prh.cli._args import positive_int, seed
 from prh.errors import InputError
+
+MAX_CAPTIONS = 1000  # distinct wordings per scene asked for at once
+# One figure holds every render in memory and on one canvas (matplotlib refuses a side over
+# 2**16 pixels): a page of scenes, a strip of views each.
+MAX_FIGURE_SCENES = 64
+MAX_FIGURE_VIEWS = 16
+MAX_FIGURE_PIXELS = 64 * 2**20  # renders drawn into one figure, all of them held at once
+
+
+def _bounded(lo: int, hi: int, what: str):
+    def parse(text: str) -> int:
+        value = positive_int(text)
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"expected {lo:,} to {hi:,} {what}, got {value:,}")
+        return value
+
+    return parse
 
 
 def _world_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--seed", type=int, default=0, help="world seed (scenes, splits, wordings)")
+    p.add_argument("--seed", type=seed, default=0, help="world seed (scenes, splits, wordings)")
     p.add_argument(
-        "--num-scenes", type=positive_int, default=20_000, help="distinct scenes in the world"
+        "--num-scenes",
+        type=positive_int,
+        default=20_000,
+        help="distinct scenes in the world (at least 2; bounded, as the scene table is held "
+        "in memory: prh.world.cave.MAX_SCENES)",
     )
     p.add_argument(
         "--split", choices=("train", "test", "all"), default="test", help="scenes to draw from"
@@ -28,21 +50,35 @@ def _world_args(p: argparse.ArgumentParser) -> None:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION")
     sub.required = True
+    captions = _bounded(1, MAX_CAPTIONS, "captions")
+    size = _bounded(16, 1024, "pixels")
     s = sub.add_parser("sample", help="write rendered views and captions of a few scenes")
     _world_args(s)
     s.add_argument("--scenes", type=positive_int, default=6, help="number of scenes")
     s.add_argument("--views", type=positive_int, default=2, help="renders per scene")
-    s.add_argument("--captions", type=positive_int, default=5, help="captions per scene")
-    s.add_argument("--size", type=positive_int, default=64, help="image side in pixels (16-1024)")
+    s.add_argument("--captions", type=captions, default=5, help="captions per scene")
+    s.add_argument("--size", type=size, default=64, help="image side in pixels (16-1024)")
     s.add_argument("--sketch", action="store_true", help="also write scene_{i}_sketch.png")
     s.add_argument("--out", required=True, help="output folder (created if missing)")
-    f = sub.add_parser("figure", help="draw a grid of sample scenes with their captions (PNG)")
+    f = sub.add_parser("figure", help="draw a grid of sample scenes with their captions")
     _world_args(f)
-    f.add_argument("--scenes", type=positive_int, default=6, help="number of scenes")
-    f.add_argument("--views", type=positive_int, default=2, help="renders per scene")
-    f.add_argument("--captions", type=positive_int, default=3, help="captions shown per scene")
-    f.add_argument("--size", type=positive_int, default=160, help="render side in pixels")
-    f.add_argument("--out", required=True, help="PNG file to write")
+    f.add_argument(
+        "--scenes",
+        type=_bounded(1, MAX_FIGURE_SCENES, "scenes"),
+        default=6,
+        help=f"number of scenes (at most {MAX_FIGURE_SCENES})",
+    )
+    f.add_argument(
+        "--views",
+        type=_bounded(1, MAX_FIGURE_VIEWS, "views"),
+        default=2,
+        help=f"renders per scene (at most {MAX_FIGURE_VIEWS})",
+    )
+    f.add_argument("--captions", type=captions, default=3, help="captions shown per scene")
+    f.add_argument("--size", type=size, default=160, help="render side in pixels (16-1024)")
+    f.add_argument(
+        "--out", required=True, help="image file to write: .png, .jpg, .webp, .pdf or .svg"
+    )
     i = sub.add_parser("info", help="print the world's size and splits as JSON")
     _world_args(i)
 
@@ -54,11 +90,43 @@ def _pick_scenes(world, split: str, n: int) -> list[int]:
     return [int(x) for x in ids[:n]]
 
 
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Every output problem, before the world is built or anything is drawn."""
+    from prh.io import check_output_dir, check_writable
+
+    if args.action == "sample":
+        check_output_dir(args.out, "--out")
+    elif args.action == "figure":
+        from prh.world.figure import figure_format
+
+        pixels = args.scenes * (args.views + 1) * args.size**2  # + 1: the sketch
+        if pixels > MAX_FIGURE_PIXELS:
+            raise InputError(
+                f"--scenes {args.scenes} x (--views {args.views} + a sketch) x --size "
+                f"{args.size}^2 = {pixels:,} pixels, more than one figure holds "
+                f"({MAX_FIGURE_PIXELS:,}); ask for fewer scenes or views, or a smaller --size"
+            )
+        out = Path(args.out)
+        if out.is_dir():
+            raise InputError(f"--out {out}: is a folder, expected an image file name")
+        figure_format(out)
+        if out.parent.exists() and not out.parent.is_dir():
+            raise InputError(f"--out {out}: {out.parent} is a file, expected a folder")
+        check_output_dir(out.parent, "--out folder")
+        if out.parent.is_dir():
+            check_writable(out, "--out")
+
+
 def run(args: argparse.Namespace) -> int:
     from prh.world import CaveWorld, WorldConfig
+    from prh.world.cave import MAX_SCENES
 
-    if args.action in ("sample", "figure") and not 16 <= args.size <= 1024:
-        raise InputError(f"--size {args.size}: expected 16 to 1024 pixels")
+    if not 2 <= args.num_scenes <= MAX_SCENES:
+        raise InputError(
+            f"--num-scenes {args.num_scenes:,}: expected 2 to {MAX_SCENES:,} scenes "
+            "(the scene table is held in memory)"
+        )
+    _check_outputs(args)
     world = CaveWorld(WorldConfig(seed=args.seed, num_scenes=args.num_scenes))
     if args.action == "info":
         print(
@@ -78,8 +146,7 @@ def run(args: argparse.Namespace) -> int:
         from prh.world.figure import save_figure
 
         out = Path(args.out)
-        if not out.parent.is_dir():
-            out.parent.mkdir(parents=True, exist_ok=True)
+        out.parent.mkdir(parents=True, exist_ok=True)
         save_figure(world, scenes, out, views=args.views, captions=args.captions, size=args.size)
         print(f"wrote {out}")
         return 0
@@ -92,8 +159,6 @@ def _sample(world, scenes: list[int], args: argparse.Namespace) -> int:
     from prh.io import atomic_write
 
     out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise InputError(f"--out {out}: exists and is not a folder")
     out.mkdir(parents=True, exist_ok=True)
     lines = []
     for i in scenes:

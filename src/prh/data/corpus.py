@@ -96,6 +96,7 @@ class CaptionCorpus:
             Images with fewer captions are "few" (2 are needed for good views).
         on_few : {"error", "drop", "keep"}
             Raise :class:`InputError` naming how many images are few, drop them, or keep them.
+            Dropping every image is an :class:`InputError` too (an empty corpus is no corpus).
         """
         if on_few not in ("error", "drop", "keep"):
             raise ValueError(f"on_few must be 'error', 'drop' or 'keep', got {on_few!r}")
@@ -108,6 +109,11 @@ class CaptionCorpus:
                 f"corpus {self.source or '<memory>'}: {len(few)} of {len(self)} images have fewer "
                 f"than {min_captions} captions (first: {self.image_ids[j]!r} has "
                 f"{len(self.captions[j])}); drop them or lower min_captions"
+            )
+        if len(few) == len(self):
+            raise InputError(
+                f"corpus {self.source or '<memory>'}: all {len(self)} images have fewer than "
+                f"{min_captions} captions; dropping them would leave nothing"
             )
         drop = set(few)
         keep = [j for j in range(len(self)) if j not in drop]

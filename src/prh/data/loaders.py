@@ -31,7 +31,7 @@ Layer: orchestration (these functions alone read files).
 from __future__ import annotations
 
 import csv
-import io
+import itertools
 import json
 import os
 import re
@@ -54,6 +54,11 @@ ID_COLUMNS = (
     "id",
 )
 CAPTION_COLUMNS = ("captions", "caption", "sentences", "raw", "sentences_raw", "comment", "text")
+# Line formats are streamed one line at a time and no line may exceed MAX_LINE_BYTES (a caption
+# row is a few hundred bytes; /dev/zero or a binary file has no line break at all). Whole-file
+# JSON formats (COCO, Karpathy: ~100-150 MB for COCO) are read up to MAX_JSON_BYTES.
+MAX_LINE_BYTES = 1 << 20
+MAX_JSON_BYTES = 1 << 30
 _FLICKR_DUP = re.compile(r"^(.+\.(?:jpg|jpeg|png))\.\d+$", re.IGNORECASE)
 
 Row = tuple[int, str, object, "str | None"]  # (line or row number, image id, captions, split)
@@ -144,17 +149,64 @@ def detect_format(path: str | os.PathLike[str]) -> str:
 
 def read_split_file(path: str | os.PathLike[str]) -> list[str]:
     """Image names, one a line (Flickr ``*Images.txt``); blank lines skipped."""
-    return [ln.strip() for ln in _read_text(Path(path)).splitlines() if ln.strip()]
+    return [ln.strip() for _, ln in _lines(Path(path), "split") if ln.strip()]
 
 
 # ---------------------------------------------------------------------------------------------
-def _read_text(p: Path, limit: int | None = None) -> str:
-    """Strict UTF-8 text of ``p``; invalid bytes raise with the line number."""
+def _need_file(p: Path, what: str) -> None:
+    if p.is_dir():
+        raise InputError(f"{p}: is a folder, expected a {what} file")
+
+
+def _decode(data: bytes, p: Path, line: int) -> str:
     try:
-        with open(p, "rb") as f:
-            data = f.read() if limit is None else f.read(limit)
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line += data[: e.start].count(b"\n")
+        raise InputError(f"{p} line {line}: invalid UTF-8 (byte 0x{data[e.start]:02x})") from None
+
+
+def _lines(p: Path, what: str, keepends: bool = False) -> Iterator[tuple[int, str]]:
+    """``(line number, text)`` of ``p``, streamed: strict UTF-8, each line at most
+    :data:`MAX_LINE_BYTES` (an over-long line is one :class:`InputError` naming file and line)."""
+    _need_file(p, what)
+    try:
+        f = open(p, "rb")
     except OSError as e:
         raise InputError(f"{p}: cannot read ({e.strerror})") from None
+    with f:
+        n = 0
+        while True:
+            try:
+                raw = f.readline(MAX_LINE_BYTES + 1)
+            except OSError as e:
+                raise InputError(f"{p} line {n + 1}: cannot read ({e.strerror})") from None
+            if not raw:
+                return
+            n += 1
+            if len(raw) > MAX_LINE_BYTES:
+                raise InputError(
+                    f"{p} line {n}: longer than the limit of {MAX_LINE_BYTES:,} bytes "
+                    f"(is this a {what} file?)"
+                )
+            if n == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]  # a UTF-8 byte-order mark
+            text = _decode(raw, p, n)
+            yield n, (text if keepends else text.rstrip("\r\n"))
+
+
+def _read_text(p: Path, limit: int | None = None, what: str = "corpus") -> str:
+    """Strict UTF-8 text of ``p``: its first ``limit`` bytes, or the whole file up to
+    :data:`MAX_JSON_BYTES`; invalid bytes raise with the line number."""
+    _need_file(p, what)
+    cap = MAX_JSON_BYTES if limit is None else limit
+    try:
+        with open(p, "rb") as f:
+            data = f.read(cap + 1 if limit is None else cap)
+    except OSError as e:
+        raise InputError(f"{p}: cannot read ({e.strerror})") from None
+    if limit is None and len(data) > cap:
+        raise InputError(f"{p}: larger than the limit of {cap:,} bytes for a {what} file")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
@@ -212,8 +264,11 @@ def _assemble(rows: Iterable[Row], p: Path, splits: dict[str, list[str]]) -> Cap
     return CaptionCorpus(list(groups), list(groups.values()), split_of, str(p))
 
 
-def _load_json(p: Path) -> object:
-    text = _read_text(p)
+def _load_json(p: Path, what: str) -> object:
+    head = _read_text(p, limit=64, what=what).lstrip()
+    if head and head[0] not in "{[":
+        raise InputError(f"{p}: not JSON (starts with {head[0]!r}); expected a {what} file")
+    text = _read_text(p, what=what)
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
@@ -221,30 +276,45 @@ def _load_json(p: Path) -> object:
 
 
 def _read_coco(p: Path) -> tuple[Iterator[Row], dict]:
-    data = _load_json(p)
+    data = _load_json(p, "COCO JSON")
     if not isinstance(data, dict) or not isinstance(data.get("annotations"), list):
         raise InputError(f"{p}: COCO JSON needs a list 'annotations' of {{image_id, caption}}")
-    names = {}
-    for img in data.get("images", []) or []:
-        if isinstance(img, dict) and "id" in img:
-            names[img["id"]] = img.get("file_name", str(img["id"]))
+    images = data.get("images")
+    names: dict[object, str] | None = None
+    if images is not None:
+        if not isinstance(images, list):
+            raise InputError(f"{p}: COCO 'images' must be a list of {{id, file_name}}")
+        names = {}
+        for j, img in enumerate(images):
+            if not isinstance(img, dict) or not _is_id(img.get("id")):
+                raise InputError(f"{p} image {j}: expected an 'id' (a number or a string)")
+            names[img["id"]] = str(img.get("file_name", img["id"]))
 
     def rows() -> Iterator[Row]:
         for j, a in enumerate(data["annotations"]):
             if not isinstance(a, dict) or "image_id" not in a or "caption" not in a:
                 raise InputError(f"{p} annotation {j}: expected keys 'image_id' and 'caption'")
-            yield (
-                f"annotation {j}",
-                names.get(a["image_id"], str(a["image_id"])),
-                a["caption"],
-                None,
-            )
+            image_id = a["image_id"]
+            if not _is_id(image_id):
+                raise InputError(
+                    f"{p} annotation {j}: image_id must be a number or a string, "
+                    f"got {type(image_id).__name__}"
+                )
+            if names is not None and image_id not in names:
+                raise InputError(
+                    f"{p} annotation {j}: image_id {image_id!r} has no entry in 'images'"
+                )
+            yield f"annotation {j}", names[image_id] if names else str(image_id), a["caption"], None
 
     return rows(), {}
 
 
+def _is_id(value: object) -> bool:
+    return isinstance(value, (int, str)) and not isinstance(value, bool)
+
+
 def _read_karpathy(p: Path) -> tuple[Iterator[Row], dict]:
-    data = _load_json(p)
+    data = _load_json(p, "Karpathy JSON")
     if not isinstance(data, dict) or not isinstance(data.get("images"), list):
         raise InputError(f"{p}: Karpathy JSON needs a list 'images' of {{filename, sentences}}")
 
@@ -261,7 +331,7 @@ def _read_karpathy(p: Path) -> tuple[Iterator[Row], dict]:
 
 
 def _read_flickr(p: Path) -> tuple[Iterator[Row], dict]:
-    text = _read_text(p)
+    _need_file(p, "Flickr token")
     splits: dict[str, list[str]] = {}
     for name, key in (("train", "train"), ("dev", "val"), ("test", "test")):
         found = sorted(p.parent.glob(f"*{name}Images.txt"))
@@ -269,7 +339,7 @@ def _read_flickr(p: Path) -> tuple[Iterator[Row], dict]:
             splits[key] = read_split_file(found[0])
 
     def rows() -> Iterator[Row]:
-        for n, line in enumerate(text.splitlines(), start=1):
+        for n, line in _lines(p, "Flickr token"):
             if not line.strip():
                 continue
             if "\t" not in line or "#" not in line.split("\t", 1)[0]:
@@ -297,11 +367,14 @@ def _pick(
 
 
 def _read_csv(p: Path) -> tuple[Iterator[Row], dict]:
-    text = _read_text(p)
-    first = text.split("\n", 1)[0]
+    lines = (text for _, text in _lines(p, "CSV", keepends=True))
+    first = next(lines, "")
     delim = max(",|\t;", key=first.count)
-    reader = csv.DictReader(io.StringIO(text), delimiter=delim, skipinitialspace=True)
-    columns = [c for c in (reader.fieldnames or [])]
+    reader = csv.DictReader(itertools.chain([first], lines), delimiter=delim, skipinitialspace=True)
+    try:
+        columns = [c for c in (reader.fieldnames or [])]
+    except csv.Error as e:
+        raise InputError(f"{p} line 1: malformed CSV ({e})") from None
     if not columns:
         raise InputError(f"{p}: empty CSV (no header row)")
     cap_col = _pick(columns, CAPTION_COLUMNS, p, "caption")
@@ -309,7 +382,15 @@ def _read_csv(p: Path) -> tuple[Iterator[Row], dict]:
     split_col = next((c for c in columns if c.strip().lower() == "split"), None)
 
     def rows() -> Iterator[Row]:
-        for n, rec in enumerate(reader, start=2):
+        records = iter(reader)
+        while True:
+            try:
+                rec = next(records)
+            except StopIteration:
+                return
+            except csv.Error as e:
+                raise InputError(f"{p} line {reader.line_num + 1}: malformed CSV ({e})") from None
+            n = reader.line_num
             cap, image = rec.get(cap_col), rec.get(id_col)
             if cap is None or image is None:
                 raise InputError(f"{p} line {n}: expected {len(columns)} fields")
@@ -319,10 +400,10 @@ def _read_csv(p: Path) -> tuple[Iterator[Row], dict]:
 
 
 def _read_jsonl(p: Path) -> tuple[Iterator[Row], dict]:
-    text = _read_text(p)
+    _need_file(p, "JSONL")
 
     def rows() -> Iterator[Row]:
-        for n, line in enumerate(text.splitlines(), start=1):
+        for n, line in _lines(p, "JSONL"):
             if not line.strip():
                 continue
             try:
@@ -366,6 +447,8 @@ def _read_hf(p: Path) -> tuple[Iterator[Row], dict]:
         raise InputError(
             f"{p}: reading Hugging Face datasets needs `pip install datasets`"
         ) from None
+    if not p.is_dir():
+        raise InputError(f"{p}: is a file, expected a Hugging Face dataset folder (save_to_disk)")
     try:
         ds = datasets.load_from_disk(str(p))
     except Exception as e:  # datasets raises several unrelated types for a bad folder

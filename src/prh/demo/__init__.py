@@ -1,8 +1,11 @@
 """``prh demo``: the paper's three claims reproduced on the cave world, with a report.
 
-:func:`run_demo` (:mod:`.pipeline`) runs the steps; :class:`DemoConfig` / :func:`demo_config`
-(:mod:`.config`) say what; :mod:`.report` writes ``summary.json`` and ``report.html``. See
-``docs/demo.md``.
+Modules, each importing only those listed before it: :mod:`.config` (:class:`DemoConfig`, the
+``quick`` and ``full`` presets), :mod:`.analysis` (pure: curves, efficiency, law rows),
+:mod:`.context` (output folder, log, timings), :mod:`.world` (scenes, text encoders),
+:mod:`.protocol` (the runs as a :class:`~prh.scaling.grid.Grid` preset and cave runner),
+:mod:`.plots`, :mod:`.captioner`, :mod:`.steps` (prove ... law), :mod:`.bridge`, :mod:`.report`,
+:mod:`.pipeline` (:func:`run_demo`: the steps in order). See ``docs/demo.md``.
 """
 
 from prh.demo.config import DemoConfig, demo_config

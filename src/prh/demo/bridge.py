@@ -3,7 +3,7 @@
 For each text encoder (trained good / bad / next-token, MiniLM, random-init):
 
 - **retrieval**: image features (EfficientNet-Lite0, last layer) are reduced by PCA and mapped
-  into the text encoder's space by :class:`prh.caption.pipeline.VisionProjector` (PCA + whitened
+  into the text encoder's space by :class:`prh.bridge.VisionProjector` (PCA + whitened
   semi-orthogonal Procrustes map, :mod:`prh.bridge`), fitted on (render, mean of 5 captions)
   pairs of training scenes; R@1/5/10 both ways on the held-out scenes (one caption each);
 - **zero-shot**: the main (largest) object's shape (8 classes) and colour (10 classes) of each
@@ -11,8 +11,8 @@ For each text encoder (trained good / bad / next-token, MiniLM, random-init):
 - **pair-free**: class centroids of image features and of caption features matched with no pairs
   at all (:func:`prh.bridge.match_classes`); accuracy against the true class correspondence.
 
-With :mod:`prh.caption`, the good run also gets a captioner in ``OUT/caption/`` (so ``prh caption
---run OUT`` and ``prh serve --run OUT`` accept the demo folder) and sample captions for the report.
+The good run's captioner (:mod:`prh.demo.captioner`, ``OUT/caption/``) captions a few held-out
+scenes for the report.
 """
 
 from __future__ import annotations
@@ -24,16 +24,11 @@ from typing import Any
 
 import numpy as np
 
-SHAPE_WORDS = {
-    "cube": "cube",
-    "sphere": "sphere",
-    "cylinder": "cylinder",
-    "cone": "cone",
-    "pyramid": "pyramid",
-    "torus": "torus",
-    "star": "star",
-    "diamond": "diamond",
-}
+from prh.demo.analysis import chance_recall, class_centroids, main_object
+from prh.demo.captioner import demo_captioner
+from prh.demo.context import Context
+from prh.demo.world import TEXT_ENCODERS, demo_world, scene_ids, text_encoder
+
 TEMPLATES = ("a {}", "a photo of a {}", "there is a {}", "an image showing a {}")
 
 
@@ -45,8 +40,6 @@ def last_layer(path: Path) -> np.ndarray:
 
 
 def _labels(world, ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
-    from prh.demo.analysis import main_object
-
     mo = [main_object(world.scene(i)) for i in ids]
     return np.array([s for s, _ in mo]), np.array([c for _, c in mo])
 
@@ -54,7 +47,7 @@ def _labels(world, ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
 def _prompts(kind: str) -> tuple[list[str], int]:
     from prh.world.scenes import COLOURS, SHAPES
 
-    words = [SHAPE_WORDS[s] for s in SHAPES] if kind == "shape" else list(COLOURS)
+    words = list(SHAPES) if kind == "shape" else list(COLOURS)
     noun = "{}" if kind == "shape" else "{} object"
     texts = [t.format(noun.format(w)) for w in words for t in TEMPLATES]
     return texts, len(words)
@@ -68,24 +61,17 @@ def _png_b64(image: np.ndarray) -> str:
     return base64.b64encode(buf.getvalue()).decode()
 
 
-def bridge_section(ctx, text: dict, vision: dict[str, Path], runs: dict[str, Path]) -> dict:
+def bridge_section(
+    ctx: Context, text: dict, vision: dict[str, Path], runs: dict[str, Path]
+) -> dict:
     """Retrieval, zero-shot and pair-free matching for every text encoder (cached per step)."""
-    from prh.demo.pipeline import TEXT_ENCODERS, _text_encoder, _world, scene_ids
-
     cfg = ctx.cfg
     key = "bridge-" + "-".join(Path(text[n]["test"]).stem[-10:] for n in TEXT_ENCODERS)
 
     def go() -> dict[str, Any]:
-        return _compute(
-            ctx,
-            text,
-            vision,
-            runs,
-            _world(cfg),
-            *scene_ids(cfg, _world(cfg)),
-            TEXT_ENCODERS,
-            _text_encoder,
-        )
+        world = demo_world(cfg)
+        test, train = scene_ids(cfg, world)
+        return _compute(ctx, text, vision, runs, world, test, train)
 
     value, cached = ctx.cached_json(key, go)
     for name, r in value["encoders"].items():
@@ -100,12 +86,10 @@ def bridge_section(ctx, text: dict, vision: dict[str, Path], runs: dict[str, Pat
     return value
 
 
-def _compute(ctx, text, vision, runs, world, test, train, names, make_encoder) -> dict:
+def _compute(ctx: Context, text, vision, runs, world, test, train) -> dict:
     import torch
 
-    from prh.bridge import match_classes, retrieval, zero_shot
-    from prh.caption.pipeline import VisionProjector
-    from prh.demo.analysis import chance_recall, class_centroids
+    from prh.bridge import VisionProjector, match_classes, retrieval, zero_shot
 
     torch.set_num_threads(max(1, ctx.cfg.workers * ctx.cfg.threads))
     v_te, v_tr = last_layer(vision["test"]), last_layer(vision["train"])
@@ -118,7 +102,7 @@ def _compute(ctx, text, vision, runs, world, test, train, names, make_encoder) -
         "chance": {"retrieval": chance_recall(len(test)), "shape": 1 / 8, "colour": 1 / 10},
         "encoders": {},
     }
-    for name in names:
+    for name in TEXT_ENCODERS:
         keep = _kept_columns(text[name]["train"])  # drop zero padding of narrow layers
         t_te, t_tr = (
             last_layer(text[name]["test"])[:, keep],
@@ -129,7 +113,7 @@ def _compute(ctx, text, vision, runs, world, test, train, names, make_encoder) -
         mapped = proj.transform(v_te) - mu  # (N, E) images in the text space, centred
         rr = retrieval(mapped, t_te - mu).to_dict()
         r = {"img_to_txt": rr["x_to_y"], "txt_to_img": rr["y_to_x"], "n": rr["n"]}
-        enc = make_encoder(ctx, name, runs)
+        enc = text_encoder(ctx.cfg, name, runs)
         zs = {}
         for kind, labels in (("shape", shape_te), ("colour", colour_te)):
             prompts, C = _prompts(kind)
@@ -164,15 +148,13 @@ def _kept_columns(path: Path) -> np.ndarray:
     return x.std(0) > 1e-8
 
 
-def _samples(ctx, runs: dict[str, Path], vision: dict[str, Path], n: int = 6) -> list[dict]:
-    """Sample held-out scenes: render, a reference caption, the nearest training caption through
-    the map, and the captioner's caption (when :mod:`prh.caption` built one)."""
-    from prh.demo.pipeline import _world, scene_ids
-
+def _samples(ctx: Context, runs: dict[str, Path], vision: dict[str, Path], n: int = 6) -> list:
+    """Sample held-out scenes: render, a reference caption, and the demo captioner's caption
+    with the nearest training caption (when a captioner was built)."""
     cfg = ctx.cfg
-    world = _world(cfg)
+    world = demo_world(cfg)
     test, _ = scene_ids(cfg, world)
-    cap = _captioner(ctx, runs)
+    cap = demo_captioner(ctx, runs["good"], vision["train"]) if cfg.captioner else None
     out = []
     for i in test[:n]:
         img = world.render(i, 0, 160)
@@ -185,41 +167,6 @@ def _samples(ctx, runs: dict[str, Path], vision: dict[str, Path], n: int = 6) ->
             res = cap.caption(world.render(i, 0, 224))
             item["caption"] = res.caption
             item["nearest"] = res.nearest[0][0] if res.nearest else None
+            item["captioner"] = cap.kind
         out.append(item)
     return out
-
-
-def _captioner(ctx, runs: dict[str, Path]):
-    """Build (once) and load the captioner of the good run into ``OUT/caption/``; ``None`` when
-    :mod:`prh.caption` is not available or fails (the report says so)."""
-    try:
-        from prh.caption import build_caption_run, load_captioner
-    except ImportError as e:  # pragma: no cover - depends on the tree
-        ctx.state["caption_error"] = f"prh.caption not available ({e})"
-        return None
-    cfg = ctx.cfg
-    if not cfg.captioner:
-        return None
-    manifest = ctx.out / "caption" / "caption.json"
-    if manifest.is_file():
-        import json
-
-        info = json.loads(manifest.read_text())
-        if Path(info.get("text_run", "")).name != runs["good"].name:
-            import shutil
-
-            shutil.rmtree(ctx.out / "caption")  # built from another good run: rebuild
-    if not manifest.is_file():
-        ctx.log("  building the captioner (map + text-only decoder) into OUT/caption/")
-        build_caption_run(
-            runs["good"],
-            ctx.out,
-            vision=cfg.vision,
-            n_pairs=cfg.bridge_scenes,
-            decoder_scenes=cfg.decoder_scenes,
-            decoder_steps=cfg.decoder_steps,
-            seed=cfg.seed,
-            threads=max(1, cfg.workers * cfg.threads),
-            progress=True,
-        )
-    return load_captioner(ctx.out)

@@ -60,8 +60,11 @@ class DemoConfig:
     workers, threads : int
         Parallel training processes and torch threads in each.
     captioner : bool
-        Build the text-only captioner of the good run into ``OUT/caption`` (needs
-        :mod:`prh.caption`), with ``decoder_steps`` steps on captions of ``decoder_scenes`` scenes.
+        Build a captioner of the good run into ``OUT/caption`` (so ``prh caption --run OUT`` and
+        ``prh serve --run OUT`` accept the demo folder): a map fitted on the bridge scenes and a
+        decoder trained for ``decoder_steps`` steps on captions of ``decoder_scenes`` scenes; with
+        ``decoder_steps = 0`` the nearest-caption (retrieval) captioner, no decoder (those
+        captions are its gallery).
     """
 
     name: str = "full"
@@ -92,6 +95,13 @@ class DemoConfig:
     decoder_scenes: int = 2000
 
     def __post_init__(self) -> None:
+        for f in ("seed", "world_seed", "decoder_steps"):
+            if getattr(self, f) < 0:
+                raise InputError(f"demo: {f} must be >= 0, got {getattr(self, f)}")
+        for f in ("samples", "eval_every", "batch_size", "workers", "threads", "null",
+                  "bootstrap", "k", "train_scenes", "decoder_scenes", "max_len"):  # fmt: skip
+            if getattr(self, f) < 1:
+                raise InputError(f"demo: {f} must be >= 1, got {getattr(self, f)}")
         if self.samples % self.eval_every or self.eval_every % self.batch_size:
             raise InputError(
                 f"demo: samples ({self.samples}) must be a multiple of eval_every "
@@ -100,8 +110,8 @@ class DemoConfig:
         for s in (*self.law_samples, *self.heldout_samples):
             if s % self.eval_every or s > self.samples:
                 raise InputError(
-                    f"demo: law sample count {s} must be a multiple of {self.eval_every} "
-                    f"and at most {self.samples}"
+                    f"demo: law sample count {s} must be a multiple of eval_every "
+                    f"({self.eval_every}) and at most samples ({self.samples})"
                 )
         if set(self.law_samples) & set(self.heldout_samples):
             raise InputError("demo: held-out sample counts must be off the fit grid")
@@ -141,7 +151,8 @@ QUICK = DemoConfig(
     heldout_runs=1,
     null=50,
     bootstrap=100,
-    captioner=False,  # the text-only decoder alone would take most of the 5 minutes
+    decoder_steps=0,  # a decoder alone would take most of the 5 minutes: nearest caption
+    decoder_scenes=1000,
 )
 
 

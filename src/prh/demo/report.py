@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from prh.demo.context import Context, cpu_seconds
+from prh.demo.plots import plot_bars, plot_curves
 from prh.io import atomic_write, write_json
 from prh.provenance import stamped
 
@@ -91,7 +93,7 @@ def _n(x: float | None) -> str:
     return "never (within the budget)" if x is None else f"{x:,.0f}"
 
 
-def build_summary(ctx, results: dict[str, Any]) -> dict[str, Any]:
+def build_summary(ctx: Context, results: dict[str, Any]) -> dict[str, Any]:
     m = results["measure"]
     law = {k: v for k, v in results["law"].items() if k != "rows"}
     bridge = {k: v for k, v in results["bridge"].items() if k != "samples"}
@@ -109,7 +111,7 @@ def build_summary(ctx, results: dict[str, Any]) -> dict[str, Any]:
         "timings": ctx.timings,
         "compute_cost": ctx.state.get("costs", {}),
         "seconds": round(time.perf_counter() - ctx.t0, 1),
-        "cpu_seconds": round(_cpu() - ctx.cpu0, 1),
+        "cpu_seconds": round(cpu_seconds() - ctx.cpu0, 1),
         "machine": {
             "cpus": os.cpu_count(),
             "platform": platform.platform(),
@@ -124,16 +126,8 @@ def build_summary(ctx, results: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _cpu() -> float:
-    from prh.demo.pipeline import cpu_seconds
-
-    return cpu_seconds()
-
-
-def write_outputs(ctx, results: dict[str, Any]) -> dict[str, Any]:
+def write_outputs(ctx: Context, results: dict[str, Any]) -> dict[str, Any]:
     """Plots, ``summary.json`` and ``report.html`` into ``ctx.out``; returns the summary."""
-    from prh.demo.plots import plot_bars, plot_curves
-
     out: Path = ctx.out
     cfg = results["config"]
     plot_curves(
@@ -424,7 +418,9 @@ def _bridge_html(b: dict[str, Any], samples: list[dict]) -> str:
         parts.append("<h3>Held-out scenes</h3><div class=grid>")
         for s in samples:
             extra = ""
-            if s.get("caption") is not None:
+            if s.get("caption") is not None and s.get("captioner") == "nearest":
+                extra = f"<br><b>nearest-caption captioner:</b> {e(s['caption'])}"
+            elif s.get("caption") is not None:
                 extra = (
                     f"<br><b>captioner:</b> {e(s['caption'])}"
                     f"<br><b>nearest caption:</b> {e(str(s.get('nearest')))}"
@@ -434,7 +430,13 @@ def _bridge_html(b: dict[str, Any], samples: list[dict]) -> str:
                 f"<b>a reference caption:</b> {e(s['reference'])}{extra}</div>"
             )
         parts.append("</div>")
-        if samples and samples[0].get("caption") is not None:
+        if samples and samples[0].get("captioner") == "nearest":
+            parts.append(
+                "<p class=muted>Captioner: image &rarr; EfficientNet-Lite0 &rarr; one map &rarr; "
+                "the nearest training caption (retrieval, no decoder; the full demo trains a "
+                "decoder; <code>prh caption --run OUT</code>).</p>"
+            )
+        elif samples and samples[0].get("caption") is not None:
             parts.append(
                 "<p class=muted>Captioner: image &rarr; EfficientNet-Lite0 &rarr; one map &rarr; a "
                 "decoder trained on text only (<code>prh caption --run OUT</code>).</p>"

@@ -1,8 +1,7 @@
 """Frozen encoders behind one interface, named by a spec.
 
->>> enc = load_encoder("efficientnet-lite0")          # doctest: +SKIP
->>> enc.encode_images([img]).shape                    # doctest: +SKIP
-(1, 8, 1280)
+``load_encoder("efficientnet-lite0").encode_images([img])`` gives features of shape
+``(N, L, D) = (1, 8, 1280)``: one image, its layers, their (zero-padded) width.
 
 Specs
 -----

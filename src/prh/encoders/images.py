@@ -1,85 +1,46 @@
-"""Reading user images safely (PIL, size-limited): files for ``prh embed --corpus --images``,
-Image cells for ``prh embed --dataset``."""
+"""Reading user images for ``prh embed``: the file of an id (``--corpus --images``) and the
+Image cells of a data set (``--dataset``), both decoded by :mod:`prh.imageio`."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from prh.errors import InputError
+from prh.imageio import FILE_LIMITS, decode_image, read_image
 
-MAX_PIXELS = 64_000_000  # larger files are refused (decompression bombs)
 EXTENSIONS = (".jpg", ".jpeg", ".png", ".webp", ".bmp")
 
 
-def read_image(path: str | Path) -> np.ndarray:
-    """Decode an image file to ``(H, W, 3)`` uint8 RGB.
-
-    Raises
-    ------
-    InputError
-        A missing file, one PIL cannot decode, or one above :data:`MAX_PIXELS` pixels.
-    """
-    import warnings
-
-    from PIL import Image
-
-    p = Path(path)
-    if not p.is_file():
-        raise InputError(f"{p}: no such image file")
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", Image.DecompressionBombWarning)
-            with Image.open(p) as im:
-                if im.width * im.height > MAX_PIXELS:
-                    raise InputError(
-                        f"{p}: image of {im.width}x{im.height} pixels is above the limit"
-                        f" of {MAX_PIXELS}"
-                    )
-                return np.asarray(im.convert("RGB"))
-    except InputError:
-        raise
-    except Exception as e:  # PIL raises UnidentifiedImageError, OSError, warnings-as-errors
-        raise InputError(f"{p}: not a readable image ({type(e).__name__}: {e})") from None
-
-
-def image_cell_to_array(cell, where: str) -> np.ndarray:
+def image_cell_to_array(cell: Any, where: str) -> np.ndarray:
     """A ``datasets`` Image cell (``{"bytes", "path"}``, or a PIL image) as ``(H, W, 3)`` uint8.
 
-    ``Image.open`` reads only the header, so the size limit is checked before any pixel is
-    decoded.
+    Bytes go through :func:`prh.imageio.decode_image` (size limit read from the header before any
+    pixel is decoded, EXIF orientation, alpha on white), like every other image prh reads.
 
     Raises
     ------
     InputError
-        A cell that is no image, one PIL cannot decode, or one above :data:`MAX_PIXELS` pixels,
-        naming ``where`` (the data set and row).
+        A cell that is no image, or any refusal of the decoder, naming ``where`` (data set, row).
     """
     import io
-    import warnings
 
-    from PIL import Image
-
+    if isinstance(cell, dict) and cell.get("bytes") is not None:
+        data = cell["bytes"]
+    elif isinstance(cell, dict) and cell.get("path"):
+        return read_image(cell["path"])  # a data set that stores file paths
+    elif hasattr(cell, "save") and hasattr(cell, "width"):  # an already decoded PIL image
+        buf = io.BytesIO()
+        cell.save(buf, format="PNG")
+        data = buf.getvalue()
+    else:
+        raise InputError(f"{where}: expected an image, got {type(cell).__name__}")
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", Image.DecompressionBombWarning)
-            if isinstance(cell, dict) and cell.get("bytes") is not None:
-                cell = Image.open(io.BytesIO(cell["bytes"]))
-            elif isinstance(cell, dict) and cell.get("path"):
-                cell = Image.open(cell["path"])  # a data set that stores file paths
-            if not isinstance(cell, Image.Image):
-                raise InputError(f"{where}: expected an image, got {type(cell).__name__}")
-            if cell.width * cell.height > MAX_PIXELS:
-                raise InputError(
-                    f"{where}: image of {cell.width}x{cell.height} pixels is above the limit"
-                    f" of {MAX_PIXELS}"
-                )
-            return np.asarray(cell.convert("RGB"))
-    except InputError:
-        raise
-    except Exception as e:  # PIL raises UnidentifiedImageError, OSError, warnings-as-errors
-        raise InputError(f"{where}: not a readable image ({type(e).__name__}: {e})") from None
+        return decode_image(data, FILE_LIMITS)
+    except InputError as e:
+        raise InputError(f"{where}: {e}") from None
 
 
 def read_image_for_id(folder: str | Path, image_id: str) -> np.ndarray:

@@ -100,10 +100,8 @@ class RunEncoder(Encoder):
         self.pool = pool
         set_threads(threads)
         self.spec = str(path)
-        try:
-            from prh.training import load_run
-        except ImportError as e:
-            raise InputError(f"{path}: cannot load a prh run ({e})") from None
+        from prh.training import load_run
+
         self.run = load_run(path)
         if not hasattr(self.run, "encode_texts") and hasattr(self.run, "encode_images"):
             self.modality = "image"

@@ -1,6 +1,6 @@
 """Losses: whitened JEPA (hard and soft), SIGReg (LeJEPA), next-token cross-entropy."""
 
-from prh.losses.lm import NextTokenLoss, next_token_loss
+from prh.losses.lm import next_token_loss
 from prh.losses.sigreg import (
     EppsPulley,
     SIGReg,
@@ -9,8 +9,6 @@ from prh.losses.sigreg import (
     sigreg_jepa_loss,
 )
 from prh.losses.whitening import (
-    SoftWhiteningLoss,
-    WhitenedJEPALoss,
     batch_covariance,
     soft_whitening_loss,
     whiten,
@@ -20,10 +18,7 @@ from prh.losses.whitening import (
 
 __all__ = [
     "EppsPulley",
-    "NextTokenLoss",
     "SIGReg",
-    "SoftWhiteningLoss",
-    "WhitenedJEPALoss",
     "batch_covariance",
     "lejepa_loss",
     "next_token_loss",

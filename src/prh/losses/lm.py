@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from torch import nn
 
 
 def next_token_loss(
@@ -44,12 +43,3 @@ def next_token_loss(
     if reduction != "mean":
         raise ValueError(f"unknown reduction {reduction!r}")
     return total / valid.sum().clamp_min(1.0)
-
-
-class NextTokenLoss(nn.Module):
-    """:func:`next_token_loss` as a module (``forward(logits, tokens, mask) -> scalar``)."""
-
-    higher_is_better = False
-
-    def forward(self, logits: torch.Tensor, tokens: torch.Tensor, mask: torch.Tensor):
-        return next_token_loss(logits, tokens, mask)

@@ -16,13 +16,23 @@ References
 from __future__ import annotations
 
 import torch
-from torch import nn
 
 METHODS = ("cholesky", "zca")
 
 
-def batch_covariance(z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Mean ``(E,)`` and unbiased covariance ``(E, E)`` of the rows of ``z`` ``(N, E)``."""
+def batch_covariance(
+    z: torch.Tensor, weights: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean ``(E,)`` and covariance ``(E, E)`` of the rows of ``z`` ``(N, E)``.
+
+    Unweighted: the unbiased covariance (divided by ``N - 1``). With ``weights`` ``(N,)`` summing
+    to 1: the moments under that law, ``mu = sum_i w_i z_i`` and
+    ``C = sum_i w_i (z_i - mu)(z_i - mu)^T``.
+    """
+    if weights is not None:
+        mu = (weights[:, None] * z).sum(0)  # (E,)
+        zc = z - mu  # (N, E)
+        return mu, zc.T @ (weights[:, None] * zc)  # (E, E)
     mu = z.mean(0)  # (E,)
     zc = z - mu  # (N, E)
     return mu, zc.T @ zc / max(z.shape[0] - 1, 1)  # (E, E)
@@ -54,9 +64,18 @@ def whitening_matrix(
     return U @ torch.diag(s.clamp_min(ridge).rsqrt()) @ U.T  # (E, E)
 
 
-def whiten(z: torch.Tensor, eps: float = 1e-4, method: str = "cholesky") -> torch.Tensor:
-    """Rows of ``z`` ``(N, E)`` centred and whitened by their own batch statistics -> ``(N, E)``."""
-    mu, cov = batch_covariance(z)
+def whiten(
+    z: torch.Tensor,
+    eps: float = 1e-4,
+    method: str = "cholesky",
+    weights: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Rows of ``z`` ``(N, E)`` centred and whitened by their own batch statistics -> ``(N, E)``.
+
+    ``weights`` ``(N,)`` summing to 1 whitens under that law instead of the uniform one (the
+    theory learner's batch marginal); see :func:`batch_covariance`.
+    """
+    mu, cov = batch_covariance(z, weights)
     return (z - mu) @ whitening_matrix(cov, eps, method).T  # (N, E)
 
 
@@ -112,32 +131,3 @@ def soft_whitening_loss(
     eye = torch.eye(z.shape[1], dtype=z.dtype, device=z.device)
     penalty = (cov - eye).square().sum()
     return pair + beta * penalty + mu.square().sum(), penalty
-
-
-class WhitenedJEPALoss(nn.Module):
-    """:func:`whitened_jepa_loss` as a module (``forward(za, zb) -> scalar``)."""
-
-    higher_is_better = False
-
-    def __init__(self, eps: float = 1e-4, method: str = "cholesky") -> None:
-        super().__init__()
-        if method not in METHODS:
-            raise ValueError(f"unknown whitening method {method!r}; expected one of {METHODS}")
-        self.eps = eps
-        self.method = method
-
-    def forward(self, za: torch.Tensor, zb: torch.Tensor) -> torch.Tensor:
-        return whitened_jepa_loss(za, zb, self.eps, self.method)
-
-
-class SoftWhiteningLoss(nn.Module):
-    """:func:`soft_whitening_loss` as a module (``forward(za, zb) -> scalar``)."""
-
-    higher_is_better = False
-
-    def __init__(self, beta: float = 1.0) -> None:
-        super().__init__()
-        self.beta = beta
-
-    def forward(self, za: torch.Tensor, zb: torch.Tensor) -> torch.Tensor:
-        return soft_whitening_loss(za, zb, self.beta)[0]

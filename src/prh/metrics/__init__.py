@@ -5,10 +5,11 @@ one sample), and :func:`measure` for ``(N, L, D)`` inputs with the reference pro
 search, a permutation null and a bootstrap interval. See ``docs/measure.md``.
 """
 
+from prh.linalg import l2_normalize
 from prh.metrics.api import METRICS, MeasureResult, MetricOptions, get_metric, measure
 from prh.metrics.cca import svcca
 from prh.metrics.kernel import cka, cknna
-from prh.metrics.knn import knn, l2_normalize
+from prh.metrics.knn import knn
 from prh.metrics.neighbors import cycle_knn, edit_distance_knn, lcs_knn, mutual_knn
 from prh.metrics.preprocess import preprocess
 

@@ -43,6 +43,7 @@ from __future__ import annotations
 import numpy as np
 
 from prh.errors import InputError
+from prh.linalg import l2_normalize, row_norms
 
 BACKENDS = ("numpy", "torch", "faiss")
 DEVICES = ("auto", "cpu", "cuda")
@@ -53,43 +54,6 @@ _BLOCK_BYTES = 256 * 2**20  # default budget for one (block, N) float32 similari
 _RESCORE_BYTES = 4 * 2**20  # budget for the float64 (rows, candidates, D) re-scoring buffer
 _TILE = 2048  # default tile side of the symmetric Gram sweep (16 MiB float32)
 _TORCH_TOPK_MIN_N = 2048  # rows longer than this use torch.topk
-
-
-def l2_normalize(x: np.ndarray, name: str = "features") -> np.ndarray:
-    """Rows divided by their Euclidean norm, in float32.
-
-    Parameters
-    ----------
-    x : np.ndarray
-        ``(N, D)``.
-    name : str
-        How to name ``x`` in error messages (a file path).
-
-    Returns
-    -------
-    np.ndarray
-        ``(N, D)`` float32, ``x_i / ||x_i||`` (norm accumulated in float64, then rounded).
-
-    Raises
-    ------
-    InputError
-        When a row is all zeros (it has no direction).
-    """
-    x = np.asarray(x, dtype=np.float32)
-    norms = row_norms(x).astype(np.float32)  # (N,)
-    zero = np.flatnonzero(norms == 0)
-    if zero.size:
-        raise InputError(f"{name}: row {int(zero[0])} is all zeros and cannot be L2-normalised")
-    return x / norms[:, None]
-
-
-def row_norms(x: np.ndarray) -> np.ndarray:
-    """``(N,)`` float64 Euclidean norms of the rows of ``(N, D)`` ``x``, in row chunks."""
-    out = np.empty(x.shape[0], dtype=np.float64)
-    step = max(1, 2**22 // max(x.shape[1], 1))
-    for s0 in range(0, x.shape[0], step):
-        out[s0 : s0 + step] = np.sqrt(np.square(x[s0 : s0 + step], dtype=np.float64).sum(axis=1))
-    return out
 
 
 def default_block_size(n: int) -> int:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from prh.errors import InputError
-from prh.metrics.knn import l2_normalize
+from prh.linalg import l2_normalize
 
 CLAMPS = ("mean", "exact", "none")
 

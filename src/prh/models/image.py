@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from prh.models.config import ModelConfig
-from prh.models.transformer import EncoderOutput, _init_weights
+from prh.models.transformer import EncoderOutput, init_weights
 
 
 def _groups(c: int) -> int:
@@ -58,7 +58,7 @@ class ImageEncoder(nn.Module):
         self.head = nn.Sequential(
             nn.Linear(c, c), nn.GELU(), nn.Linear(c, cfg.embed_dim, bias=False)
         )
-        _init_weights(self)
+        init_weights(self)
 
     def forward(self, images: torch.Tensor) -> EncoderOutput:
         if images.ndim != 4 or images.shape[1] != self.cfg.image_channels:

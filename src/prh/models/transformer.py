@@ -135,8 +135,8 @@ class Trunk(nn.Module):
         return hs
 
 
-def _init_weights(module: nn.Module) -> None:
-    # GPT-2/BERT initialisation: N(0, 0.02) weights, zero biases.
+def init_weights(module: nn.Module) -> None:
+    """GPT-2/BERT initialisation of every linear and embedding layer: ``N(0, 0.02)``, zero bias."""
     for m in module.modules():
         if isinstance(m, nn.Linear):
             nn.init.normal_(m.weight, std=0.02)
@@ -163,7 +163,7 @@ class TextEncoder(nn.Module):
             nn.GELU(),
             nn.Linear(cfg.d_model, cfg.embed_dim, bias=False),
         )
-        _init_weights(self)
+        init_weights(self)
 
     def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> EncoderOutput:
         hs = self.trunk(ids, mask)
@@ -186,7 +186,7 @@ class CausalLM(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.trunk = Trunk(cfg, causal=True)
-        _init_weights(self)
+        init_weights(self)
 
     def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         h = self.trunk(ids, mask)[-1]  # (B, T, D)

@@ -4,13 +4,7 @@ Each check is a function ``check_x(config: ProveConfig) -> CheckResult``; :func:
 runs a selection by name.
 """
 
-from prh.prove.result import (
-    CHECK_NAMES,
-    CheckResult,
-    ProveConfig,
-    run_check,
-    run_checks,
-    select_checks,
-)
+from prh.prove.result import CheckResult, ProveConfig
+from prh.prove.runner import CHECK_NAMES, run_check, run_checks, select_checks
 
 __all__ = ["CHECK_NAMES", "CheckResult", "ProveConfig", "run_check", "run_checks", "select_checks"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from prh.linalg import procrustes_rotation
 from prh.prove.result import CheckResult, ProveConfig
 from prh.theory import generators as gen
 from prh.theory import views
@@ -14,6 +15,7 @@ from prh.theory.jepa import (
     soft_whitening_solution,
     solve_jepa,
     subspace_iteration,
+    whiten,
     whitening_residual,
 )
 from prh.theory.measures import nuisance_fraction, subspace_sin_theta
@@ -42,16 +44,13 @@ def _random_small_law(rng: np.random.Generator) -> tuple[np.ndarray, int]:
 def _procrustes_distance(FA: np.ndarray, FB: np.ndarray, d: np.ndarray) -> float:
     """``min_Q (E_d ||Q^T f_A - f_B||^2)^1/2`` for two tables on one observation set."""
     GA, GB = np.sqrt(d)[:, None] * FA, np.sqrt(d)[:, None] * FB
-    U, _, Vt = np.linalg.svd(GA.T @ GB)
-    return float(np.linalg.norm(GA @ (U @ Vt) - GB))
+    Q = procrustes_rotation(GA, GB).T  # (k, k): argmax tr(Q^T GA^T GB)
+    return float(np.linalg.norm(GA @ Q - GB))
 
 
 def _random_white_losses(W: np.ndarray, d: np.ndarray, G: np.ndarray) -> np.ndarray:
     """Loss of ``whiten(G_i)`` for a stack of random tables G (S, M, k), vectorised."""
-    Gc = G - np.einsum("m,smk->sk", d, G)[:, None, :]  # (S, M, k)
-    cov = np.einsum("smi,m,smj->sij", Gc, d, Gc)  # (S, k, k)
-    vals, vecs = np.linalg.eigh(cov)
-    F = Gc @ (vecs / np.sqrt(vals)[:, None, :]) @ np.swapaxes(vecs, 1, 2)  # (S, M, k) white
+    F = whiten(G, d)  # (S, M, k), each table white under d
     return 2 * np.einsum("m,smk->s", d, F * F) - 2 * np.einsum("smk,smk->s", F, W @ F)
 
 

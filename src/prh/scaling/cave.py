@@ -11,6 +11,12 @@ One cell = one :func:`prh.training.train` run (views good / bad / next-token / m
 3. :func:`prh.metrics.measure` gives mutual-kNN (``k`` neighbours, max over layer pairs) and, with
    ``null`` permutations, the calibrated score (score minus the null's 95% quantile).
 
+With ``curve_every`` (samples), the training run also measures itself against the same vision
+features every ``curve_every`` samples (the training eval hook: mutual-kNN, k = 10, best layer
+pair, one caption per scene with wording seed ``world_seed + 1``), and the cell's row records
+every evaluation point as ``extra["curve"] = [[samples, score], ...]``: one run gives the whole
+alignment-vs-samples curve.
+
 A run folder left by a killed sweep without its final weights is removed and retrained (cells are
 whole or absent). torch uses ``threads`` intra-op threads per worker.
 """
@@ -20,12 +26,62 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from prh.errors import InputError
 from prh.scaling.grid import Cell
+
+
+def embed_renders(
+    vision: str,
+    world: Any,
+    scene_ids: list[int],
+    path: Path,
+    *,
+    nuisance_seed: int = 0,
+    image_size: int = 224,
+    threads: int = 1,
+    progress: Any = None,
+) -> Path:
+    """Embed the renders of ``scene_ids`` with the frozen encoder ``vision`` into ``path``.
+
+    Every layer, ``(N, L, D)``, ids ``scene_<i>``, metadata ``encoder`` and ``layer_dims``. An
+    existing ``path`` is kept (the caller names it by what determines it).
+    """
+    path = Path(path)
+    if path.exists():
+        return path
+    import torch
+
+    from prh.encoders import load_encoder
+    from prh.encoders.embed import EmbedConfig, embed_world
+    from prh.features import save_features
+
+    torch.set_num_threads(max(1, threads))
+    enc = load_encoder(vision)
+    cfg = EmbedConfig(modality="image", nuisance_seed=nuisance_seed, image_size=image_size)
+    feats, names = embed_world(enc, world, scene_ids, cfg, progress)
+    meta = {"encoder": vision, "layer_dims": json.dumps(list(enc.layer_dims or []))}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_features(path, feats, ids=names, metadata=meta)
+    return path
+
+
+def read_curve(run_dir: Path) -> list[list[float]]:
+    """``[[samples, eval_mutual_knn], ...]`` of a run's ``metrics.jsonl``, by samples."""
+    f = Path(run_dir) / "metrics.jsonl"
+    out: dict[int, float] = {}
+    if f.is_file():
+        for line in f.read_text().splitlines():
+            try:
+                r = json.loads(line)
+            except ValueError:
+                continue  # a line cut by a kill
+            if "eval_mutual_knn" in r:
+                out[int(r["samples"])] = float(r["eval_mutual_knn"])
+    return [[s, out[s]] for s in sorted(out)]
 
 
 @dataclass(frozen=True)
@@ -52,6 +108,12 @@ class CaveBackend:
         torch intra-op threads per cell.
     train_overrides : tuple of (str, value)
         Extra :class:`prh.training.TrainConfig` fields (e.g. ``(("train_scenes", 200),)``).
+    curve_every : int
+        Samples between two evaluations of the training run (a multiple of the batch; 0: none).
+        Each cell then records its curve (module docstring).
+    warmup_max_batches : int
+        When > 0, warm-up lasts at most this many batches (``warmup_frac`` is capped at
+        ``warmup_max_batches * batch_size / samples``), so long runs do not warm up for longer.
     """
 
     vision: str = "efficientnet-lite0"
@@ -65,6 +127,8 @@ class CaveBackend:
     image_size: int = 224
     threads: int = 1
     train_overrides: tuple[tuple[str, Any], ...] = ()
+    curve_every: int = 0
+    warmup_max_batches: int = 0
     name: str = "cave"
 
     def options(self) -> dict[str, Any]:
@@ -72,7 +136,18 @@ class CaveBackend:
         d.pop("name")
         d.pop("threads")  # does not change results
         d["train_overrides"] = [list(kv) for kv in self.train_overrides]
+        for k in ("curve_every", "warmup_max_batches"):  # newer options: left out at their
+            if not d[k]:  # default, so that the cell ids of older sweeps stay the same
+                del d[k]
         return d
+
+    def vision_path(self, out_dir: Path) -> Path:
+        """Where :meth:`prepare` caches the held-out renders' vision features."""
+        return self._vision_path(Path(out_dir))
+
+    def scene_ids(self, world) -> list[int]:
+        """The held-out scenes measured: the first ``eval_scenes`` of the test split."""
+        return self._scene_ids(world)
 
     def _vision_path(self, out_dir: Path) -> Path:
         key = {k: v for k, v in self.options().items() if k in ("vision", "eval_scenes",
@@ -96,34 +171,15 @@ class CaveBackend:
         path = self._vision_path(Path(out_dir))
         if path.exists():
             return
-        import torch
-
-        from prh.encoders import load_encoder
-        from prh.encoders.embed import EmbedConfig, embed_world
-        from prh.features import save_features
-
-        torch.set_num_threads(max(1, self.threads))
         world = self._world()
-        ids = self._scene_ids(world)
-        enc = load_encoder(self.vision)
-        cfg = EmbedConfig(modality="image", nuisance_seed=self.nuisance_seed,
-                          image_size=self.image_size)  # fmt: skip
-        feats, names = embed_world(enc, world, ids, cfg)
-        save_features(path, feats, ids=names, metadata={"encoder": self.vision})
+        embed_renders(self.vision, world, self._scene_ids(world), path,
+                      nuisance_seed=self.nuisance_seed, image_size=self.image_size,
+                      threads=self.threads)  # fmt: skip
 
-    def __call__(self, cell: Cell, out_dir: Path) -> dict[str, Any]:
-        import time
-
-        import torch
-
-        from prh.features import load_features
-        from prh.metrics import measure
-        from prh.training import load_run, train
+    def train_config(self, cell: Cell, out_dir: Path):
+        """The :class:`prh.training.TrainConfig` of ``cell``."""
         from prh.training.config import train_config
 
-        torch.set_num_threads(max(1, self.threads))
-        out_dir = Path(out_dir)
-        vision = load_features(self._vision_path(out_dir))
         rho = float(cell.rho) if cell.views == "mixture" else None
         cfg = train_config(
             self.preset,
@@ -135,6 +191,34 @@ class CaveBackend:
             checkpoint_every=0,
             **dict(self.train_overrides),
         )
+        changes: dict[str, Any] = {}
+        if self.warmup_max_batches:
+            cap = self.warmup_max_batches * cfg.batch_size / cfg.samples
+            changes["warmup_frac"] = min(cfg.warmup_frac, cap)
+        if self.curve_every:
+            if self.curve_every % cfg.batch_size:
+                raise InputError(
+                    f"cave backend: curve_every {self.curve_every} is not a multiple of the "
+                    f"batch {cfg.batch_size}"
+                )
+            steps = self.curve_every // cfg.batch_size
+            changes.update(eval_features=str(self._vision_path(Path(out_dir))),
+                           eval_every=steps, log_every=steps)  # fmt: skip
+        return replace(cfg, **changes) if changes else cfg
+
+    def __call__(self, cell: Cell, out_dir: Path) -> dict[str, Any]:
+        import time
+
+        import torch
+
+        from prh.features import load_features
+        from prh.metrics import measure
+        from prh.training import load_run, train
+
+        torch.set_num_threads(max(1, self.threads))
+        out_dir = Path(out_dir)
+        vision = load_features(self._vision_path(out_dir))
+        cfg = self.train_config(cell, out_dir)
         run_dir = out_dir / "runs" / cell.cell_id(self.name, self.options())
         if run_dir.exists() and not (run_dir / "model.safetensors").exists():
             shutil.rmtree(run_dir)  # a run killed mid-training: start the cell again
@@ -149,7 +233,7 @@ class CaveBackend:
         text = load_run(run_dir, device="cpu").encode_texts(texts)  # (N, L, D)
         res = measure(text, vision.features, metric="mutual_knn", k=self.k, null=self.null,
                       seed=int(cell.seed))  # fmt: skip
-        return {
+        out = {
             "score": float(res.score),
             "calibrated": None if res.calibrated is None else float(res.calibrated),
             "p_value": None if res.p_value is None else float(res.p_value),
@@ -157,3 +241,6 @@ class CaveBackend:
             "train_seconds": round(train_seconds, 3),
             "run_dir": str(run_dir.relative_to(out_dir)),
         }
+        if self.curve_every:
+            out["curve"] = read_curve(run_dir)
+        return out

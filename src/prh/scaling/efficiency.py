@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from prh.errors import InputError
+from prh.scaling import rows as rows_
+from prh.scaling.rows import default_places
 
 
 def samples_to_reach(S: Sequence[float], y: Sequence[float], target: float) -> float:
@@ -87,16 +89,24 @@ class Curves:
         return self.y.mean(axis=0)
 
 
-def curves_from_rows(rows: Sequence[dict], views: str, key: str = "score") -> Curves:
+def curves_from_rows(
+    rows: Sequence[dict], views: str, key: str = "score", places: Sequence[str] | None = None
+) -> Curves:
     """Collect ``rows`` (``results.jsonl`` dicts) with ``views == views`` into :class:`Curves`.
 
-    Raises ``InputError`` when no row matches or a seed lacks a sample count another seed has.
+    ``places`` names where each row came from (``"results.jsonl line 6"``) for error messages.
+    Raises ``InputError`` when no row matches, a seed lacks a sample count another seed has, or a
+    row lacks a field or holds the wrong type (naming the row, the field, expected and got).
     """
     table: dict[int, dict[float, float]] = {}
-    for r in rows:
-        if r.get("views") != views or r.get(key) is None:
+    for r, where in zip(rows, default_places(rows, places)):
+        if rows_.text(r, "views", where) != views:
             continue
-        table.setdefault(int(r["seed"]), {})[float(r["samples"])] = float(r[key])
+        y = rows_.optional_number(r, key, where)
+        if y is None:
+            continue
+        seed = rows_.integer(r, "seed", where)
+        table.setdefault(seed, {})[rows_.number(r, "samples", where, positive=True)] = y
     if not table:
         raise InputError(f"efficiency: no runs with views={views!r} and a {key!r} value")
     grid = sorted(set().union(*(set(v) for v in table.values())))

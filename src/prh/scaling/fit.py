@@ -22,12 +22,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from scipy.optimize import least_squares
 
 from prh.errors import InputError
+from prh.scaling import rows as rows_
 from prh.scaling.laws import LAWS, Law, get_law
+from prh.scaling.rows import default_places
 
 
 @dataclass(frozen=True)
@@ -315,33 +318,51 @@ def fit_laws(
 
 
 def law_data_from_rows(
-    rows: Sequence[dict], key: str = "score"
+    rows: Sequence[dict], key: str = "score", places: Sequence[str] | None = None
 ) -> tuple[LawData, LawData, tuple[np.ndarray, np.ndarray]]:
     """Split ``results.jsonl`` rows into fit runs, held-out runs and repeat-seed pairs.
 
     Fit: ``split == "fit"``; held-out: ``split == "heldout"``; pairs: each held-out run with the
     ``repeat`` run of the same ``point``. Only ``views == "mixture"`` rows with a ``key`` value
-    count.
+    (not ``null``) count.
+
+    Parameters
+    ----------
+    rows : sequence of dict
+        The rows (:func:`prh.scaling.sweep.read_results`).
+    key : str
+        The alignment column (``score`` or ``calibrated``).
+    places : sequence of str, optional
+        Where each row came from (``"results.jsonl line 6"``, see
+        :func:`prh.scaling.rows.row_places`), for error messages; default ``"row j"``.
 
     Raises
     ------
     InputError
-        When there are no fit or no held-out runs.
+        When there are no fit or no held-out runs, or a row lacks a field or holds the wrong
+        type (the message names the row, the field, what was expected and what came).
     """
-    by: dict[str, list[dict]] = {"fit": [], "heldout": [], "repeat": []}
-    for r in rows:
-        if r.get("views") == "mixture" and r.get(key) is not None and r.get("split") in by:
-            by[r["split"]].append(r)
+    by: dict[str, list[tuple[float, float, float, Any]]] = {"fit": [], "heldout": [], "repeat": []}
+    for r, where in zip(rows, default_places(rows, places)):
+        if rows_.text(r, "views", where) != "mixture":
+            continue
+        split, y = rows_.text(r, "split", where), rows_.optional_number(r, key, where)
+        if y is None or split not in by:
+            continue
+        rho = rows_.number(r, "rho", where)
+        samples = rows_.number(r, "samples", where, positive=True)
+        point = rows_.label(r, "point", where) if split != "fit" else None
+        by[split].append((rho, samples, y, point))
     if not by["fit"] or not by["heldout"]:
         raise InputError(
             f"fit-law: need fit and held-out mixture runs with a {key!r} value, got "
             f"{len(by['fit'])} fit and {len(by['heldout'])} held-out"
         )
 
-    def data(rs: list[dict]) -> LawData:
-        return LawData([r["rho"] for r in rs], [r["samples"] for r in rs], [r[key] for r in rs])
+    def data(rs: list[tuple[float, float, float, Any]]) -> LawData:
+        return LawData([r[0] for r in rs], [r[1] for r in rs], [r[2] for r in rs])
 
-    repeat = {r["point"]: r[key] for r in by["repeat"]}
-    paired = [(r[key], repeat[r["point"]]) for r in by["heldout"] if r.get("point") in repeat]
+    repeat = {r[3]: r[2] for r in by["repeat"] if r[3] is not None}
+    paired = [(r[2], repeat[r[3]]) for r in by["heldout"] if r[3] in repeat]
     pairs = (np.array([a for a, _ in paired]), np.array([b for _, b in paired]))
     return data(by["fit"]), data(by["heldout"]), pairs

@@ -8,7 +8,13 @@ A :class:`Grid` expands into :class:`Cell` s of four splits:
   S`` uniform over the fit range, never equal to a grid value) with fresh seeds ``seed + 1000 + i``;
 - ``repeat``: the same points again with seeds ``seed + 2000 + i``, for the seed spread;
 - ``curve``: views in ``curve_views`` (good / bad / next-token) at ``curve_samples`` with
-  ``curve_seeds`` seeds ``seed + 3000 + j``, for sample efficiency.
+  ``curve_seeds`` seeds ``seed + curve_seed_offset + j`` (offset 3000 by default), for sample
+  efficiency.
+
+A grid whose runs record their whole alignment curve (``heldout_rho_only``, used by ``prh demo``
+through :func:`demo_grid`) reads every sample count off each run's curve, so its held-out points
+vary rho only: ``heldout`` random rho at least ``RHO_MARGIN`` away from the fit rhos, 0 and 1 and
+from each other, each run to the largest fit count.
 
 A grid may not ask for more held-out points than it has fit runs (``len(rhos) * len(samples) *
 fit_seeds``): predicting more runs than the law was fitted on is refused with ``InputError``. The
@@ -32,6 +38,7 @@ from prh.errors import InputError
 
 VIEWS = ("mixture", "good", "bad", "next-token")
 SPLITS = ("fit", "heldout", "repeat", "curve")
+RHO_MARGIN = 0.05  # off-grid held-out rho of a curve grid: at least this far from any other rho
 
 
 @dataclass(frozen=True)
@@ -90,6 +97,8 @@ class Grid:
     curve_views: tuple[str, ...] = ()
     curve_samples: tuple[int, ...] = ()
     curve_seeds: int = 0
+    curve_seed_offset: int = 3000
+    heldout_rho_only: bool = False
 
     def __post_init__(self) -> None:
         if not self.rhos or not self.samples:
@@ -100,7 +109,7 @@ class Grid:
             raise InputError(f"grid {self.name}: sample counts must be >= 1")
         if self.fit_seeds < 1:
             raise InputError(f"grid {self.name}: fit_seeds must be >= 1, got {self.fit_seeds}")
-        if self.heldout > self.n_fit:
+        if self.heldout > self.n_fit and not self.heldout_rho_only:
             raise InputError(
                 f"grid {self.name}: {self.heldout} held-out points but only {self.n_fit} fit runs "
                 f"({len(self.rhos)} rho x {len(self.samples)} samples x {self.fit_seeds} seeds); "
@@ -108,7 +117,7 @@ class Grid:
             )
         if self.heldout >= 1000 or self.curve_seeds >= 1000 or self.fit_seeds >= 1000:
             raise InputError(f"grid {self.name}: at most 999 held-out points and seeds per split")
-        if self.heldout and min(self.samples) == max(self.samples):
+        if self.heldout and min(self.samples) == max(self.samples) and not self.heldout_rho_only:
             raise InputError(f"grid {self.name}: held-out points need a range of sample counts")
         bad = [v for v in self.curve_views if v not in VIEWS[1:]]
         if bad:
@@ -135,12 +144,16 @@ class Grid:
         for v in self.curve_views:
             for j in range(self.curve_seeds):
                 out.extend(
-                    Cell("curve", v, None, int(s), seed + 3000 + j) for s in self.curve_samples
+                    Cell("curve", v, None, int(s), seed + self.curve_seed_offset + j)
+                    for s in self.curve_samples
                 )
         return out
 
     def heldout_points(self, seed: int = 0) -> list[tuple[float, int]]:
         """``heldout`` random off-grid ``(rho, S)`` points, from a generator seeded by ``seed``."""
+        if self.heldout_rho_only:
+            s_max = max(self.samples)
+            return [(r, s_max) for r in off_grid_rhos(self.heldout, self.rhos, seed)]
         rng = np.random.default_rng([seed, 7919])
         lo, hi = np.log10(min(self.samples)), np.log10(max(self.samples))
         grid_r, grid_s = set(np.round(self.rhos, 6)), set(self.samples)
@@ -154,7 +167,70 @@ class Grid:
         return points
 
     def describe(self) -> dict:
-        return {**asdict(self), "n_fit": self.n_fit, "n_cells": len(self.cells())}
+        d = asdict(self)
+        for k in ("curve_seed_offset", "heldout_rho_only"):  # newer fields: at their defaults,
+            if d[k] == Grid.__dataclass_fields__[k].default:  # left out so that the sweep.json
+                del d[k]  # of an older sweep still matches and it resumes
+        return {**d, "n_fit": self.n_fit, "n_cells": len(self.cells())}
+
+
+def off_grid_rhos(n: int, rhos: tuple[float, ...], seed: int = 0) -> list[float]:
+    """``n`` seeded rho in ``[0.05, 0.95]`` (3 decimals), each at least :data:`RHO_MARGIN` from
+    ``rhos``, from 0 and 1 (the pure bad and good views) and from the others drawn.
+
+    Raises
+    ------
+    InputError
+        When ``n`` such values cannot be found (too many for the margin).
+    """
+    rng = np.random.default_rng([seed, 4243])
+    taken = [0.0, 1.0, *(float(r) for r in rhos)]
+    out: list[float] = []
+    for _ in range(10_000):
+        if len(out) == n:
+            return out
+        r = round(float(rng.uniform(0.05, 0.95)), 3)
+        if all(abs(r - g) > RHO_MARGIN for g in (*taken, *out)):
+            out.append(r)
+    if len(out) == n:
+        return out
+    raise InputError(f"cannot place {n} held-out rho values {RHO_MARGIN} apart off the grid {rhos}")
+
+
+def demo_grid(
+    name: str,
+    *,
+    samples: int,
+    law_rhos: tuple[float, ...],
+    law_run_samples: int,
+    heldout_runs: int,
+    curve_views: tuple[str, ...] = ("good", "next-token", "bad"),
+) -> Grid:
+    """The runs of ``prh demo``: one curve per view and the law's mixture runs, curves recorded.
+
+    - ``curve``: ``curve_views`` (good, next-token, bad) at the budget ``samples``, base seed
+      (their curves are the sample-efficiency comparison; good and bad are also the law's
+      rho = 1 and rho = 0 runs);
+    - ``fit``: mixtures at ``law_rhos`` run to ``law_run_samples``, base seed;
+    - ``heldout`` / ``repeat``: ``heldout_runs`` mixtures at off-grid rho (:func:`off_grid_rhos`)
+      run to ``law_run_samples``, seeds ``seed + 1000 + i`` and ``seed + 2000 + i``.
+
+    Every run is read at several sample counts off its recorded curve (the runner evaluates it
+    every few samples), so one run gives many law points.
+    """
+    return Grid(
+        name=name,
+        rhos=tuple(float(r) for r in law_rhos),
+        samples=(int(law_run_samples),),
+        fit_seeds=1,
+        heldout=int(heldout_runs),
+        repeats=True,
+        curve_views=tuple(curve_views),
+        curve_samples=(int(samples),),
+        curve_seeds=1,
+        curve_seed_offset=0,
+        heldout_rho_only=True,
+    )
 
 
 # Sample ranges differ by backend: the exact finite world needs hundreds to tens of thousands of

@@ -37,7 +37,7 @@ import numpy as np
 
 from prh.errors import InputError
 from prh.theory.generators import sinkhorn_symmetric
-from prh.theory.jepa import solve_jepa
+from prh.theory.jepa import solve_jepa, whiten
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,9 @@ def build_world(cfg: TheoryWorldConfig) -> _World:
     cond = Pi / Pi.sum(axis=1, keepdims=True)
     cdf = np.cumsum(cond, axis=1)
     cdf[:, -1] = 1.0
-    return _World(p, Pi, cdf, _whiten(sol.embedding, p), sol.eigenvalues)
+    return _World(
+        p, Pi, cdf, whiten(sol.embedding, p, drop_singular=True, rtol=1e-9), sol.eigenvalues
+    )
 
 
 def effective_rho(views: str, rho: float | None, cfg: TheoryWorldConfig) -> float:
@@ -146,22 +148,14 @@ def empirical_embedding(xa: np.ndarray, xb: np.ndarray, M: int, k: int) -> np.nd
     return F
 
 
-def _whiten(F: np.ndarray, w: np.ndarray, rtol: float = 1e-9) -> np.ndarray:
-    """Centre and whiten ``F`` (M, k) under weights ``w`` (M,); drop zero-variance directions."""
-    Fc = F - w @ F
-    vals, vecs = np.linalg.eigh(Fc.T @ (w[:, None] * Fc))
-    keep = vals > rtol * max(vals.max(), 1e-300)
-    return Fc @ (vecs[:, keep] / np.sqrt(vals[keep]))  # (M, rank)
-
-
 def e_cca_to_reference(F: np.ndarray, cfg: TheoryWorldConfig) -> float:
     """``e_cca = 1 - ||C||_* / k`` between modality A's table ``F`` (M, k) and the reference."""
     w = build_world(cfg)
     R = cfg.n_nuisance
     q = np.repeat(w.p / R, R)  # population law of A observations: p(s) q(n | s), (M,)
-    Fw = _whiten(F, q)  # (M, r)
-    state_mean = Fw.reshape(cfg.n_states, R, -1).mean(axis=1)  # E_n f_A(s, n), (N, r)
-    C = state_mean.T @ (w.p[:, None] * w.g_ref)  # (r, k) = E[f_A f_B^T]
+    Fw = whiten(F, q, drop_singular=True, rtol=1e-9)  # (M, k), null directions at 0
+    state_mean = Fw.reshape(cfg.n_states, R, -1).mean(axis=1)  # E_n f_A(s, n), (N, k)
+    C = state_mean.T @ (w.p[:, None] * w.g_ref)  # (k, k) = E[f_A f_B^T]
     return float(1.0 - np.linalg.svd(C, compute_uv=False).sum() / cfg.k)
 
 

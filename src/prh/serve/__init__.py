@@ -5,8 +5,8 @@
 used by tests and the load test.
 """
 
+from prh.imageio import ImageLimits, ImageRejected, decode_image
 from prh.serve.colour import ColourCaptioner
-from prh.serve.images import ImageLimits, ImageRejected, decode_image
 
 __all__ = ["ColourCaptioner", "ImageLimits", "ImageRejected", "create_app", "decode_image"]
 

@@ -38,7 +38,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
 from prh.errors import InputError, PrhError
-from prh.serve.images import ImageLimits, ImageRejected, decode_image
+from prh.imageio import ImageLimits, ImageRejected, decode_image
 from prh.serve.runinfo import RunInfo, read_run_info
 from prh.serve.scenes import SceneSource, parse_seed
 
@@ -197,10 +197,7 @@ def create_app(
             seed = parse_seed(request.query_params.get("seed"))
         except InputError as e:
             return _error(400, str(e))
-        try:
-            png = await to_thread.run_sync(scene_source.png, seed)
-        except ImportError:
-            return _error(503, "scene generator unavailable: prh.world is not installed")
+        png = await to_thread.run_sync(scene_source.png, seed)
         return Response(
             png,
             media_type="image/png",
@@ -213,10 +210,7 @@ def create_app(
             seed = parse_seed(request.query_params.get("seed"))
         except InputError as e:
             return _error(400, str(e))
-        try:
-            return JSONResponse(await to_thread.run_sync(scene_source.info, seed))
-        except ImportError:
-            return _error(503, "scene generator unavailable: prh.world is not installed")
+        return JSONResponse(await to_thread.run_sync(scene_source.info, seed))
 
     def busy() -> JSONResponse:
         return _error(

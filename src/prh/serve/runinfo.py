@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from prh.errors import InputError
+from prh.errors import InputError, PrhError
 from prh.provenance import expect_format
 
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\.png$")
@@ -113,3 +113,56 @@ def _finite(obj: Any) -> Any:
     if isinstance(obj, list | tuple):
         return [_finite(v) for v in obj]
     return obj
+
+
+def run_world_seed(run_dir: Path | None) -> int:
+    """The run's world seed, else 0.
+
+    Looked up in ``caption/caption.json`` (``world.seed``, written by ``prh.caption``), then in
+    ``config.json`` (``world_seed``, ``world.seed`` or ``train.world_seed``).
+    """
+    if run_dir is None:
+        return 0
+    for path in (run_dir / "caption" / "caption.json", run_dir / "config.json"):
+        try:
+            cfg = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+            continue
+        if not isinstance(cfg, dict):
+            continue
+        for section in (cfg, cfg.get("train")):
+            if not isinstance(section, dict):
+                continue
+            world = section.get("world")
+            if isinstance(world, dict) and isinstance(world.get("seed"), int):
+                return world["seed"]
+            if isinstance(section.get("world_seed"), int):
+                return section["world_seed"]
+    return 0
+
+
+def load_run_captioner(run_dir: Path, threads: int | None = None) -> Any:
+    """Load the run's captioner once, with one clear line if ``run_dir`` is not a demo run."""
+    if not run_dir.exists():
+        raise InputError(f"--run {run_dir}: no such folder; make one with `prh demo`")
+    if not run_dir.is_dir():
+        raise InputError(f"--run {run_dir}: is a file, expected a demo run folder")
+    from prh.caption import load_captioner
+
+    try:
+        return load_captioner(run_dir, threads=threads)
+    except PrhError:
+        raise
+    except (FileNotFoundError, KeyError) as e:
+        raise InputError(
+            f"--run {run_dir}: not a demo run (missing {e}); make one with `prh demo`"
+        ) from None
+
+
+def captioner_name(run_dir: Path, captioner: Any) -> str:
+    """What the page calls a run's captioner: ``run NAME``, plus what it is when it does not
+    generate (``run demo, nearest-caption retrieval (...)``)."""
+    name = f"run {run_dir.name}"
+    if getattr(captioner, "kind", "decoder") != "decoder":
+        name += f", {captioner.label}"
+    return name

@@ -11,7 +11,7 @@ from functools import lru_cache
 from typing import Any
 
 from prh.errors import InputError
-from prh.serve.images import encode_png
+from prh.imageio import encode_png
 
 MAX_SEED = 2**31 - 1
 

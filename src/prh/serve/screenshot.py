@@ -2,7 +2,7 @@
 
 Serves the app on a loopback port, uploads a generated held-out scene through the page's file
 picker in headless Chromium and saves the full page. With ``--run`` the run's own captioner is used
-(when ``prh.caption`` is installed) and its alignment numbers and bound plot appear; without one,
+and its alignment numbers and bound plot appear; without one,
 the model-free mean-colour control captions the scene, and the page says so.
 """
 
@@ -24,18 +24,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=3, help="seed of the scene to upload (default 3)")
     args = p.parse_args(argv)
 
-    from prh.cli.serve import _world_seed, load_run_captioner
     from prh.serve.app import create_app
     from prh.serve.browser import caption_in_page, serve_in_thread
     from prh.serve.colour import ColourCaptioner
+    from prh.serve.runinfo import captioner_name, load_run_captioner, run_world_seed
     from prh.serve.scenes import SceneSource
 
     try:
         if args.run is not None:
-            captioner, name = load_run_captioner(args.run), f"run {args.run.name}"
+            captioner = load_run_captioner(args.run)
+            name = captioner_name(args.run, captioner)
         else:
             captioner, name = ColourCaptioner(), "mean-colour control (no model)"
-        scenes = SceneSource(world_seed=_world_seed(args.run))
+        scenes = SceneSource(world_seed=run_world_seed(args.run))
         app = create_app(captioner, run_dir=args.run, scenes=scenes, captioner_name=name)
         with tempfile.TemporaryDirectory() as tmp:
             image = Path(tmp) / f"scene-{args.seed}.png"

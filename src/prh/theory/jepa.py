@@ -109,21 +109,31 @@ def whitening_residual(F: np.ndarray, weights: np.ndarray) -> tuple[float, float
     return float(np.linalg.norm(mean)), float(np.linalg.norm(second - np.eye(F.shape[1])))
 
 
-def whiten(F: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Centre and whiten ``F`` (M, k) under ``weights``: ``(F - Ef) Cov^-1/2`` (symmetric root).
+def whiten(
+    F: np.ndarray, weights: np.ndarray, *, drop_singular: bool = False, rtol: float = 1e-14
+) -> np.ndarray:
+    """Centre and whiten ``F`` (..., M, k) under ``weights`` (M,): ``(F - Ef) Cov^-1/2``.
+
+    The symmetric root (ZCA): of all whitenings the one closest to ``F``. Works on a stack of
+    tables at once (leading axes). A covariance eigenvalue at most ``rtol`` times the largest
+    is singular: an error, or with ``drop_singular`` that direction is dropped (mapped to 0).
 
     Raises
     ------
     InputError
-        When the covariance is singular (the embedding has collapsed).
+        When the covariance is singular (the embedding has collapsed) and not ``drop_singular``.
     """
     F = np.asarray(F, dtype=np.float64)
     w = np.asarray(weights, dtype=np.float64) / np.sum(weights)
-    Fc = F - w @ F
-    vals, vecs = np.linalg.eigh(Fc.T @ (w[:, None] * Fc))
-    if vals.min() <= 1e-14 * max(vals.max(), 1e-300):
+    Fc = F - (w @ F)[..., None, :]  # (..., M, k)
+    vals, vecs = np.linalg.eigh(
+        np.swapaxes(Fc, -1, -2) @ (w[:, None] * Fc)
+    )  # (..., k), (..., k, k)
+    small = vals <= rtol * np.maximum(vals.max(-1, keepdims=True), 1e-300)
+    if small.any() and not drop_singular:
         raise InputError(f"whiten: covariance is singular (eigenvalues {vals.min():.3g} .. )")
-    return Fc @ (vecs / np.sqrt(vals)) @ vecs.T
+    root = np.sqrt(np.where(small, np.inf, vals))[..., None, :]  # 1 / inf drops a direction
+    return Fc @ (vecs / root) @ np.swapaxes(vecs, -1, -2)
 
 
 def soft_whitening_solution(W: np.ndarray, k: int, beta: float = 1.0) -> JepaSolution:

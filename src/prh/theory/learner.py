@@ -16,6 +16,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from prh.errors import InputError
+from prh.optim import warmup_cosine_lr
+
+# Ridge of the hard batch whitening, relative to the mean variance (keeps the Cholesky factor of a
+# near-singular batch covariance finite without moving a healthy one).
+HARD_EPS = 1e-9
 
 
 @dataclass(frozen=True)
@@ -74,27 +79,11 @@ class LearnerResult:
     losses: np.ndarray  # (steps + full_batch_steps,)
 
 
-def _whiten_torch(z, weights=None):  # z (B, k); weights (B,) summing to 1 or None (uniform)
-    import torch
-
-    if weights is None:
-        mu = z.mean(0, keepdim=True)  # (1, k)
-        zc = z - mu
-        cov = zc.T @ zc / z.shape[0]  # (k, k)
-    else:
-        mu = (weights[:, None] * z).sum(0, keepdim=True)
-        zc = z - mu
-        cov = zc.T @ (weights[:, None] * zc)
-    eye = torch.eye(z.shape[1], dtype=z.dtype)
-    L = torch.linalg.cholesky(cov + 1e-9 * eye)  # (k, k)
-    # f = zc L^-T, so that E f f^T = L^-1 cov L^-T = I; invert the small (k, k) factor once
-    return zc @ torch.linalg.inv(L).T, zc, cov  # (B, k)
-
-
 def train_jepa(W: np.ndarray, config: LearnerConfig) -> LearnerResult:
     """Train an encoder on pairs sampled from the pair law ``W`` (M, M); see the module doc."""
     import torch
 
+    from prh.losses.whitening import whiten
     from prh.theory.graph import check_pair_law
 
     W = check_pair_law(W)
@@ -117,13 +106,7 @@ def train_jepa(W: np.ndarray, config: LearnerConfig) -> LearnerResult:
     opt = torch.optim.Adam(model.parameters(), lr=config.lr)
     total = config.steps + config.full_batch_steps
     sched = torch.optim.lr_scheduler.LambdaLR(
-        opt,
-        lambda t: (
-            config.final_lr_ratio
-            + (1 - config.final_lr_ratio)
-            * 0.5
-            * (1 + math.cos(math.pi * min(t, total) / max(total, 1)))
-        ),
+        opt, lambda t: warmup_cosine_lr(t, 1.0, total, 0, config.final_lr_ratio)
     )
     Wt = torch.as_tensor(W, dtype=dtype)
     d = Wt.sum(1)  # (M,)
@@ -146,7 +129,7 @@ def train_jepa(W: np.ndarray, config: LearnerConfig) -> LearnerResult:
         pair_w, w = batch_law() if step < config.steps else (Wt, d)
         z = model(all_x)  # (M, k): the encoder on every observation, weighted below
         if config.whitening == "hard":
-            f, _, _ = _whiten_torch(z, w)  # white under the batch marginal
+            f = whiten(z, HARD_EPS, weights=w)  # white under the batch marginal
             loss = 2 * k - 2 * (f * (pair_w @ f)).sum()  # E||f - f'||^2 for white f
         else:
             zc = z - w @ z  # (M, k)
@@ -161,5 +144,5 @@ def train_jepa(W: np.ndarray, config: LearnerConfig) -> LearnerResult:
     with torch.no_grad():
         z = model(all_x)  # (M, k)
         if config.whitening == "hard":
-            z, _, _ = _whiten_torch(z, d)
+            z = whiten(z, HARD_EPS, weights=d)
     return LearnerResult(embedding=z.numpy().copy(), losses=np.asarray(losses))

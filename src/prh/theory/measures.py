@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from prh.linalg import procrustes_rotation
 from prh.theory.jepa import whiten
 
 
@@ -68,12 +69,6 @@ def subspace_sin_theta(FA: np.ndarray, FB: np.ndarray, weights: np.ndarray) -> f
     return float(np.linalg.norm(GA - GB @ (GB.T @ GA)))
 
 
-def procrustes_rotation(C: np.ndarray) -> np.ndarray:
-    """``argmax_{Q in O(k)} tr(Q^T C) = U V^T`` for ``C = U S V^T`` (orthogonal Procrustes)."""
-    U, _, Vt = np.linalg.svd(C)
-    return U @ Vt
-
-
 def procrustes_error(
     FA_grid: np.ndarray, qA: np.ndarray, FB_grid: np.ndarray, qB: np.ndarray, prior: np.ndarray
 ) -> float:
@@ -84,7 +79,7 @@ def procrustes_error(
     sums: ``E||f_A - m_A||^2 + E||f_B - m_B||^2 + E||Q^T m_A - m_B||^2``.
     """
     mA, mB = state_means(FA_grid, qA), state_means(FB_grid, qB)
-    Q = procrustes_rotation(mA.T @ (prior[:, None] * mB))
+    Q = procrustes_rotation(mA, prior[:, None] * mB).T  # argmax_Q tr(Q^T mA^T P mB)
     var_a = np.einsum("s,sn,snk->", prior, qA, (FA_grid - mA[:, None, :]) ** 2)
     var_b = np.einsum("s,sn,snk->", prior, qB, (FB_grid - mB[:, None, :]) ** 2)
     between = np.sum(prior[:, None] * (mA @ Q - mB) ** 2)

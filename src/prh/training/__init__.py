@@ -3,10 +3,16 @@
 Public API: :class:`TrainConfig`, :func:`train_config`, :func:`train`, :func:`load_run`,
 :class:`LoadedRun`; lower layers in :mod:`.loop` (``compute_loss``, ``train_step``, ``run_loop``),
 :mod:`.checkpoint` and :mod:`.rundir`.
+
+The torch-backed names load on first use, so ``prh.training.config`` (what ``prh train --help``
+reads its defaults from) stays importable without torch.
 """
 
-from prh.training.api import LoadedRun, build_model, encode_texts, load_run, train
+from typing import Any
+
 from prh.training.config import OBJECTIVES, PRESET_DEFAULTS, VIEWS, TrainConfig, train_config
+
+_API = ("LoadedRun", "build_model", "encode_texts", "load_run", "train")
 
 __all__ = [
     "OBJECTIVES",
@@ -20,3 +26,11 @@ __all__ = [
     "train",
     "train_config",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _API:
+        from prh.training import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'prh.training' has no attribute {name!r}")

@@ -17,14 +17,20 @@ from prh.errors import CheckpointError, InputError, TrainingError
 from prh.io import write_json
 from prh.models import CausalLM, ModelConfig, TextEncoder, model_config
 from prh.training import checkpoint as ckpt
-from prh.training.config import TrainConfig
+from prh.training.config import TrainConfig, check_batch
 from prh.training.data import TOKENIZER_FILE, default_data_factory, eval_texts
+from prh.training.device import resolve_device
 from prh.training.distributed import DistInfo, default_threads, init_distributed
 from prh.training.loop import LossContext, make_optimizer, run_loop, trim
-from prh.training.rundir import MetricsLog, write_meta
-
-MODEL_FILE = "model.safetensors"
-MODEL_FORMAT = "prh-model/1"
+from prh.training.rundir import (
+    MODEL_FILE,
+    MODEL_FORMAT,
+    MetricsLog,
+    clear_incomplete,
+    read_meta,
+    run_state,
+    write_meta,
+)
 
 DataFactory = Callable[..., tuple[Any, Any]]
 
@@ -37,18 +43,6 @@ def build_model(cfg: TrainConfig, vocab_size: int) -> tuple[nn.Module, ModelConf
     check_batch(cfg, mcfg)
     model = CausalLM(mcfg) if cfg.is_lm else TextEncoder(mcfg)
     return model, mcfg
-
-
-def check_batch(cfg: TrainConfig, mcfg: ModelConfig | None = None) -> None:
-    """Refuse a JEPA batch too small to estimate an ``embed_dim`` covariance."""
-    mcfg = mcfg or model_config(cfg.preset, 1, max_len=cfg.max_len, **cfg.model_overrides)
-    # Whitening 2B rows in E dims overfits the batch when E is not small against 2B: with
-    # E >= B the pairs can be made to coincide exactly, a batch-level collapse.
-    if not cfg.is_lm and 2 * cfg.batch_size < 4 * mcfg.embed_dim:
-        raise InputError(
-            f"batch size {cfg.batch_size} too small to whiten a {mcfg.embed_dim}-dim embedding "
-            f"(need 2 x batch >= 4 x embed_dim)"
-        )
 
 
 def train(
@@ -68,10 +62,16 @@ def train(
     (``cfg`` is ignored); the result is bitwise identical to an uninterrupted run on CPU.
     ``stop_after`` stops after that many steps without a checkpoint (a simulated kill).
 
+    A fresh start over the leftovers of a start that stopped before its first checkpoint
+    (a tokenizer, a config, no weights) clears them and starts again; ``resume=True`` on a folder
+    with a config but no checkpoint starts that config from step 0. Without ``threads``, a resumed
+    run uses the thread count stored in its ``meta.json``.
+
     Raises
     ------
     InputError
-        Bad config, an existing run folder without ``resume``, a corpus smaller than the batch.
+        Bad config, an unknown or unavailable device, an existing run folder without ``resume``
+        (or a foreign one), nothing to resume, a corpus smaller than the batch.
     CheckpointError
         A corrupt or foreign checkpoint on resume.
     TrainingError
@@ -92,36 +92,35 @@ def _train(
 ) -> tuple[Path, nn.Module]:
     """:func:`train`, also returning this rank's model (for tests of data parallelism)."""
     run_dir = Path(out_dir)
+    fresh_state = "resume"
+    if resume:
+        cfg = read_run_config(run_dir)
+        # The run's own thread count keeps a resumed run bitwise identical on CPU.
+        threads = threads or read_meta(run_dir).get("threads")
+    else:
+        fresh_state = _check_fresh(run_dir)  # all ranks check before any rank writes
+        if fresh_state == "incomplete":
+            _refuse_inputs_inside(
+                run_dir, {"corpus": cfg.corpus, "eval_features": cfg.eval_features}
+            )
     threads = threads or default_threads()
     torch.set_num_threads(threads)
-    dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    dev = resolve_device(device)
     info = init_distributed(dev.type)
     if dev.type == "cuda":
         dev = torch.device("cuda", info.local_rank)
         torch.cuda.set_device(dev)
-
-    if resume:
-        if not (run_dir / "config.json").is_file():
-            raise CheckpointError(f"{run_dir}: not a prh run directory (no config.json)")
-        stored = json.loads((run_dir / "config.json").read_text())
-        try:
-            cfg = TrainConfig.from_dict(stored["train"])
-        except (KeyError, TypeError) as e:
-            raise CheckpointError(
-                f"{run_dir}/config.json: not a prh training config ({e})"
-            ) from None
-        if (run_dir / MODEL_FILE).exists():
-            return run_dir, load_run(run_dir).model  # already finished
-    elif run_dir.exists() and any(run_dir.iterdir()):
-        raise InputError(
-            f"--out {run_dir}: folder exists and is not empty (use --resume to continue)"
-        )
+    if resume and (run_dir / MODEL_FILE).exists():
+        return run_dir, load_run(run_dir).model  # already finished
     check_batch(cfg)
     if cfg.batch_size % info.world_size:
         raise InputError(
             f"batch size {cfg.batch_size} not divisible by {info.world_size} processes"
         )
+    evals = _eval_target(cfg) if cfg.eval_features else None  # a bad file fails before any work
     if info.is_main:
+        if fresh_state == "incomplete":
+            clear_incomplete(run_dir)  # no checkpoint, no weights: nothing of value to keep
         run_dir.mkdir(parents=True, exist_ok=True)
     _barrier(info)
 
@@ -167,6 +166,7 @@ def _train(
     ctx = LossContext(cfg, info, dev, sigreg)
 
     def on_checkpoint(step: int) -> None:
+        _check_finite_weights(model, step)
         if info.is_main:
             ckpt.save_checkpoint(folder, step, step, model, optimizer, cfg.to_dict())
         _barrier(info)
@@ -175,7 +175,7 @@ def _train(
         if info.is_main:
             log.write(record)
 
-    on_eval = _make_eval(cfg, model, tokenizer, dev, info) if cfg.eval_features else None
+    on_eval = _make_eval(cfg, evals, model, tokenizer, dev, info) if evals else None
     try:
         step = run_loop(
             ddp_model,
@@ -196,6 +196,13 @@ def _train(
         raise TrainingError(f"{e}; stopped ({where})") from None
     if step < cfg.steps:
         return run_dir, model  # stopped early (simulated kill)
+    try:
+        _check_finite_weights(model, step)
+    except TrainingError as e:
+        good = ckpt.latest_checkpoint(folder)
+        where = f"last good checkpoint: {good}" if good else "no checkpoint was written yet"
+        on_log({"error": str(e)})
+        raise TrainingError(f"{e}; stopped ({where})") from None
     if info.is_main:
         from safetensors.torch import save
 
@@ -213,25 +220,112 @@ def _train(
     return run_dir, model
 
 
+def read_run_config(run_dir: str | os.PathLike[str]) -> TrainConfig:
+    """The stored :class:`TrainConfig` of a run folder (to resume it).
+
+    Raises
+    ------
+    InputError
+        ``run_dir`` is missing, a file, or a start that stopped before writing its config.
+    CheckpointError
+        ``config.json`` is unreadable or not a prh training config.
+    """
+    run_dir = Path(run_dir)
+    state = run_state(run_dir)
+    if state == "absent":
+        raise InputError(f"{run_dir}: no such run folder to resume")
+    if state == "file":
+        raise InputError(f"{run_dir}: is a file, expected a run folder to resume")
+    path = run_dir / "config.json"
+    if not path.is_file():
+        if state in ("empty", "incomplete"):
+            raise InputError(
+                f"{run_dir}: its first start stopped before writing config.json, so "
+                f"there is nothing to resume; start it again with --out {run_dir}"
+            )
+        raise CheckpointError(f"{run_dir}: not a prh run directory (no config.json)")
+    try:
+        stored = json.loads(path.read_text())
+        return TrainConfig.from_dict(stored["train"])
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise CheckpointError(f"{path}: unreadable ({e})") from None
+    except (KeyError, TypeError, InputError) as e:
+        raise CheckpointError(f"{path}: not a prh training config ({e})") from None
+
+
+def _check_fresh(run_dir: Path) -> str:
+    """Refuse a fresh start over a run or a foreign folder; return :func:`run_state`.
+
+    An ``"incomplete"`` folder (a start that stopped before its first checkpoint) is allowed:
+    the caller clears it.
+    """
+    state = run_state(run_dir)
+    if state == "file":
+        raise InputError(f"--out {run_dir}: is a file, expected a new run folder")
+    if state in ("started", "finished"):
+        what = "a finished run" if state == "finished" else "a run with checkpoints"
+        hint = "choose another --out" if state == "finished" else f"use --resume {run_dir}"
+        raise InputError(f"--out {run_dir}: folder holds {what}; {hint}")
+    elif state == "foreign":
+        raise InputError(
+            f"--out {run_dir}: folder exists and holds files that are not a prh run; "
+            "choose a new folder"
+        )
+    return state
+
+
+def _refuse_inputs_inside(run_dir: Path, inputs: dict[str, str | None]) -> None:
+    """An input inside a folder about to be cleared would be deleted with it."""
+    for name, path in inputs.items():
+        if path is not None and Path(path).resolve().is_relative_to(run_dir.resolve()):
+            flag = "--" + name.replace("_", "-")
+            raise InputError(f"{flag} {path}: is inside the run folder {run_dir}; move it out")
+
+
+def _check_finite_weights(model: nn.Module, step: int) -> None:
+    """Refuse to save weights that hold NaN or infinity (the last good checkpoint stays)."""
+    for name, p in model.named_parameters():
+        if not bool(torch.isfinite(p).all()):
+            raise TrainingError(
+                f"non-finite weights ({name}) after step {step}: training diverged "
+                "(try a smaller learning rate)"
+            )
+
+
 def _barrier(info: DistInfo) -> None:
     if info.enabled:
         torch.distributed.barrier()
 
 
-def _make_eval(
-    cfg: TrainConfig, model: nn.Module, tokenizer: Any, dev: torch.device, info: DistInfo
-) -> Callable[[int], dict[str, float]]:
-    """Alignment (mutual-kNN, k = 10) of the model with ``cfg.eval_features`` on rank 0."""
+def _eval_target(cfg: TrainConfig) -> tuple[Any, list[str]]:
+    """The features of ``cfg.eval_features`` and the caption to embed for each of their ids."""
     from prh.features import load_features
 
-    try:
-        from prh.metrics import measure
-    except ImportError as e:
-        raise InputError(f"--eval-features needs prh.metrics ({e})") from None
+    where = f"--eval-features {cfg.eval_features}"
     target = load_features(cfg.eval_features)
     if target.ids is None:
-        raise InputError(f"--eval-features {cfg.eval_features}: the file has no ids")
-    texts = eval_texts(cfg, list(target.ids))
+        raise InputError(f"{where}: the file has no ids")
+    feats = np.asarray(target.features)
+    if feats.shape[0] < 2:
+        raise InputError(f"{where}: {feats.shape[0]} row(s); alignment needs at least 2")
+    bad = ~np.isfinite(feats.reshape(feats.shape[0], -1)).all(1)
+    if bad.any():
+        raise InputError(f"{where}: row {int(bad.argmax())} holds NaN or infinity")
+    return target, eval_texts(cfg, list(target.ids))
+
+
+def _make_eval(
+    cfg: TrainConfig,
+    evals: tuple[Any, list[str]],
+    model: nn.Module,
+    tokenizer: Any,
+    dev: torch.device,
+    info: DistInfo,
+) -> Callable[[int], dict[str, float]]:
+    """Alignment (mutual-kNN, k = 10) of the model with ``cfg.eval_features`` on rank 0."""
+    from prh.metrics import measure
+
+    target, texts = evals
 
     def evaluate(step: int) -> dict[str, float]:
         if not info.is_main:
@@ -343,6 +437,10 @@ def load_run(
         Not a run directory, missing or corrupt weights, weights of another model.
     """
     run = Path(run_dir)
+    from prh.training.image import is_image_run, load_image_run
+
+    if is_image_run(run):
+        return load_image_run(run, device)  # type: ignore[return-value]
     try:
         stored = json.loads((run / "config.json").read_text())
         cfg = TrainConfig.from_dict(stored["train"])
@@ -368,6 +466,6 @@ def load_run(
         state = ckpt.load_checkpoint(last)
         ckpt.restore_model(model, state.model, last)
         step = state.step
-    dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    dev = resolve_device(device)
     model.to(dev).eval()
     return LoadedRun(model, tokenizer, cfg, mcfg, run, step, dev)

@@ -9,6 +9,9 @@ from typing import Any
 from prh.errors import InputError
 
 VIEWS = ("good", "bad", "next-token", "mixture")
+# Longest sequence a model is built for: its position table is (max_len, d), so an unbounded
+# value would allocate without limit (captions are tens of tokens).
+MAX_LEN = 4096
 OBJECTIVES = ("whitened", "soft", "sigreg")
 
 # Fields added after the first release, omitted from to_dict() at these defaults.
@@ -131,8 +134,10 @@ class TrainConfig:
             raise InputError("doc_captions and doc_style apply to --views next-token only")
         if self.doc_style and self.world is None:
             raise InputError("doc_style needs --world cave (styles regenerate captions)")
-        if self.lr <= 0:
-            raise InputError(f"lr must be > 0, got {self.lr}")
+        if self.max_len > MAX_LEN:
+            raise InputError(f"max_len must be <= {MAX_LEN} tokens, got {self.max_len}")
+        if not (math.isfinite(self.lr) and self.lr > 0):
+            raise InputError(f"lr must be a finite number > 0, got {self.lr}")
 
     @property
     def steps(self) -> int:
@@ -169,3 +174,18 @@ def train_config(preset: str = "tiny", **overrides: Any) -> TrainConfig:
     if "corpus" in given:
         base["world"] = None
     return TrainConfig(**{**base, **given})
+
+
+def check_batch(cfg: TrainConfig, mcfg: Any = None) -> None:
+    """Refuse a JEPA batch too small to estimate an ``embed_dim`` covariance (``mcfg``: the
+    model's :class:`prh.models.ModelConfig`, default the preset's)."""
+    from prh.models import model_config  # torch: only when a model is built
+
+    mcfg = mcfg or model_config(cfg.preset, 1, max_len=cfg.max_len, **cfg.model_overrides)
+    # Whitening 2B rows in E dims overfits the batch when E is not small against 2B: with
+    # E >= B the pairs can be made to coincide exactly, a batch-level collapse.
+    if not cfg.is_lm and 2 * cfg.batch_size < 4 * mcfg.embed_dim:
+        raise InputError(
+            f"batch size {cfg.batch_size} too small to whiten a {mcfg.embed_dim}-dim embedding "
+            f"(need 2 x batch >= 4 x embed_dim)"
+        )

@@ -23,6 +23,7 @@ from prh.losses import (
     soft_whitening_loss,
     whitened_jepa_loss,
 )
+from prh.optim import adamw, warmup_cosine_lr, warmup_steps
 from prh.progress import Progress
 from prh.training.config import TrainConfig
 from prh.training.distributed import DistInfo, all_reduce_sum, gather_rows
@@ -30,24 +31,13 @@ from prh.training.distributed import DistInfo, all_reduce_sum, gather_rows
 
 def lr_at(step: int, cfg: TrainConfig) -> float:
     """Learning rate at ``step`` (0-based): linear warm-up, then cosine decay to ``min_lr_frac``."""
-    total = cfg.steps
-    warm = max(1, round(cfg.warmup_frac * total)) if cfg.warmup_frac > 0 else 0
-    if step < warm:
-        return cfg.lr * (step + 1) / warm
-    progress = (step - warm) / max(1, total - warm)
-    floor = cfg.min_lr_frac * cfg.lr
-    return floor + (cfg.lr - floor) * 0.5 * (1.0 + math.cos(math.pi * min(progress, 1.0)))
+    warm = warmup_steps(cfg.warmup_frac, cfg.steps)
+    return warmup_cosine_lr(step, cfg.lr, cfg.steps, warm, cfg.min_lr_frac)
 
 
 def make_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.AdamW:
-    """AdamW; no weight decay on biases, norms and embeddings' position table (1-D tensors)."""
-    decay = [p for p in model.parameters() if p.requires_grad and p.ndim >= 2]
-    no_decay = [p for p in model.parameters() if p.requires_grad and p.ndim < 2]
-    groups = [
-        {"params": decay, "weight_decay": cfg.weight_decay},
-        {"params": no_decay, "weight_decay": 0.0},
-    ]
-    return torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.95), foreach=False)
+    """AdamW (:func:`prh.optim.adamw`); no weight decay on 1-D tensors (biases, norms)."""
+    return adamw(model, cfg.lr, cfg.weight_decay)
 
 
 def _pad_to(x: torch.Tensor, T: int, value: int | bool) -> torch.Tensor:
@@ -69,6 +59,8 @@ class LossContext:
     dist: DistInfo
     device: torch.device
     sigreg: SIGReg | None = None
+    # Another modality's ``compute_loss`` (same signature), e.g. prh.training.image.image_loss.
+    loss_fn: Callable[..., tuple[torch.Tensor, dict[str, float]]] | None = None
 
 
 def compute_loss(
@@ -106,12 +98,34 @@ def compute_loss(
     n = a.shape[0]
     za = gather_rows(pooled[:n].float(), ctx.dist)  # (B, E) global
     zb = gather_rows(pooled[n:].float(), ctx.dist)  # (B, E) global
+    return jepa_objective(za, zb, step, ctx)
+
+
+def jepa_objective(
+    za: torch.Tensor, zb: torch.Tensor, step: int, ctx: LossContext
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """The configured JEPA objective of global embeddings ``za``, ``zb`` (B, E) of the pairs."""
+    cfg = ctx.cfg
+    if not bool(torch.isfinite(za).all() and torch.isfinite(zb).all()):
+        # Diverged weights (a learning rate far too large) reach the whitening as NaN; say so
+        # here rather than let the Cholesky factorisation fail on them. The check is on the
+        # global batch, so every data-parallel rank stops at the same step.
+        raise TrainingError(
+            f"non-finite embeddings at step {step}: the weights diverged "
+            "(try a smaller learning rate)"
+        )
     logs: dict[str, float] = {}
     if cfg.objective == "whitened":
-        loss = whitened_jepa_loss(za, zb, eps=cfg.whiten_eps)
+        try:
+            loss = whitened_jepa_loss(za, zb, eps=cfg.whiten_eps)
+        except torch.linalg.LinAlgError:
+            raise TrainingError(
+                f"batch covariance not positive definite at step {step}: the embeddings "
+                "degenerated (try a smaller learning rate)"
+            ) from None
     elif cfg.objective == "soft":
         loss, penalty = soft_whitening_loss(za, zb, beta=cfg.beta)
-        logs["whitening_penalty"] = float(penalty)
+        logs["whitening_penalty"] = float(penalty.detach())
     else:
         assert ctx.sigreg is not None
         loss, reg = sigreg_jepa_loss(za, zb, step, ctx.sigreg, lam=cfg.sigreg_lambda)
@@ -132,7 +146,7 @@ def train_step(
     lr = lr_at(step, ctx.cfg)
     for group in optimizer.param_groups:
         group["lr"] = lr
-    loss, logs = compute_loss(model, batch, step, ctx)
+    loss, logs = (ctx.loss_fn or compute_loss)(model, batch, step, ctx)
     if not math.isfinite(logs["loss"]):
         raise TrainingError(f"non-finite loss ({logs['loss']}) at step {step}")
     optimizer.zero_grad(set_to_none=True)
@@ -173,18 +187,22 @@ def run_loop(
     )
     step = start_step
     model.train()
-    while step < cfg.steps:
-        if stop_after is not None and step - start_step >= stop_after:
-            break
-        logs = train_step(model, optimizer, dataset.batch(step), step, ctx)
-        step += 1
-        bar.update(1, loss=f"{logs['loss']:.4f}")
-        rate = bar.rate * cfg.batch_size  # samples/s
-        if cfg.log_every and (step % cfg.log_every == 0 or step == cfg.steps):
-            on_log({"step": step, "samples": step * cfg.batch_size, "samples_per_s": rate, **logs})
-        if on_eval is not None and cfg.eval_every and step % cfg.eval_every == 0:
-            on_log({"step": step, "samples": step * cfg.batch_size, **on_eval(step)})
-        if cfg.checkpoint_every and step % cfg.checkpoint_every == 0 and step < cfg.steps:
-            on_checkpoint(step)
-    bar.close()
+    try:
+        while step < cfg.steps:
+            if stop_after is not None and step - start_step >= stop_after:
+                break
+            logs = train_step(model, optimizer, dataset.batch(step), step, ctx)
+            step += 1
+            bar.update(1, loss=f"{logs['loss']:.4f}")
+            rate = bar.rate * cfg.batch_size  # samples/s
+            if cfg.log_every and (step % cfg.log_every == 0 or step == cfg.steps):
+                on_log(
+                    {"step": step, "samples": step * cfg.batch_size, "samples_per_s": rate, **logs}
+                )
+            if on_eval is not None and cfg.eval_every and step % cfg.eval_every == 0:
+                on_log({"step": step, "samples": step * cfg.batch_size, **on_eval(step)})
+            if cfg.checkpoint_every and step % cfg.checkpoint_every == 0 and step < cfg.steps:
+                on_checkpoint(step)
+    finally:
+        bar.close()  # end the progress line, so an error is printed on a line of its own
     return step

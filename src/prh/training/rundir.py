@@ -26,6 +26,9 @@ from typing import Any
 
 from prh.io import atomic_write, write_json
 
+MODEL_FILE = "model.safetensors"  # the finished model's weights
+MODEL_FORMAT = "prh-model/1"
+
 PACKAGES = ("prh", "torch", "numpy", "scipy", "safetensors", "tokenizers")
 
 
@@ -140,3 +143,94 @@ def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+# Files a run writes; anything else in a folder means it is not (only) a prh run.
+RUN_FILES = ("config.json", "meta.json", "metrics.jsonl", "tokenizer.json", "model.safetensors")
+CHECKPOINTS = "checkpoints"
+
+
+def run_state(run_dir: Path) -> str:
+    """What ``run_dir`` holds, as one word.
+
+    ``"absent"`` (no such path), ``"file"`` (a regular file), ``"empty"`` (an empty folder),
+    ``"finished"`` (``model.safetensors`` written), ``"started"`` (at least one complete
+    checkpoint), ``"incomplete"`` (only the files of a start that stopped before its first
+    checkpoint: a tokenizer, a config, metrics, temporary files) or ``"foreign"`` (anything else).
+    """
+    p = Path(run_dir)
+    if not p.exists():
+        return "absent"
+    if not p.is_dir():
+        return "file"
+    entries = list(p.iterdir())
+    if not entries:
+        return "empty"
+    if any(not _is_run_entry(e) for e in entries) or not _is_run_config(p / "config.json"):
+        return "foreign"
+    if (p / "model.safetensors").is_file():
+        return "finished"
+    folder = p / CHECKPOINTS
+    if folder.is_dir() and any(_is_sidecar(c) for c in folder.iterdir()):
+        return "started"
+    return "incomplete"
+
+
+def _is_run_entry(e: Path) -> bool:
+    if e.name == CHECKPOINTS:
+        return e.is_dir() and all(_is_checkpoint_file(c) for c in e.iterdir())
+    return e.is_file() and (e.name in RUN_FILES or _is_temp(e))
+
+
+def _is_run_config(path: Path) -> bool:
+    """True when ``path`` is absent or a prh run config (``{"train": {...}, ...}``): a folder
+    with someone else's ``config.json`` is not ours to clear."""
+    if not path.exists():
+        return True
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    return isinstance(data, dict) and isinstance(data.get("train"), dict)
+
+
+def _is_temp(e: Path) -> bool:
+    # prh.io.atomic_write's temporary names: ".<name>.<random>.tmp"
+    return e.name.startswith(".") and e.name.endswith(".tmp")
+
+
+def _is_sidecar(e: Path) -> bool:
+    return e.is_file() and e.name.startswith("step_") and e.suffix == ".json"
+
+
+def _is_checkpoint_file(e: Path) -> bool:
+    return e.is_file() and (
+        (e.name.startswith("step_") and e.suffix in (".json", ".safetensors")) or _is_temp(e)
+    )
+
+
+def clear_incomplete(run_dir: Path) -> None:
+    """Delete what a start that stopped before its first checkpoint left in ``run_dir``.
+
+    Only an ``"incomplete"`` folder (see :func:`run_state`) is touched: it holds no trained
+    weights, so nothing of value is lost; the folder itself is kept.
+    """
+    p = Path(run_dir)
+    if run_state(p) != "incomplete":
+        raise ValueError(f"{p}: not an incomplete run folder")
+    for e in p.iterdir():
+        if e.is_dir():
+            for c in e.iterdir():
+                c.unlink()
+            e.rmdir()
+        else:
+            e.unlink()
+
+
+def read_meta(run_dir: Path) -> dict[str, Any]:
+    """``meta.json`` of a run (``{}`` when absent or unreadable)."""
+    try:
+        meta = json.loads((Path(run_dir) / "meta.json").read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return {}
+    return meta if isinstance(meta, dict) else {}

@@ -10,12 +10,13 @@ Images are rendered on demand (a streaming dataset); ``batch(i)`` is a pure func
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from PIL import Image
 
 from prh.errors import InputError
+from prh.views.loader import BatchStream
 
 IMAGE_KINDS = ("good", "bad")
 
@@ -44,7 +45,7 @@ def crop_and_jitter(
     return np.clip(x, 0.0, 1.0)
 
 
-class ImageViewDataset:
+class ImageViewDataset(BatchStream):
     """Batches of image pairs from a :class:`~prh.world.CaveWorld`.
 
     Parameters
@@ -98,12 +99,6 @@ class ImageViewDataset:
         self.world_size = world_size
         self.modality = modality
         self.start = 0
-
-    def __iter__(self) -> Iterator[dict]:
-        i = self.start
-        while True:
-            yield self.batch(i)
-            i += 1
 
     def _draw(self, scene: int, nuisance: int) -> np.ndarray:
         if self.modality == "sketch":

@@ -11,6 +11,25 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 
+class BatchStream:
+    """A dataset addressed by batch index: ``batch(i)`` is a pure function of ``i``.
+
+    ``iter(ds)`` yields ``batch(ds.start)``, ``batch(ds.start + 1)``, ... forever; a resumed run
+    sets ``start`` to its step and sees the batches it would have seen.
+    """
+
+    start: int = 0
+
+    def batch(self, i: int) -> dict:
+        raise NotImplementedError
+
+    def __iter__(self) -> Iterator[dict]:
+        i = self.start
+        while True:
+            yield self.batch(i)
+            i += 1
+
+
 def _iterable(ds, start: int, stop: int | None):
     import torch
 

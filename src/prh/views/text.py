@@ -19,12 +19,13 @@ Layer: thin stateful wrapper over pure per-row functions.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from prh.errors import InputError
+from prh.views.loader import BatchStream
 from prh.views.sources import CaptionSource, as_source
 from prh.views.tokenizer import TextTokenizer
 
@@ -78,7 +79,7 @@ def distort(
     raise InputError(f"views: unknown bad-view op {op!r}; expected one of {', '.join(BAD_OPS)}")
 
 
-class ViewDataset:
+class ViewDataset(BatchStream):
     """Batches of tokenised positive pairs; see the module docstring.
 
     Use :func:`make_view_dataset` to build one. ``iter(ds)`` yields ``batch(ds.start)``,
@@ -110,12 +111,6 @@ class ViewDataset:
         self.world_size = world_size
         self.config = config
         self.start = 0
-
-    def __iter__(self) -> Iterator[dict]:
-        i = self.start
-        while True:
-            yield self.batch(i)
-            i += 1
 
     def rows(self) -> range:
         """Rows of the global batch this rank keeps."""

@@ -23,6 +23,7 @@ from __future__ import annotations
 import itertools
 import random
 
+from prh.errors import InputError
 from prh.world.scenes import COLOURS, SHAPES, SIZES, Scene, SceneObject
 
 SHAPE_WORDS: dict[str, tuple[str, ...]] = {
@@ -35,7 +36,6 @@ SHAPE_WORDS: dict[str, tuple[str, ...]] = {
     "star": ("star",),
     "diamond": ("diamond", "gem", "octahedron"),
 }
-SHAPE_PLURAL: dict[str, str] = {"box": "boxes", "torus": "tori"}
 COLOUR_WORDS: dict[str, tuple[str, ...]] = {
     "red": ("red", "scarlet"),
     "orange": ("orange",),
@@ -111,10 +111,6 @@ NUMBER = {2: "two", 3: "three"}
 def _pick(rng: random.Random, seq):
     """``rng.choice(seq)``, about three times faster (one C call to ``random``)."""
     return seq[int(rng.random() * len(seq))]
-
-
-def _article(word: str) -> str:
-    return "an" if word[0] in "aeiou" else "a"
 
 
 # Word tables indexed by the integer factors of an object (no name lookups in the hot path).
@@ -237,5 +233,7 @@ def captions(scene: Scene, n: int, rng: random.Random, omit_prob: float = 0.2) -
             seen.add(c)
             out.append(c)
     if len(out) < n:
-        raise RuntimeError(f"scene {scene.index}: only {len(out)} distinct captions")
+        raise InputError(
+            f"world: scene {scene.index} gave only {len(out)} distinct captions, asked for {n}"
+        )
     return out

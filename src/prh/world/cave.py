@@ -23,6 +23,10 @@ from prh.world.sketch import render_sketch
 from prh.world.themes import sample_themed_scene_table
 
 SPLITS = ("train", "test", "all")
+# The scene table is drawn eagerly (rejection sampling keeps scenes distinct, in draw order, so
+# scene i depends on the draws before it); memory and time grow with the number of scenes, about
+# 1 GB and 6 s at this bound.
+MAX_SCENES = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -36,7 +40,7 @@ class WorldConfig:
     image_size : int
         Default render side in pixels (64; 224 for pretrained ImageNet encoders).
     num_scenes : int
-        Number of distinct scenes (>= 10,000 by default).
+        Number of distinct scenes (20,000 by default; 2 to :data:`MAX_SCENES`).
     max_objects : int
         Objects per scene: 1 to ``max_objects``.
     test_fraction : float
@@ -79,8 +83,11 @@ class CaveWorld:
     def __init__(self, config: WorldConfig | None = None) -> None:
         self.config = config or WorldConfig()
         c = self.config
-        if c.num_scenes < 2:
-            raise InputError(f"world: num_scenes must be >= 2, got {c.num_scenes}")
+        if not 2 <= c.num_scenes <= MAX_SCENES:
+            raise InputError(
+                f"world: num_scenes must be 2 to {MAX_SCENES:,}, got {c.num_scenes:,} "
+                "(the scene table is held in memory)"
+            )
         if not 0.0 < c.test_fraction < 1.0:
             raise InputError(f"world: test_fraction must be in (0, 1), got {c.test_fraction}")
         if c.themes < 0:

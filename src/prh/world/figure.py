@@ -1,6 +1,7 @@
 """A figure of sample scenes with their captions (the README picture).
 
-Layer: orchestration (draws with matplotlib, writes one PNG atomically).
+Layer: orchestration (draws with matplotlib, writes one image atomically: PNG, JPEG, WebP, PDF
+or SVG, by the file's extension).
 """
 
 from __future__ import annotations
@@ -10,6 +11,36 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+
+from prh.errors import InputError
+
+# File extension -> the format matplotlib writes (the bytes always match the name).
+FORMATS = {
+    ".png": "png",
+    ".jpg": "jpeg",
+    ".jpeg": "jpeg",
+    ".webp": "webp",
+    ".pdf": "pdf",
+    ".svg": "svg",
+}
+
+
+def figure_format(path: str | Path) -> str:
+    """The image format a figure named ``path`` is written in, read from its extension.
+
+    Raises
+    ------
+    InputError
+        An extension that is not in :data:`FORMATS` (or none).
+    """
+    ext = Path(path).suffix.lower()
+    if ext not in FORMATS:
+        got = f"{ext!r}" if ext else "no extension"
+        raise InputError(
+            f"--out {path}: cannot tell the image format from {got}; "
+            f"name the file with one of {', '.join(FORMATS)}"
+        )
+    return FORMATS[ext]
 
 
 def save_figure(
@@ -22,7 +53,8 @@ def save_figure(
     size: int = 160,
     columns: int = 2,
 ) -> None:
-    """Draw ``scenes`` (``views`` renders and a sketch each) over their captions; save a PNG."""
+    """Draw ``scenes`` (``views`` renders and a sketch each) over their captions; save the figure
+    in the format its extension names (:func:`figure_format`)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -30,6 +62,7 @@ def save_figure(
 
     from prh.io import atomic_write
 
+    fmt = figure_format(out)
     n = len(scenes)
     rows = (n + columns - 1) // columns
     fig = plt.figure(figsize=(6.2 * columns, 3.6 * rows), dpi=110)
@@ -60,5 +93,5 @@ def save_figure(
             family="DejaVu Sans",
         )
     with atomic_write(out, "wb") as f:
-        fig.savefig(f, format="png")
+        fig.savefig(f, format=fmt)
     plt.close(fig)

@@ -1,6 +1,9 @@
-"""Safe decoding of uploads: bytes in, an ``(H, W, 3)`` uint8 RGB array out, or one clear error.
+"""The one image decoder: bytes or a file in, an ``(H, W, 3)`` uint8 RGB array out, or an error.
 
-An upload is untrusted. We guard, in order:
+Used by ``prh embed --images`` (:func:`read_image`), ``prh caption --image`` and ``prh serve``
+uploads (:func:`decode_image`), so every entry point applies the same pixel limit (40 megapixels,
+:data:`MAX_PIXELS`: a 12-megapixel phone photo passes, a decompression bomb does not), the same EXIF
+orientation and the same alpha handling. Every image is untrusted. We guard, in order:
 
 1. the byte size (the caller enforces it while streaming the body; checked again here);
 2. the container format (a short allow-list; PIL would otherwise try every plugin it knows);
@@ -11,7 +14,8 @@ An upload is untrusted. We guard, in order:
 4. truncated or corrupt data (``ImageFile.LOAD_TRUNCATED_IMAGES`` stays False, so PIL raises).
 
 The image is then turned upright (EXIF orientation), composited on white if it has alpha, converted
-to RGB and shrunk so its longer side is at most ``max_side`` (encoders resize to about 224 px).
+to RGB and, when ``max_side`` is set, shrunk so its longer side is at most ``max_side`` (encoders
+resize to about 224 px; files read for ``prh embed`` keep their full size).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import io
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -28,6 +33,7 @@ from prh.errors import InputError
 # Formats a browser can show (PIL's JPEG opener also reads MPO, the multi-picture JPEG of many
 # phones); anything else (EPS, which shells out to Ghostscript, PSD, TIFF, ...) is refused.
 ALLOWED_FORMATS: frozenset[str] = frozenset({"PNG", "JPEG", "GIF", "WEBP", "BMP"})
+MAX_PIXELS = 40_000_000  # width * height read from the header; larger images are refused
 
 
 class ImageRejected(InputError):
@@ -47,15 +53,19 @@ class ImageLimits:
     max_bytes : int
         Largest accepted file, in bytes (default 10 MiB).
     max_pixels : int
-        Largest accepted ``width * height`` read from the header (default 40 megapixels; a
-        12-megapixel phone photo passes, a decompression bomb does not).
-    max_side : int
-        The decoded image is shrunk so that its longer side is at most this many pixels.
+        Largest accepted ``width * height`` read from the header (default :data:`MAX_PIXELS`).
+    max_side : int or None
+        The decoded image is shrunk so that its longer side is at most this many pixels (None:
+        kept at full size).
     """
 
     max_bytes: int = 10 * 1024 * 1024
-    max_pixels: int = 40_000_000
-    max_side: int = 1024
+    max_pixels: int = MAX_PIXELS
+    max_side: int | None = 1024
+
+
+# Files on disk (``prh embed --images``): no byte limit beyond the pixel limit's, full size kept.
+FILE_LIMITS = ImageLimits(max_bytes=1 << 40, max_side=None)
 
 
 def decode_image(data: bytes, limits: ImageLimits = ImageLimits()) -> np.ndarray:
@@ -71,7 +81,7 @@ def decode_image(data: bytes, limits: ImageLimits = ImageLimits()) -> np.ndarray
     Returns
     -------
     np.ndarray
-        ``(H, W, 3)`` uint8 RGB, ``max(H, W) <= limits.max_side``.
+        ``(H, W, 3)`` uint8 RGB, ``max(H, W) <= limits.max_side`` (when set).
 
     Raises
     ------
@@ -114,13 +124,14 @@ def decode_image(data: bytes, limits: ImageLimits = ImageLimits()) -> np.ndarray
                     status=413,
                 )
             try:
-                if im.format in ("JPEG", "MPO"):
+                if limits.max_side is not None and im.format in ("JPEG", "MPO"):
                     # Let libjpeg decode at 1/2, 1/4 or 1/8 scale when that still covers max_side.
                     im.draft("RGB", (limits.max_side, limits.max_side))
                 im.load()  # truncated/corrupt data raises here
                 out = ImageOps.exif_transpose(im)
                 out = _to_rgb(out)
-                out.thumbnail((limits.max_side, limits.max_side), Image.Resampling.LANCZOS)
+                if limits.max_side is not None:
+                    out.thumbnail((limits.max_side, limits.max_side), Image.Resampling.LANCZOS)
             except (Image.DecompressionBombError, Image.DecompressionBombWarning):
                 raise ImageRejected("image has too many pixels (decompression bomb)", 413) from None
             except Exception as e:  # OSError for truncated data; others on hostile input
@@ -131,6 +142,26 @@ def decode_image(data: bytes, limits: ImageLimits = ImageLimits()) -> np.ndarray
     if arr.ndim != 3 or arr.shape[2] != 3:  # pragma: no cover - _to_rgb guarantees it
         raise ImageRejected(f"decoded image has shape {arr.shape}, expected (H, W, 3)")
     return np.ascontiguousarray(arr)
+
+
+def read_image(path: str | Path, limits: ImageLimits = FILE_LIMITS) -> np.ndarray:
+    """Decode an image file with :func:`decode_image` (full size by default).
+
+    Raises
+    ------
+    InputError
+        A missing file, or any refusal of :func:`decode_image`, prefixed with the path.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"{p}: no such file")
+    size = p.stat().st_size
+    if size > limits.max_bytes:
+        raise InputError(f"{p}: {size} bytes, larger than the limit of {limits.max_bytes} bytes")
+    try:
+        return decode_image(p.read_bytes(), limits)
+    except InputError as e:
+        raise InputError(f"{p}: {e}") from None
 
 
 def _to_rgb(im: Any) -> Any:

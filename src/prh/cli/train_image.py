@@ -1,0 +1,167 @@
+"""``prh train --modality image|sketch``: the image flags and the image branch of ``prh train``.
+
+Kept apart from :mod:`prh.cli.train` (text runs), which calls :func:`add_image_arguments` and
+hands over to :func:`run_image` when :func:`image_run_requested` says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from prh.cli._args import nonnegative_int, positive_int
+
+IMAGE_FLAGS = ("image_size", "render_views", "render_cache", "render_workers", "train_scenes")
+
+
+def add_image_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--modality",
+        choices=["text", "image", "sketch"],
+        default="text",
+        help="what the model reads: captions (default), rendered images, or line sketches",
+    )
+    p.add_argument(
+        "--image-size",
+        type=positive_int,
+        default=None,
+        metavar="PX",
+        help="image/sketch runs: render side in pixels, 16..256 (default 64)",
+    )
+    p.add_argument(
+        "--render-views",
+        type=nonnegative_int,
+        default=None,
+        metavar="V",
+        help="image/sketch runs: views per scene in the render cache (default 4; 0 = draw "
+        "every image on the fly)",
+    )
+    p.add_argument(
+        "--render-cache",
+        metavar="DIR",
+        default=None,
+        help="image/sketch runs: folder of the render cache, shareable by runs (default RUN/"
+        "render_cache)",
+    )
+    p.add_argument(
+        "--render-workers",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="image/sketch runs: processes that draw the render cache (default: the CPUs)",
+    )
+    p.add_argument(
+        "--train-scenes",
+        type=nonnegative_int,
+        default=None,
+        metavar="N",
+        help="image/sketch runs: training scenes drawn from (default 4000; 0 = all 18000)",
+    )
+
+
+def image_run_requested(args: argparse.Namespace) -> bool:
+    """True for ``--modality image|sketch`` or ``--resume`` of an image run; refuses image flags
+    on a text run."""
+    from prh.errors import InputError
+    from prh.training.image import is_image_run
+
+    if args.resume:
+        return is_image_run(args.resume)
+    if args.modality != "text":
+        return True
+    given = [f for f in IMAGE_FLAGS if getattr(args, f, None) is not None]
+    if given:
+        flag = "--" + given[0].replace("_", "-")
+        raise InputError(f"{flag} applies to --modality image or sketch, not text")
+    return False
+
+
+def run_image(args: argparse.Namespace) -> int:
+    import os
+    from pathlib import Path
+
+    from prh.errors import InputError
+    from prh.training.image import train_image
+
+    progress = not args.no_progress
+    workers = args.render_workers or len(os.sched_getaffinity(0))
+    if args.resume:
+        if args.out and Path(args.out) != Path(args.resume):
+            raise InputError("--out and --resume name different folders; give only --resume")
+        kw = {"device": args.device, "threads": args.threads, "workers": workers}
+        run_dir, _ = train_image(None, None, args.resume, progress, resume=True, **kw)
+        print(run_dir)
+        return 0
+    train, image = image_configs(args)
+    if not args.out:
+        raise InputError("give --out RUN (a new folder) or --resume RUN")
+    from prh.io import check_output_dir
+
+    check_output_dir(args.out)
+    if args.eval_features and not Path(args.eval_features).is_file():
+        raise InputError(f"--eval-features {args.eval_features}: no such file")
+    kw = {"device": args.device, "threads": args.threads, "workers": workers}
+    run_dir, _ = train_image(train, image, args.out, progress, **kw)
+    print(run_dir)
+    return 0
+
+
+def image_configs(args: argparse.Namespace):
+    """``(TrainConfig, ImageConfig)`` from the flags; every refusal happens here, before work."""
+    from prh.errors import InputError
+    from prh.training import train_config
+    from prh.training.config import TrainConfig, check_batch
+    from prh.training.image_config import (
+        DEFAULT_TRAIN_SCENES,
+        IMAGE_VIEWS,
+        ImageConfig,
+        check_image_run,
+        image_model_config,
+    )
+
+    m = args.modality
+    views = args.views or TrainConfig.views  # flags left out are None (see cli/train.py)
+    objective = args.objective or TrainConfig.objective
+    if views not in IMAGE_VIEWS:
+        raise InputError(f"--views {views} is text-only; --modality {m} takes good, bad, mixture")
+    if args.corpus:
+        raise InputError(
+            f"--corpus {args.corpus}: a caption corpus is text-only; --modality {m} trains on "
+            "the cave world's renders (use --world cave)"
+        )
+    if args.max_len is not None:
+        raise InputError(f"--max-len is text-only; --modality {m} reads images")
+    if views == "mixture" and args.rho is None:
+        raise InputError("--views mixture needs --rho")
+    if views != "mixture" and args.rho is not None:
+        raise InputError(f"--rho {args.rho:g}: only --views mixture takes --rho")
+    if (args.sigreg_lambda is not None or args.sigreg_slices is not None) and (
+        objective != "sigreg"
+    ):
+        raise InputError("--sigreg-lambda and --sigreg-slices need --objective sigreg")
+    given = {"image_size": args.image_size, "render_views": args.render_views}
+    image = ImageConfig(
+        modality=m,
+        cache_dir=args.render_cache,
+        **{k: v for k, v in given.items() if v is not None},  # else the config's defaults
+    )
+    rho = {"good": 1.0, "bad": 0.0}.get(views, args.rho)
+    train = train_config(
+        args.preset or TrainConfig.preset,
+        world="cave",
+        views=views,
+        rho=rho,
+        samples=args.samples,
+        seed=args.seed,
+        batch_size=args.batch_size,
+        lr=args.lr,
+        objective=args.objective,
+        sigreg_lambda=args.sigreg_lambda,
+        sigreg_slices=args.sigreg_slices,
+        eval_features=args.eval_features,
+        eval_every=args.eval_every,
+        checkpoint_every=args.checkpoint_every,
+        train_scenes=DEFAULT_TRAIN_SCENES if args.train_scenes is None else args.train_scenes,
+    )
+    check_image_run(train, image)
+    check_batch(train, image_model_config(train))
+    return train, image

@@ -1,0 +1,52 @@
+"""Where a demo writes, what it has done, and how it talks: the one object its steps share.
+
+Below every other demo module (it imports only :mod:`prh.demo.config` and :mod:`prh.io`).
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from prh.demo.config import DemoConfig
+from prh.io import write_json
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process and its finished children (user + system)."""
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    ch = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + ch.ru_utime + ch.ru_stime
+
+
+@dataclass
+class Context:
+    """The demo's settings, output folder, logger, clocks, step timings and shared state."""
+
+    cfg: DemoConfig
+    out: Path
+    log: Callable[[str], None] = print
+    t0: float = field(default_factory=time.perf_counter)
+    cpu0: float = field(default_factory=cpu_seconds)
+    timings: dict[str, dict[str, float]] = field(default_factory=dict)
+    state: dict[str, Any] = field(default_factory=dict)
+
+    def path(self, *parts: str) -> Path:
+        """``OUT/parts...`` with its parent folder created."""
+        p = self.out.joinpath(*parts)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        return p
+
+    def cached_json(self, name: str, fn: Callable[[], Any]) -> tuple[Any, bool]:
+        """``OUT/steps/<name>.json`` if present, else ``fn()`` written there."""
+        p = self.path("steps", f"{name}.json")
+        if p.is_file():
+            return json.loads(p.read_text()), True
+        value = fn()
+        write_json(p, value)
+        return value, False

@@ -1,0 +1,112 @@
+"""What the demo trains, as a sweep: its :class:`~prh.scaling.grid.Grid` preset, its cave runner,
+its sweep folder, and the sweep's results rows read back as named runs with curves.
+
+The runs (:func:`prh.scaling.grid.demo_grid`): good, next-token and bad views at one budget, and
+the law's mixture runs (fit rhos, off-grid held-out rhos and their repeats). Every run records
+its alignment curve against the frozen vision features of the held-out scenes
+(:class:`~prh.scaling.cave.CaveBackend` with ``curve_every``), so sample efficiency and the law
+read their points off the curves. :func:`prh.scaling.sweep.run_sweep` runs them, resumably
+(cells already in ``results.jsonl`` are skipped by id).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from prh.demo.config import DemoConfig
+from prh.scaling.cave import CaveBackend
+from prh.scaling.grid import Cell, Grid, demo_grid
+
+_ORDER = {"curve": 0, "fit": 1, "heldout": 2, "repeat": 2}
+
+
+def grid(cfg: DemoConfig) -> Grid:
+    """The demo's runs as a grid (see :func:`prh.scaling.grid.demo_grid`)."""
+    return demo_grid(
+        f"prh-demo-{cfg.name}",
+        samples=cfg.samples,
+        law_rhos=cfg.law_rhos,
+        law_run_samples=cfg.law_run_samples,
+        heldout_runs=cfg.heldout_runs,
+    )
+
+
+def backend(cfg: DemoConfig) -> CaveBackend:
+    """The cave runner: the demo's training recipe, curves every ``eval_every`` samples.
+
+    The learning rate is constant after warm-up (``min_lr_frac = 1``), so a curve point equals a
+    run stopped there; warm-up is 5% of the steps, at most 8 batches. The cell's own score uses
+    the held-out captions of the curves (wording seed ``world_seed + 1``) and no null (the
+    ``measure`` step calibrates).
+    """
+    return CaveBackend(
+        vision=cfg.vision,
+        preset=cfg.preset,
+        eval_scenes=cfg.eval_scenes,
+        k=cfg.k,
+        null=0,
+        world_seed=cfg.world_seed,
+        caption_seed=cfg.world_seed + 1,
+        threads=cfg.threads,
+        train_overrides=(
+            ("batch_size", cfg.batch_size),
+            ("lr", cfg.lr),
+            ("max_len", cfg.max_len),
+            ("min_lr_frac", 1.0),
+            ("train_scenes", cfg.train_scenes),
+        ),
+        curve_every=cfg.eval_every,
+        warmup_max_batches=8,
+    )
+
+
+def sweep_dir(out: Path, cfg: DemoConfig) -> Path:
+    """``OUT/sweep-<hash>``: one folder per (grid, runner options, seed), so a quick and a full
+    demo in one ``OUT`` keep their own sweeps."""
+    desc = {"grid": grid(cfg).describe(), "options": backend(cfg).options(), "seed": cfg.seed}
+    blob = json.dumps(desc, sort_keys=True, default=list)
+    return Path(out) / f"sweep-{hashlib.sha256(blob.encode()).hexdigest()[:10]}"
+
+
+def run_name(cell: Cell) -> str:
+    """``good`` / ``bad`` / ``next-token``, ``mix<rho>``, ``heldout<i>``, ``repeat<i>``."""
+    if cell.split == "curve":
+        return cell.views
+    if cell.split == "fit":
+        return f"mix{cell.rho:g}"
+    return f"{cell.split}{cell.point}"
+
+
+def run_records(cfg: DemoConfig, rows: list[dict[str, Any]], sweep: Path, out: Path) -> list[dict]:
+    """The sweep's rows as named runs, curves first, in grid order.
+
+    Each: ``name``, ``role`` (the cell's split), ``views``, ``rho``, ``samples``, ``seed``,
+    ``point``, ``path`` (run folder, relative to ``out``), ``evals`` (``[[samples, score]]``).
+    """
+    runner = backend(cfg)
+    by_id = {r["cell_id"]: r for r in rows}
+    cells = sorted(grid(cfg).cells(cfg.seed), key=lambda c: _ORDER[c.split])
+    records = []
+    for c in cells:
+        row = by_id.get(c.cell_id(runner.name, runner.options()))
+        if row is None:
+            from prh.errors import PrhError
+
+            raise PrhError(f"demo: run {run_name(c)} has no result in {sweep}")
+        records.append(
+            {
+                "name": run_name(c),
+                "role": c.split,
+                "views": c.views,
+                "rho": c.rho,
+                "samples": c.samples,
+                "seed": c.seed,
+                "point": c.point,
+                "path": str((sweep / row["extra"]["run_dir"]).relative_to(out)),
+                "evals": row["extra"]["curve"],
+            }
+        )
+    return records

@@ -1,0 +1,230 @@
+"""The demo's steps up to the law: each a function of the context and earlier steps' results.
+
+``prove`` (theorem checks), ``vision`` (frozen image features), ``train`` (the sweep of
+:mod:`prh.demo.protocol`), ``embed`` (text features of every encoder), ``measure`` (mutual-kNN,
+calibrated, CI), ``efficiency`` (samples to a target alignment), ``law`` (laws fitted on the
+mixture runs' curves, judged on held-out runs). Each caches what it computes under ``OUT``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from pathlib import Path
+from typing import Any
+
+from prh.demo import protocol
+from prh.demo.context import Context
+from prh.demo.world import TEXT_ENCODERS, demo_world, scene_ids, text_encoder
+
+
+def step_prove(ctx: Context) -> dict[str, Any]:
+    """``prh prove --quick`` (60 worlds), cached per seed."""
+    from prh.prove import ProveConfig, run_checks, select_checks
+
+    def go() -> dict[str, Any]:
+        cfg = ProveConfig(worlds=60, seed=ctx.cfg.seed, quick=True)
+
+        def show(r) -> None:
+            ctx.log(f"  {r.name:<12} {'PASS' if r.passed else 'FAIL'}  {r.seconds:5.1f}s")
+
+        results = run_checks(select_checks(None), cfg, on_result=show)
+        return {
+            "passed": all(r.passed for r in results),
+            "n": len(results),
+            "n_passed": sum(r.passed for r in results),
+            "checks": [r.to_dict() for r in results],
+        }
+
+    value, cached = ctx.cached_json(f"prove-{ctx.cfg.digest('seed')}", go)
+    if cached:
+        ctx.log(f"  {value['n_passed']}/{value['n']} checks passed (cached)")
+    return value
+
+
+def step_vision(ctx: Context) -> dict[str, Path]:
+    """Frozen image features: ``test`` (held-out scenes, in the sweep folder where its runs'
+    curves read them) and ``train`` (the bridge-fit scenes, ``OUT/features/``)."""
+    from prh.scaling.cave import embed_renders
+
+    cfg = ctx.cfg
+    world = demo_world(cfg)
+    test, train = scene_ids(cfg, world)
+    key = f"{cfg.vision}|{cfg.world_seed}|{len(train)}|{train[0]}|{train[-1]}"
+    h = hashlib.sha256(key.encode()).hexdigest()[:10]
+    paths = {
+        "test": protocol.backend(cfg).vision_path(protocol.sweep_dir(ctx.out, cfg)),
+        "train": ctx.path("features", f"vision-train-{h}.safetensors"),
+    }
+    for tag, ids in (("test", test), ("train", train)):
+        if paths[tag].is_file():
+            ctx.log(f"  {tag}: {len(ids)} renders (cached)")
+            continue
+        embed_renders(cfg.vision, world, ids, paths[tag], threads=cfg.workers * cfg.threads,
+                      progress=_render_progress(ctx, tag))  # fmt: skip
+    return paths
+
+
+def _render_progress(ctx: Context, tag: str):
+    """``progress(done, total)`` that logs at most every 10 s (and at the end)."""
+    t0, last = time.perf_counter(), [0.0]
+
+    def progress(done: int, total: int) -> None:
+        if time.perf_counter() - last[0] > 10 or done == total:
+            last[0] = time.perf_counter()
+            rate = done / max(time.perf_counter() - t0, 1e-9)
+            ctx.log(f"  {tag}: {done}/{total} renders embedded ({rate:.1f} images/s)")
+
+    return progress
+
+
+def step_train(ctx: Context) -> dict[str, Any]:
+    """Run the demo's sweep (skipping finished cells) and read its runs back with their curves."""
+    from prh.scaling.sweep import RESULTS, read_results, run_sweep
+
+    cfg = ctx.cfg
+    sweep = protocol.sweep_dir(ctx.out, cfg)
+    g = protocol.grid(cfg)
+    n = len(g.cells(cfg.seed))
+    ctx.log(f"  {n} runs in {sweep.name}, {cfg.workers} at a time; a line as each one finishes")
+    s = run_sweep(g, protocol.backend(cfg), sweep, seed=cfg.seed, workers=cfg.workers,
+                  progress=lambda m: ctx.log(f"  {m}"))  # fmt: skip
+    if s.failed:
+        from prh.errors import PrhError
+
+        raise PrhError(f"demo: {len(s.failed)} run(s) failed, first: {s.failed[0][1]}")
+    runs = protocol.run_records(cfg, read_results(sweep / RESULTS), sweep, ctx.out)
+    return {"runs": runs, "sweep": str(sweep.relative_to(ctx.out)), "ran": s.ran}
+
+
+def step_embed(ctx: Context, runs: dict[str, Path]) -> dict[str, dict[str, Path]]:
+    """Text features per encoder: ``test`` (one caption per held-out scene, the wording the
+    curves used) and ``train`` (5 captions averaged per bridge-fit scene)."""
+    import torch
+
+    from prh.encoders.embed import EmbedConfig, embed_world
+    from prh.features import save_features
+
+    cfg = ctx.cfg
+    torch.set_num_threads(max(1, cfg.workers * cfg.threads))
+    world = demo_world(cfg)
+    test, train = scene_ids(cfg, world)
+    out: dict[str, dict[str, Path]] = {}
+    for name in TEXT_ENCODERS:
+        src = (
+            cfg.text_baseline
+            if name == "minilm"
+            else str(runs["good" if name == "random-init" else name].name)
+        )
+        h = hashlib.sha256(
+            f"{name}|{src}|{cfg.digest('eval_scenes', 'bridge_scenes', 'world_seed')}".encode()
+        ).hexdigest()[:10]
+        paths = {
+            s: ctx.path("features", f"text-{name}-{s}-{h}.safetensors") for s in ("test", "train")
+        }
+        if all(p.is_file() for p in paths.values()):
+            ctx.log(f"  {name:<11} (cached)")
+            out[name] = paths
+            continue
+        t = time.perf_counter()
+        enc = text_encoder(cfg, name, runs)
+        for split, ids, ec in (
+            ("test", test, EmbedConfig(modality="text", caption_seed=cfg.world_seed + 1)),
+            (
+                "train",
+                train,
+                EmbedConfig(modality="text", captions_per_scene=5, caption_seed=cfg.world_seed),
+            ),
+        ):
+            feats, names = embed_world(enc, world, ids, ec)
+            save_features(paths[split], feats, ids=names, metadata={"encoder": name})
+        ctx.log(f"  {name:<11} {len(test)} + {len(train)} scenes in {time.perf_counter() - t:.0f}s")
+        out[name] = paths
+    return out
+
+
+def step_measure(ctx: Context, text: dict[str, dict[str, Path]], vision_test: Path) -> dict:
+    """Mutual-kNN of every text encoder with the vision features, calibrated, with a CI."""
+    from prh.features import load_features
+    from prh.metrics import measure
+
+    cfg = ctx.cfg
+    v = load_features(vision_test).features
+    out = {}
+    for name in TEXT_ENCODERS:
+        key = (
+            f"measure-{name}-{Path(text[name]['test']).stem}-{cfg.digest('null', 'bootstrap', 'k')}"
+        )
+
+        def go(name: str = name) -> dict:
+            t = load_features(text[name]["test"]).features
+            r = measure(t, v, metric="mutual_knn", k=cfg.k, null=cfg.null,
+                        bootstrap=cfg.bootstrap, seed=cfg.seed)  # fmt: skip
+            return r.to_dict()
+
+        out[name], _ = ctx.cached_json(key, go)
+        d = out[name]
+        ctx.log(
+            f"  {name:<11} mutual-kNN {d['score']:.4f}  calibrated {d['calibrated']:.4f}  "
+            f"95% CI [{d['ci'][0]:.4f}, {d['ci'][1]:.4f}]"
+        )
+    return out
+
+
+def step_efficiency(ctx: Context, runs: list[dict], measure: dict) -> dict:
+    """Samples good views and next-token need to reach the target, off their curves."""
+    from prh.demo.analysis import efficiency_summary
+
+    ev = {r["name"]: r["evals"] for r in runs}
+    control = measure["random-init"]["score"]
+    d = efficiency_summary(ev["good"], ev["next-token"], seed=ctx.cfg.seed, control=control)
+    sg, sn = d["samples_good"], d["samples_next_token"]
+    ratio = d["ratio"] if d["ratio"] is not None else f">= {d['ratio_lower_bound']}"
+    ctx.log(
+        f"  target {d['target']:.4f} ({d['target_rule']}): good {sg if sg is None else round(sg)}"
+        f" samples, next-token {sn if sn is None else round(sn)}, ratio {ratio}"
+    )
+    return d
+
+
+def step_law(ctx: Context, runs: list[dict]) -> dict:
+    """Candidate laws fitted on the fit runs' curves, judged on the held-out runs'."""
+    from prh.demo.analysis import law_rows
+    from prh.scaling.fit import fit_laws, law_data_from_rows
+    from prh.scaling.laws import LAWS, get_law
+    from prh.scaling.plot import plot_predicted_vs_measured
+
+    cfg = ctx.cfg
+    rows = law_rows(runs, cfg.law_samples, cfg.heldout_samples)
+    fit, heldout, pairs = law_data_from_rows(rows)
+    # a form needs more fit points than parameters (small presets can afford only some forms)
+    forms = [f for f in LAWS if len(get_law(f).params) < len(fit)]
+    if not forms:
+        ctx.log(f"  {len(fit)} fit points: too few for any law form")
+        return {
+            "form": None,
+            "heldout_rmse": None,
+            "seed_spread": None,
+            "ratio": None,
+            "n_fit": len(fit),
+            "n_heldout": len(heldout),
+            "forms": [],
+            "rows": rows,
+            "backend": "cave",
+            "notes": ["too few fit points for any form"],
+        }
+    report = fit_laws(fit, heldout, pairs, forms=forms, starts=8, seed=cfg.seed)
+    d = report.to_dict()
+    d["backend"] = "cave"
+    d["rows"] = rows
+    if not report.chosen:
+        ctx.log(f"  no law form converged: {'; '.join(d['notes'])}")
+        return d
+    plot_predicted_vs_measured(
+        report, report.form(report.chosen).fit, fit, heldout, ctx.path("law_fit.png")
+    )
+    ctx.log(
+        f"  chosen {d['form']}: held-out RMSE {d['heldout_rmse']:.4f}, seed spread "
+        f"{d['seed_spread']:.4f} ({d['n_fit']} fit, {d['n_heldout']} held-out points)"
+    )
+    return d

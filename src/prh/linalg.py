@@ -1,0 +1,115 @@
+"""Small linear-algebra pieces used by several layers (numpy only, no I/O).
+
+One implementation each of row normalisation (:func:`l2_normalize`), ZCA whitening
+(:func:`zca_whitener`) and the Procrustes rotation (:func:`procrustes_rotation`); the metrics,
+the maps of :mod:`prh.bridge`, the caption decoder's condition space and the theory all use these.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from prh.errors import InputError
+
+__all__ = ["l2_normalize", "procrustes_rotation", "row_norms", "zca_whitener"]
+
+
+def row_norms(x: np.ndarray) -> np.ndarray:
+    """``(N,)`` float64 Euclidean norms of the rows of ``(N, D)`` ``x``, in row chunks."""
+    out = np.empty(x.shape[0], dtype=np.float64)
+    step = max(1, 2**22 // max(x.shape[1], 1))
+    for s0 in range(0, x.shape[0], step):
+        out[s0 : s0 + step] = np.sqrt(np.square(x[s0 : s0 + step], dtype=np.float64).sum(axis=1))
+    return out
+
+
+def l2_normalize(
+    x: np.ndarray, name: str = "features", dtype: type[np.floating] = np.float32
+) -> np.ndarray:
+    """Rows divided by their Euclidean norm.
+
+    Parameters
+    ----------
+    x : np.ndarray
+        ``(N, D)``.
+    name : str
+        How to name ``x`` in error messages (a file path).
+    dtype : numpy float type
+        Precision of the result (the norm is accumulated in float64, then rounded to it).
+
+    Returns
+    -------
+    np.ndarray
+        ``(N, D)``, ``x_i / ||x_i||``.
+
+    Raises
+    ------
+    InputError
+        When a row is all zeros: it has no direction, and a silent zero row would score a cosine
+        of 0 against everything (a collapsed embedding would go unnoticed).
+
+    Examples
+    --------
+    >>> l2_normalize(np.array([[3.0, 4.0]]), dtype=np.float64)
+    array([[0.6, 0.8]])
+    """
+    x = np.asarray(x, dtype=dtype)
+    norms = row_norms(x).astype(dtype)  # (N,)
+    zero = np.flatnonzero(norms == 0)
+    if zero.size:
+        raise InputError(f"{name}: row {int(zero[0])} is all zeros and cannot be L2-normalised")
+    return x / norms[:, None]
+
+
+def zca_whitener(xc: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray]:
+    """ZCA whitening ``C^{-1/2}`` and colouring ``C^{1/2}`` of centred rows ``xc (N, d)``.
+
+    ``C`` is the unbiased covariance with ``eps`` times its largest eigenvalue added to every
+    eigenvalue (a relative ridge), so both matrices exist for a rank-deficient ``C``. ZCA is the
+    whitening closest to the identity (Kessy, Lewin & Strimmer, Am. Stat. 2018).
+
+    Returns
+    -------
+    (white, colour) : tuple of np.ndarray
+        ``(d, d)`` each, symmetric, ``colour @ white = I``.
+    """
+    cov = xc.T @ xc / max(len(xc) - 1, 1)  # (d, d)
+    evals, evecs = np.linalg.eigh(cov)
+    evals = np.clip(evals, 0.0, None) + eps * max(float(evals.max()), 1e-30)
+    white = (evecs / np.sqrt(evals)) @ evecs.T
+    colour = (evecs * np.sqrt(evals)) @ evecs.T
+    return white, colour
+
+
+def procrustes_rotation(x: np.ndarray, y: np.ndarray, rank: int | None = None) -> np.ndarray:
+    """The partial isometry ``W (d_y, d_x)`` maximising ``tr(W X^T Y)`` (so ``x W^T ≈ y``).
+
+    Parameters
+    ----------
+    x : np.ndarray
+        ``(N, d_x)`` rows, already centred (and whitened) as wanted.
+    y : np.ndarray
+        ``(N, d_y)`` rows paired with ``x``.
+    rank : int, optional
+        Number of singular directions kept, ``r <= min(d_x, d_y)``; default ``min(d_x, d_y)``.
+
+    Returns
+    -------
+    np.ndarray
+        ``W = V_r U_r^T`` of shape ``(d_y, d_x)`` where ``X^T Y = U S V^T`` (Schönemann 1966).
+        For ``r = d_x = d_y`` it is the orthogonal Procrustes solution; for ``r = d_y < d_x`` it
+        has orthonormal rows.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.standard_normal((20, 3))
+    >>> q, _ = np.linalg.qr(rng.standard_normal((3, 3)))
+    >>> bool(np.allclose(procrustes_rotation(x, x @ q.T), q))
+    True
+    """
+    d_x, d_y = x.shape[1], y.shape[1]
+    r = min(d_x, d_y) if rank is None else rank
+    m = x.T.astype(np.float64) @ y.astype(np.float64)  # (d_x, d_y)
+    u, _, vt = np.linalg.svd(m, full_matrices=False)  # u (d_x, m), vt (m, d_y)
+    return vt[:r].T @ u[:, :r].T  # (d_y, d_x)

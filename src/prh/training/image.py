@@ -1,0 +1,395 @@
+"""Image and sketch JEPAs: ``train_image`` a run directory, ``load_image_run`` it back.
+
+The same run directory, checkpoints, bitwise resume, metrics, evaluation hook and ``torchrun``
+data parallelism as text runs (:mod:`prh.training.api`), with an
+:class:`~prh.models.ImageEncoder` on pairs of renders (or sketches) of the cave world:
+
+- ``good``: two renders of one scene under independent nuisance (light, camera, jitter,
+  background, noise);
+- ``bad``: two crops / colour jitters of ONE render (shared nuisance).
+
+``config.json`` holds ``{"modality", "train", "image", "model"}``; a text run's has no
+``modality`` key (it is ``"text"``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from prh.errors import CheckpointError, InputError, TrainingError
+from prh.io import atomic_write, write_json
+from prh.models import ImageEncoder, ModelConfig
+from prh.training import checkpoint as ckpt
+from prh.training.config import TrainConfig, check_batch
+from prh.training.distributed import DistInfo, default_threads, gather_rows, init_distributed
+from prh.training.image_config import ImageConfig, check_image_run, image_model_config
+from prh.training.loop import LossContext, jepa_objective, make_optimizer, run_loop
+from prh.training.rundir import MODEL_FILE, MODEL_FORMAT, MetricsLog, write_meta
+
+
+def image_loss(
+    model: nn.Module, batch: dict[str, torch.Tensor], step: int, ctx: LossContext
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """JEPA loss of a batch of image pairs (``a``, ``b``: (b, 3, S, S) in [0, 1])."""
+    dev = ctx.device
+    a = batch["a"].to(dev, non_blocking=True)
+    b = batch["b"].to(dev, non_blocking=True)
+    x = torch.cat([a, b])  # (2b, 3, S, S): one forward for both sides (GroupNorm: per image)
+    with torch.autocast("cuda", dtype=torch.bfloat16, enabled=dev.type == "cuda"):
+        pooled = model(x).pooled  # (2b, E)
+    n = a.shape[0]
+    za = gather_rows(pooled[:n].float(), ctx.dist)  # (B, E) global
+    zb = gather_rows(pooled[n:].float(), ctx.dist)  # (B, E) global
+    return jepa_objective(za, zb, step, ctx)
+
+
+def train_scene_ids(train: TrainConfig) -> np.ndarray:
+    """The world's training scenes a run draws from (the first ``train_scenes``; 0 = all)."""
+    from prh.world import CaveWorld, WorldConfig
+
+    ids = CaveWorld(WorldConfig(seed=train.world_seed)).split("train")
+    return ids[: train.train_scenes] if train.train_scenes else ids
+
+
+def image_dataset(
+    train: TrainConfig,
+    image: ImageConfig,
+    run_dir: Path,
+    info: DistInfo,
+    barrier: Callable[[], None],
+    workers: int = 1,
+) -> Any:
+    """This rank's pair dataset: cached views (rank 0 builds the cache) or renders on the fly."""
+    from prh.views.image import ImageViewDataset
+    from prh.views.render_cache import CachedViewDataset, Prefetched, cache_key, load_or_build
+    from prh.world import CaveWorld, WorldConfig
+
+    ids = train_scene_ids(train)
+    if len(ids) < 2:
+        raise InputError(f"--train-scenes {train.train_scenes}: need >= 2 scenes")
+    if image.render_views == 0:
+        fly = ImageViewDataset(
+            CaveWorld(WorldConfig(seed=train.world_seed)), train.views, image.image_size,
+            train.batch_size, train.seed, scene_ids=ids, rank=info.rank,
+            world_size=info.world_size, modality=image.modality,
+        )  # fmt: skip
+        return Prefetched(fly, workers) if workers > 1 else fly
+    key = cache_key(train.world_seed, image.modality, image.image_size, image.render_views, ids)
+    folder = Path(image.cache_dir) if image.cache_dir else run_dir / "render_cache"
+    if info.is_main:
+        load_or_build(folder, key, ids, workers)
+    barrier()
+    cache = load_or_build(folder, key, ids, workers)
+    return CachedViewDataset(
+        cache, ids, train.views, train.batch_size, train.seed, rho=train.rho,
+        rank=info.rank, world_size=info.world_size,
+    )  # fmt: skip
+
+
+def build_image_model(train: TrainConfig) -> tuple[ImageEncoder, ModelConfig]:
+    """The :class:`ImageEncoder` of ``train.preset``, initialised from ``train.seed``."""
+    mcfg = image_model_config(train)
+    check_batch(train, mcfg)
+    torch.manual_seed(train.seed)
+    return ImageEncoder(mcfg), mcfg
+
+
+def read_image_config(run_dir: Path) -> tuple[TrainConfig, ImageConfig, dict[str, Any]]:
+    """The stored configs of an image run (one :class:`CheckpointError` if not one)."""
+    try:
+        stored = json.loads((run_dir / "config.json").read_text())
+        return (
+            TrainConfig.from_dict(stored["train"]),
+            ImageConfig.from_dict(stored["image"]),
+            stored,
+        )
+    except (OSError, json.JSONDecodeError, KeyError, TypeError, InputError) as e:
+        raise CheckpointError(f"{run_dir}: not a prh image run directory ({e})") from None
+
+
+def is_image_run(run_dir: str | os.PathLike[str]) -> bool:
+    """Whether ``run_dir/config.json`` describes an image or sketch run."""
+    try:
+        stored = json.loads((Path(run_dir) / "config.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return False
+    return isinstance(stored, dict) and stored.get("modality") in ("image", "sketch")
+
+
+def train_image(
+    train: TrainConfig | None,
+    image: ImageConfig | None,
+    out_dir: str | os.PathLike[str],
+    progress: bool = True,
+    *,
+    resume: bool = False,
+    device: str | None = None,
+    threads: int | None = None,
+    stop_after: int | None = None,
+    workers: int = 1,
+) -> tuple[Path, nn.Module]:
+    """Train an image/sketch JEPA into ``out_dir``; return the run path and this rank's model.
+
+    With ``resume=True`` the stored configs are used (``train``/``image`` ignored) and the run
+    continues from its latest checkpoint, bitwise identical to an uninterrupted run on CPU.
+    ``stop_after`` stops after that many steps without a checkpoint (a simulated kill);
+    ``workers`` processes build the render cache (or, with ``render_views = 0``, draw batches
+    ahead).
+    """
+    run_dir = Path(out_dir)
+    threads = threads or default_threads()
+    torch.set_num_threads(threads)
+    dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    info = init_distributed(dev.type)
+    if dev.type == "cuda":
+        dev = torch.device("cuda", info.local_rank)
+        torch.cuda.set_device(dev)
+    if resume:
+        train, image, _ = read_image_config(run_dir)
+        if (run_dir / MODEL_FILE).exists():
+            return run_dir, load_image_run(run_dir, "cpu").model  # already finished
+    elif run_dir.exists() and any(run_dir.iterdir()):
+        raise InputError(
+            f"--out {run_dir}: folder exists and is not empty (use --resume to continue)"
+        )
+    assert train is not None and image is not None
+    check_image_run(train, image)
+    model, mcfg = build_image_model(train)  # refuses a batch too small before any work
+    if train.batch_size % info.world_size:
+        raise InputError(f"batch size {train.batch_size} not divisible by {info.world_size} ranks")
+    if info.is_main:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    barrier = _barrier_of(info)
+    barrier()
+
+    folder = run_dir / "checkpoints"
+    last = ckpt.latest_checkpoint(folder) if resume else None
+    state = ckpt.load_checkpoint(last) if last is not None else None  # fail before data work
+    dataset = image_dataset(train, image, run_dir, info, barrier, workers)
+    model.to(dev)
+    optimizer = make_optimizer(model, train)
+    start = 0
+    if state is not None and last is not None:
+        ckpt.restore_model(model, state.model, last)
+        try:
+            optimizer.load_state_dict(state.optimizer)
+        except (ValueError, KeyError, RuntimeError) as e:
+            raise CheckpointError(f"{last}: optimizer state does not fit the model ({e})") from None
+        ckpt.set_rng_state(state.rng)
+        start = state.data_position
+    stored = {
+        "modality": image.modality,
+        "train": train.to_dict(),
+        "image": image.to_dict(),
+        "model": mcfg.to_dict(),
+    }
+    if info.is_main:
+        write_json(run_dir / "config.json", stored)
+        write_meta(
+            run_dir, seed=train.seed, device=str(dev), threads=threads, world_size=info.world_size
+        )
+    log = MetricsLog(run_dir / "metrics.jsonl", resume_step=start if resume else None)
+    if not resume and info.is_main:
+        log.path.write_text("")
+    ddp: nn.Module = model
+    if info.enabled:
+        ddp = nn.parallel.DistributedDataParallel(
+            model, device_ids=[dev.index] if dev.type == "cuda" else None
+        )
+    sigreg = None
+    if train.objective == "sigreg":
+        from prh.losses import SIGReg
+
+        sigreg = SIGReg(num_slices=train.sigreg_slices).to(dev)
+    ctx = LossContext(train, info, dev, sigreg, loss_fn=image_loss)
+
+    def on_checkpoint(step: int) -> None:
+        if info.is_main:
+            ckpt.save_checkpoint(folder, step, step, model, optimizer, stored)
+        barrier()
+
+    def on_log(record: dict[str, Any]) -> None:
+        if info.is_main:
+            log.write(record)
+
+    on_eval = make_image_eval(train, image, model, dev, info) if train.eval_features else None
+    try:
+        step = run_loop(
+            ddp, optimizer, dataset, start, ctx, on_log=on_log, on_checkpoint=on_checkpoint,
+            on_eval=on_eval, progress=progress, stop_after=stop_after,
+        )  # fmt: skip
+    except TrainingError as e:
+        good = ckpt.latest_checkpoint(folder)
+        where = f"last good checkpoint: {good}" if good else "no checkpoint was written yet"
+        on_log({"error": str(e)})
+        raise TrainingError(f"{e}; stopped ({where})") from None
+    if step < train.steps:
+        return run_dir, model  # stopped early (simulated kill)
+    if info.is_main:
+        from safetensors.torch import save
+
+        blob = save(
+            {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()},
+            metadata={"format": MODEL_FORMAT, "kind": f"{image.modality}-encoder"},
+        )
+        with atomic_write(run_dir / MODEL_FILE, "wb") as f:
+            f.write(blob)
+        if on_eval is not None and (not train.eval_every or step % train.eval_every):
+            on_log({"step": step, "samples": step * train.batch_size, **on_eval(step)})
+    barrier()
+    return run_dir, model
+
+
+def _barrier_of(info: DistInfo) -> Callable[[], None]:
+    def barrier() -> None:
+        if info.enabled:
+            torch.distributed.barrier()
+
+    return barrier
+
+
+def draw_scenes(
+    train: TrainConfig, image: ImageConfig, scene_ids: Sequence[int], nuisance_seed: int = 0
+) -> list[np.ndarray]:
+    """Renders (or sketches) of ``scene_ids`` at the run's size: (S, S, 3) uint8 each."""
+    from prh.world import CaveWorld, WorldConfig
+
+    world = CaveWorld(WorldConfig(seed=train.world_seed))
+    draw = world.render if image.modality == "image" else world.sketch
+    return [draw(int(i), nuisance_seed, image.image_size) for i in scene_ids]
+
+
+def make_image_eval(
+    train: TrainConfig, image: ImageConfig, model: nn.Module, dev: torch.device, info: DistInfo
+) -> Callable[[int], dict[str, float]]:
+    """Mutual-kNN (k = 10) of the model's features of the ``scene_<i>`` ids in
+    ``train.eval_features`` (drawn with nuisance seed 0) with that file's features, on rank 0."""
+    from prh.features import load_features
+    from prh.metrics import measure
+
+    target = load_features(train.eval_features)
+    if target.ids is None:
+        raise InputError(f"--eval-features {train.eval_features}: the file has no ids")
+    scenes = []
+    for s in target.ids:
+        if not s.startswith("scene_") or not s[6:].isdigit():
+            raise InputError(f"--eval-features: id {s!r} is not a world scene id 'scene_<i>'")
+        scenes.append(int(s[6:]))
+    images = draw_scenes(train, image, scenes) if info.is_main else []
+
+    def evaluate(step: int) -> dict[str, float]:
+        if not info.is_main:
+            return {}
+        feats = encode_images(model, images, image.image_size, dev)
+        res = measure(feats, target.features, metric="mutual_knn", k=min(10, len(images) - 1))
+        return {"eval_mutual_knn": float(res.score)}
+
+    return evaluate
+
+
+def to_input(images: Sequence[np.ndarray], size: int) -> torch.Tensor:
+    """(H, W, 3) uint8 images -> (N, 3, size, size) float32 in [0, 1] (bilinear resize if needed;
+    a grey image is repeated to three channels)."""
+    from PIL import Image
+
+    out = []
+    for img in images:
+        x = np.asarray(img)
+        if x.ndim == 2:
+            x = np.repeat(x[..., None], 3, axis=2)
+        x = x[..., :3].astype(np.uint8, copy=False)
+        if x.shape[:2] != (size, size):
+            pil = Image.fromarray(x).resize((size, size), Image.Resampling.BILINEAR)
+            x = np.asarray(pil)
+        out.append(x)
+    if not out:
+        return torch.zeros((0, 3, size, size))
+    arr = np.stack(out).astype(np.float32) / 255.0  # (N, S, S, 3)
+    return torch.from_numpy(np.ascontiguousarray(arr.transpose(0, 3, 1, 2)))  # (N, 3, S, S)
+
+
+@torch.no_grad()
+def encode_images(
+    model: nn.Module,
+    images: Sequence[np.ndarray],
+    size: int,
+    device: torch.device | str = "cpu",
+    batch_size: int = 128,
+) -> np.ndarray:
+    """Every stage's pooled map and the JEPA embedding: ``(N, S + 2, D)`` float32.
+
+    Layers: the stem, each stage (global-average-pooled), then the projection zero-padded to
+    ``D`` (padding changes no cosine or inner product), as text runs report theirs.
+    """
+    was_training = model.training
+    model.eval()
+    out = []
+    for i in range(0, len(images), batch_size):
+        enc = model(to_input(images[i : i + batch_size], size).to(device))
+        layers = enc.layers.float()  # (b, S + 1, D)
+        pooled = enc.pooled.float()  # (b, E)
+        pad = torch.nn.functional.pad(pooled, (0, max(0, layers.shape[-1] - pooled.shape[-1])))
+        out.append(torch.cat([layers, pad[:, None]], 1).cpu().numpy())  # (b, S + 2, D)
+    model.train(was_training)
+    if not out:
+        return np.zeros((0, 0, 0), dtype=np.float32)
+    return np.concatenate(out).astype(np.float32, copy=False)
+
+
+@dataclass
+class LoadedImageRun:
+    """A trained image/sketch run: model (eval mode), configs, ``step`` it was saved at."""
+
+    model: ImageEncoder
+    config: TrainConfig
+    image: ImageConfig
+    model_config: ModelConfig
+    path: Path
+    step: int
+    device: torch.device
+
+    @property
+    def modality(self) -> str:
+        return self.image.modality
+
+    def encode_images(self, images: Sequence[np.ndarray], batch_size: int = 128) -> np.ndarray:
+        """``(N, L, D)`` float32 (see :func:`encode_images`); images resized to the run's size."""
+        return encode_images(self.model, images, self.image.image_size, self.device, batch_size)
+
+    def embed_images(self, images: Sequence[np.ndarray], batch_size: int = 128) -> np.ndarray:
+        """``(N, E)`` float32: the trained JEPA embedding."""
+        E = self.model_config.embed_dim
+        return self.encode_images(images, batch_size)[:, -1, :E]
+
+
+def load_image_run(run_dir: str | os.PathLike[str], device: str | None = None) -> LoadedImageRun:
+    """Load an image run: ``model.safetensors``, or the latest checkpoint of an unfinished run."""
+    run = Path(run_dir)
+    train, image, stored = read_image_config(run)
+    try:
+        mcfg = ModelConfig.from_dict(stored["model"])
+    except (KeyError, TypeError, InputError) as e:
+        raise CheckpointError(f"{run}: not a prh image run directory ({e})") from None
+    model = ImageEncoder(mcfg)
+    if (run / MODEL_FILE).is_file():
+        ckpt.restore_model(model, ckpt.load_weights(run / MODEL_FILE), run / MODEL_FILE)
+        step = train.steps
+    else:
+        last = ckpt.latest_checkpoint(run / "checkpoints")
+        if last is None:
+            raise CheckpointError(f"{run}: no {MODEL_FILE} and no checkpoint")
+        state = ckpt.load_checkpoint(last)
+        ckpt.restore_model(model, state.model, last)
+        step = state.step
+    dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    model.to(dev).eval()
+    return LoadedImageRun(model, train, image, mcfg, run, step, dev)

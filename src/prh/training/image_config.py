@@ -1,0 +1,92 @@
+"""Configuration of image and sketch runs: a :class:`TrainConfig` plus an :class:`ImageConfig`.
+
+The optimiser, budget, objective, checkpointing and evaluation fields are the text runs' own
+(:class:`prh.training.config.TrainConfig`); what differs is the modality, the render size and
+where pairs come from (a render cache of ``render_views`` views per scene, or renders on the fly).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from prh.errors import InputError
+from prh.models import ModelConfig, model_config
+from prh.training.config import TrainConfig
+
+MODALITIES = ("image", "sketch")
+IMAGE_VIEWS = ("good", "bad", "mixture")
+MIN_SIZE, MAX_SIZE = 16, 256
+DEFAULT_TRAIN_SCENES = 4000
+
+# CNN widths per size dial (prh.models.ImageEncoder): a stride-2 stem and `image_stages` stages.
+IMAGE_PRESETS: dict[str, dict[str, int]] = {
+    "tiny": {"d_model": 64, "image_stages": 4, "embed_dim": 32, "n_heads": 1},
+    "small": {"d_model": 128, "image_stages": 4, "embed_dim": 64, "n_heads": 1},
+    "base": {"d_model": 256, "image_stages": 5, "embed_dim": 128, "n_heads": 1},
+}
+
+
+@dataclass(frozen=True)
+class ImageConfig:
+    """What an image run adds to a :class:`TrainConfig`.
+
+    Attributes
+    ----------
+    modality : {"image", "sketch"}
+        Shaded renders or line sketches of the cave world's scenes.
+    image_size : int
+        Render side in pixels (16..256).
+    render_views : int
+        Views per scene in the render cache (nuisance seeds ``0 .. V - 1``); 0 draws every
+        image on the fly (unbounded nuisance, ~100x slower input).
+    cache_dir : str or None
+        Folder of the render cache (``None``: ``RUN/render_cache``); several runs may share one.
+    """
+
+    modality: str = "image"
+    image_size: int = 64
+    render_views: int = 4
+    cache_dir: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.modality not in MODALITIES:
+            raise InputError(f"unknown modality {self.modality!r}; expected image or sketch")
+        if not MIN_SIZE <= self.image_size <= MAX_SIZE:
+            raise InputError(
+                f"--image-size {self.image_size}: expected {MIN_SIZE}..{MAX_SIZE} pixels"
+            )
+        if self.render_views < 0:
+            raise InputError(f"--render-views must be >= 0, got {self.render_views}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ImageConfig:
+        return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
+
+
+def check_image_run(train: TrainConfig, image: ImageConfig) -> None:
+    """Refuse combinations an image run cannot train, before any work."""
+    if train.views not in IMAGE_VIEWS:
+        raise InputError(
+            f"--views {train.views} is text-only; --modality {image.modality} takes "
+            f"{', '.join(IMAGE_VIEWS)}"
+        )
+    if train.corpus is not None:
+        raise InputError(
+            f"--corpus {train.corpus}: a caption corpus is text-only; --modality "
+            f"{image.modality} trains on the cave world's renders (use --world cave)"
+        )
+    if image.render_views == 1 and train.views != "bad":
+        raise InputError("--render-views 1: good views need >= 2 cached views per scene")
+    if image.render_views == 0 and train.views == "mixture":
+        raise InputError("--views mixture needs the render cache (--render-views >= 2)")
+
+
+def image_model_config(train: TrainConfig) -> ModelConfig:
+    """The :class:`ModelConfig` of an :class:`~prh.models.ImageEncoder` of ``train.preset``."""
+    if train.preset not in IMAGE_PRESETS:
+        raise InputError(f"unknown preset {train.preset!r}; expected {sorted(IMAGE_PRESETS)}")
+    return model_config(train.preset, 1, **{**IMAGE_PRESETS[train.preset], **train.model_overrides})

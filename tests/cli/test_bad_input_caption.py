@@ -1,0 +1,134 @@
+"""`prh caption` on bad input: exit 2, one line, no traceback, the run's files intact.
+
+Every case is refused before a model is loaded; the toy caption run (tests/conftest.py) is the
+run a user would point at.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+
+def _png(path):
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    Image.fromarray(rng.integers(0, 256, size=(40, 48, 3), dtype=np.uint8)).save(path)
+    return path
+
+
+def _run_files(run):
+    return [p for p in run.rglob("*") if p.is_file()]
+
+
+@pytest.fixture
+def fill(tmp_path, caption_run, text_run):
+    (tmp_path / "file").write_text("a regular file\n")
+    (tmp_path / "folder").mkdir()
+    return {
+        "run": caption_run,
+        "manifest": caption_run / "caption" / "caption.json",
+        "text": text_run,
+        "png": _png(tmp_path / "a.png"),
+        "tmp": tmp_path,
+    }
+
+
+CASES = {  # {run}: the caption run, {manifest}: its caption.json, {text}: its text run
+    "json is the image": (["--run", "{run}", "--image", "{png}", "--json", "{png}"],
+                          r"--json .*a\.png: would overwrite the input .*a\.png"),
+    "json is the manifest (caption)": (
+        ["--run", "{run}", "--image", "{png}", "--json", "{manifest}"],
+        r"--json .*caption\.json: would overwrite the input",
+    ),
+    "json is the manifest (eval)": (["--eval", "--run", "{run}", "--json", "{manifest}"],
+                                    r"--json .*caption/caption\.json: would overwrite the input"),
+    "json is a tensor of the run": (
+        ["--eval", "--run", "{run}", "--json", "{run}/caption/decoder.safetensors"],
+        r"decoder\.safetensors: would overwrite the input",
+    ),
+    "json is in the text run (eval)": (
+        ["--eval", "--run", "{run}", "--json", "{text}/config.json"],
+        r"config\.json: would overwrite the input",
+    ),
+    "json is in the text run (build)": (
+        ["--build", "--text-run", "{text}", "--out", "{tmp}/new", "--json", "{text}/config.json"],
+        r"config\.json: would overwrite the input",
+    ),
+    "run is a file": (["--run", "{tmp}/file", "--image", "{png}"],
+                      r"--run .*file: is a file, expected a run folder"),
+    "image is a folder": (["--run", "{run}", "--image", "{tmp}/folder"],
+                          r"--image .*folder: is a folder, expected an image file"),
+    "image features is a folder": (
+        ["--eval", "--run", "{run}", "--image-features", "{tmp}/folder"],
+        r"--image-features .*folder: is a folder, expected a feature file",
+    ),
+    "eval beam 1": (["--eval", "--run", "{run}", "--beam", "1"],
+                    r"--beam for the --eval beam row must be >= 2, got 1"),
+    "build out is a file": (["--build", "--text-run", "{text}", "--out", "{tmp}/file"],
+                            r"--out .*file: is a file, expected a folder"),
+    "build out under a file": (
+        ["--build", "--text-run", "{text}", "--out", "{tmp}/file/run"],
+        r"--out .*file/run: .*file is a file, so the folder cannot be created",
+    ),
+    "build text run is a file": (["--build", "--text-run", "{tmp}/file", "--out", "{tmp}/new"],
+                                 r"--text-run .*file: is a file, expected a prh train run folder"),
+    "build text run missing": (["--build", "--text-run", "{tmp}/nope", "--out", "{tmp}/new"],
+                               r"--text-run .*nope: no such folder"),
+    "build seed negative": (["--build", "--text-run", "{text}", "--out", "{tmp}/new", "--seed",
+                             "-1"], r"--seed: expected a seed in \[0, 4294967295\], got -1"),
+    "build noise inf": (["--build", "--text-run", "{text}", "--out", "{tmp}/new", "--noise",
+                         "inf"], r"--noise: expected 'gap' or a finite number >= 0, got 'inf'"),
+    "build n-pairs 3": (["--build", "--text-run", "{text}", "--out", "{tmp}/new", "--n-pairs",
+                         "3"], r"--n-pairs must be >= 4 and --decoder-scenes >= 2, got 3 and"),
+    "threads beyond the CPUs": (["--run", "{run}", "--image", "{png}", "--threads", "100000"],
+                                r"--threads 100000: this machine has \d+ CPUs"),
+    "threads overflow": (["--eval", "--run", "{run}", "--threads", str(10**10)],
+                         r"--threads 10000000000: this machine has"),
+    "beam huge": (["--run", "{run}", "--image", "{png}", "--beam", str(10**10)],
+                  r"--beam must be 1 to 64, got 10000000000"),
+    "eval refs too many": (["--eval", "--run", "{run}", "--refs", "101"],
+                           r"--refs must be 1 to 100 references per scene, got 101"),
+    "build image size 8": (["--build", "--text-run", "{text}", "--out", "{tmp}/new",
+                            "--image-size", "8"], r"--image-size must be 16 to 1024 pixels, got 8"),
+    "build image size huge": (["--build", "--text-run", "{text}", "--out", "{tmp}/new",
+                               "--image-size", "100000"], r"--image-size must be 16 to 1024"),
+    "build noise nan": (["--build", "--text-run", "{text}", "--out", "{tmp}/new", "--noise",
+                         "nan"], r"--noise: expected 'gap' or a finite number >= 0, got 'nan'"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("args, match", CASES.values(), ids=CASES.keys())
+def test_caption_refuses(bad_input, fill, args, match):
+    inputs = [*_run_files(fill["run"]), *_run_files(fill["text"]), fill["png"]]
+    argv = ["caption", *[a.format(**fill) for a in args], "--no-progress"]
+    bad_input(argv, inputs=inputs, match=match)
+    assert not (fill["tmp"] / "new").exists()  # --build refused before it made its folder
+
+
+def test_eval_may_write_a_new_file_inside_the_run(fill):
+    """Only files the command reads are protected: a new file in the run folder passes the guard
+    (here the command then stops on --n, a check made after the run is loaded)."""
+    from prh.cli import main
+
+    out = fill["run"] / "eval.json"
+    assert main(["caption", "--eval", "--run", str(fill["run"]), "--json", str(out), "--n",
+                 "100000000", "--no-progress"]) == 2  # fmt: skip
+    assert not out.exists()
+
+
+def test_java_error_names_real_flags(monkeypatch):
+    """Without Java, the error names the flag that asked for it, and that flag exists."""
+    from prh.bridge import caption_metrics
+    from prh.cli import build_parser
+    from prh.errors import PrhError
+
+    monkeypatch.setattr(caption_metrics.shutil, "which", lambda name: None)
+    refs, hyps = {"a": ["a red cube"]}, {"a": "a red cube"}
+    with pytest.raises(PrhError, match=r"drop --meteor$"):
+        caption_metrics.score_captions(refs, hyps, metrics=("BLEU-4", "METEOR"), tokenizer="simple")
+    with pytest.raises(PrhError, match=r"use --tokenizer simple$"):
+        caption_metrics.score_captions(refs, hyps, metrics=("BLEU-4",), tokenizer="ptb")
+    args = build_parser().parse_args(["caption", "--eval", "--meteor", "--tokenizer", "simple"])
+    assert args.meteor and args.tokenizer == "simple"

@@ -1,0 +1,53 @@
+"""``prh demo`` bad input: one line, exit 2, inputs intact, and no step run, no folder made."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture
+def no_steps(monkeypatch):
+    """Fail the test if the demo gets as far as running a step."""
+    import prh.demo
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a demo step ran before the arguments were checked")
+
+    monkeypatch.setattr(prh.demo, "run_demo", refuse)
+
+
+@pytest.mark.parametrize(
+    ("extra", "match"),
+    [
+        (["--seed", "-1"], r"argument --seed: expected a seed in \[0, "),
+        (["--seed", "4294967296"], r"argument --seed: expected a seed"),
+        (["--seed", "1.5"], r"argument --seed: expected an integer seed"),
+        (["--samples", "0"], r"argument --samples"),
+        (["--samples", "1000"], r"samples \(1000\) must be a multiple of eval_every"),
+        (["--samples", "4096"], r"law sample count 8192 must be .* at most samples \(4096\)"),
+        (["--workers", "0"], r"argument --workers"),
+        (["--workers", "two"], r"argument --workers"),
+    ],
+)
+def test_bad_options_are_refused_before_any_step(bad_input, no_steps, tmp_path, extra, match):
+    out = tmp_path / "demo"
+    line = bad_input(["demo", "--quick", "--out", out, *extra], match=match)
+    assert line.startswith("prh demo: error: ")
+    assert not out.exists()  # nothing made either
+
+
+def test_a_regular_file_as_out_is_refused_and_kept(bad_input, no_steps, tmp_path):
+    f = tmp_path / "file"
+    f.write_text("keep me")
+    line = bad_input(["demo", "--quick", "--out", f], inputs=[f])
+    assert line == f"prh demo: error: --out {f}: is a file, expected a folder"
+
+
+def test_an_out_under_a_regular_file_is_refused(bad_input, no_steps, tmp_path):
+    f = tmp_path / "file"
+    f.write_text("keep me")
+    line = bad_input(["demo", "--quick", "--out", f / "sub" / "demo"], inputs=[f])
+    assert line == (
+        f"prh demo: error: --out {f / 'sub' / 'demo'}: {f} is a file, so the folder cannot be "
+        "created"
+    )

@@ -1,0 +1,200 @@
+"""`prh train`: every bad input is one line, exit status 2, inputs untouched (issue 11)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from prh.training.config import TrainConfig, train_config
+
+
+def _corpus(path, n=64):
+    rows = [
+        json.dumps({"image": f"img_{i}", "captions": [f"a {i % 7} cube {i}", f"one cube {i}"]})
+        for i in range(n)
+    ]
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+# Small and fast on a 64-image corpus: two steps of the tiny preset.
+SMALL = ["--samples", "128", "--batch-size", "64", "--max-len", "12", "--no-progress"]
+SMALL += ["--threads", "1"]
+
+
+@pytest.fixture
+def stored_run(tmp_path):
+    """A run folder as `prh train` leaves it after its first checkpoint (no weights needed)."""
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    cfg = train_config("tiny", views="mixture", rho=0.5, samples=256, seed=3)
+    (run / "config.json").write_text(json.dumps({"train": cfg.to_dict(), "model": {}}))
+    (run / "meta.json").write_text(json.dumps({"threads": 2}))
+    (run / "checkpoints" / "step_00000002.json").write_text("{}")
+    return run
+
+
+@pytest.mark.parametrize(
+    "flags, match",
+    [
+        (["--lr", "inf"], "--lr"),
+        (["--lr", "nan"], "--lr"),
+        (["--lr", "-1"], "--lr"),
+        (["--rho", "nan", "--views", "mixture"], "--rho"),
+        (["--seed", "-1"], "--seed"),
+        (["--seed", "4294967296"], "--seed"),
+        (["--threads", "100000"], "--threads"),
+        (["--max-len", "100000000"], "--max-len"),
+        (["--samples", "0"], "--samples"),
+        (["--views", "good", "--rho", "0.3"], "--rho 0.3: only --views mixture"),
+        (["--views", "bad", "--rho", "0.3"], "--views bad takes no --rho"),
+        (["--views", "mixture"], "--views mixture needs --rho"),
+        (["--device", "tpu"], "--device tpu: unknown device"),
+        ([], "give --out RUN"),
+    ],
+)
+def test_bad_flags(bad_input, tmp_path, flags, match):
+    out = [] if flags == [] else ["--out", str(tmp_path / "r")]
+    bad_input(["train", *out, *flags], match=match)
+    assert not (tmp_path / "r").exists()
+
+
+def test_device_cuda_without_cuda(bad_input, tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    bad_input(["train", "--out", tmp_path / "r", "--device", "cuda"], match="CUDA is not available")
+
+
+def test_output_folder_under_a_file_or_a_file(bad_input, tmp_path):
+    f = tmp_path / "notes.txt"
+    f.write_text("keep me")
+    bad_input(["train", "--out", f / "run"], inputs=[f], match=r"is a file, so the folder")
+    bad_input(["train", "--out", f], inputs=[f], match=r"is a file, expected a folder")
+
+
+def test_resume_of_a_file_or_nothing(bad_input, tmp_path):
+    f = tmp_path / "notes.txt"
+    f.write_text("keep me")
+    bad_input(["train", "--resume", f], inputs=[f], match="is a file, expected a run folder")
+    bad_input(["train", "--resume", tmp_path / "nowhere"], match="no such run folder")
+
+
+def test_resume_of_a_start_without_config_says_start_again(bad_input, tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "tokenizer.json").write_text("{}")
+    bad_input(["train", "--resume", run], match=rf"start it again with --out {run}")
+
+
+@pytest.mark.parametrize(
+    "flags, match",
+    [
+        (["--samples", "512"], "--samples 512: the run in .* was started with 256"),
+        (["--views", "good"], "--views good: .* started with mixture"),
+        (["--rho", "0.3"], "--rho 0.3: .* started with 0.5"),
+        (["--lr", "0.1"], "--lr 0.1"),
+        (["--seed", "4"], "--seed 4"),
+        (["--preset", "small"], "--preset small"),
+        (["--objective", "soft"], "--objective soft"),
+        (["--threads", "4"], "--threads 4: the run in .* used 2 threads"),
+    ],
+)
+def test_resume_refuses_flags_that_change_the_run(bad_input, stored_run, flags, match):
+    files = [stored_run / "config.json", stored_run / "meta.json"]
+    bad_input(["train", "--resume", stored_run, *flags], inputs=files, match=match)
+
+
+def test_out_over_a_run_with_checkpoints(bad_input, stored_run):
+    files = [stored_run / "config.json", stored_run / "checkpoints" / "step_00000002.json"]
+    bad_input(["train", "--out", stored_run], inputs=files, match="use --resume")
+
+
+def test_eval_features_and_corpus_paths(bad_input, tmp_path):
+    out = ["--out", tmp_path / "r"]
+    bad_input(["train", *out, "--eval-features", tmp_path], match="is a folder, expected a")
+    bad_input(["train", *out, "--eval-features", tmp_path / "x.npy"], match="no such file")
+    bad_input(["train", *out, "--corpus", tmp_path / "x.jsonl"], match="no such file or folder")
+
+
+def test_diverging_lr_is_one_line_naming_the_step(bad_input, tmp_path):
+    corpus = _corpus(tmp_path / "c.jsonl")
+    argv = ["train", "--corpus", corpus, "--out", tmp_path / "r", *SMALL, "--lr", "1e30"]
+    line = bad_input(argv, inputs=[corpus], match=r"at step \d+")
+    assert "cholesky" not in line.lower() and "smaller learning rate" in line
+
+
+def test_retry_over_a_failed_start_and_resume_of_a_config_only_run(tmp_path, capsys):
+    from prh.cli import main
+
+    corpus = _corpus(tmp_path / "c.jsonl")
+    run = tmp_path / "r"
+    run.mkdir()
+    (run / "tokenizer.json").write_text("{}")  # a start killed while building its tokenizer
+    assert main(["train", "--corpus", str(corpus), "--out", str(run), *SMALL]) == 0
+    assert "started over" in capsys.readouterr().err
+    assert (run / "model.safetensors").is_file()
+    # A start that wrote its config and stopped before a checkpoint resumes from step 0.
+    (run / "model.safetensors").unlink()
+    assert main(["train", "--resume", str(run)]) == 0
+    assert (run / "model.safetensors").is_file()
+
+
+def test_cli_defaults_equal_the_config_defaults(tmp_path):
+    from prh.cli import build_parser
+    from prh.cli.train import config_from_args
+
+    args = build_parser().parse_args(["train", "--out", str(tmp_path / "r")])
+    assert config_from_args(args) == train_config("tiny") == TrainConfig()
+    help_text = build_parser()._subparsers._group_actions[0].choices["train"].format_help()
+    assert f"(default {TrainConfig.samples})" in " ".join(help_text.split())
+
+
+def test_a_bad_eval_features_file_fails_before_the_run_folder_is_made(bad_input, tmp_path):
+    feats = tmp_path / "feats.jsonl"
+    feats.write_text("{}\n")
+    argv = ["train", "--out", tmp_path / "r", "--eval-features", feats, *SMALL]
+    bad_input(argv, inputs=[feats], match="feats.jsonl")
+    assert not (tmp_path / "r").exists()
+
+
+def test_no_progress_and_no_warning_on_stderr(tmp_path, capsys):
+    from prh.cli import main
+
+    corpus = _corpus(tmp_path / "c.jsonl")
+    argv = ["train", "--corpus", str(corpus), "--out", str(tmp_path / "r"), *SMALL]
+    assert main([*argv, "--objective", "soft"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == "" and captured.out.strip() == str(tmp_path / "r")
+
+
+@pytest.mark.parametrize(
+    "rows, ids, match",
+    [
+        (1, ["scene_1"], r"1 row\(s\); alignment needs at least 2"),
+        (2, ["scene_1", "scene_99999999"], "scene index 99999999 out of range"),
+        (2, ["scene_1", "cat"], "is not a world scene id"),
+        (0, ["scene_1", "scene_2"], "row 0 holds NaN"),
+    ],
+)
+def test_eval_features_content_is_checked_before_training(bad_input, tmp_path, rows, ids, match):
+    import numpy as np
+
+    from prh.features import save_features
+
+    feats = np.full((len(ids), 1, 4), np.nan) if rows == 0 else np.ones((len(ids), 1, 4))
+    path = tmp_path / "f.safetensors"
+    save_features(path, feats, ids=ids)
+    argv = ["train", "--out", tmp_path / "r", "--eval-features", path, *SMALL]
+    bad_input(argv, inputs=[path], match=match)
+    assert not (tmp_path / "r").exists()
+
+
+def test_an_input_inside_the_run_folder_is_refused(bad_input, tmp_path):
+    run = tmp_path / "r"
+    run.mkdir()
+    corpus = _corpus(run / "metrics.jsonl")  # a failed start's file name: would be cleared
+    argv = ["train", "--corpus", corpus, "--out", run, *SMALL]
+    bad_input(argv, inputs=[corpus], match="is inside the run folder")

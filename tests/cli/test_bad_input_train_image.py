@@ -1,0 +1,73 @@
+"""`prh train --modality image|sketch` refuses bad input in one line, exit 2, before any work."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def _train(tmp_path, *extra):
+    return ["train", "--modality", "image", "--out", str(tmp_path / "run"), *extra]
+
+
+@pytest.mark.parametrize("views", ["next-token"])
+def test_text_only_views_are_refused(bad_input, tmp_path, views):
+    bad_input(_train(tmp_path, "--views", views), match=r"--views next-token is text-only")
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("size", ["8", "15", "257", "4096"])
+def test_image_size_out_of_range(bad_input, tmp_path, size):
+    bad_input(_train(tmp_path, "--image-size", size), match=rf"--image-size {size}: expected 16")
+    assert not (tmp_path / "run").exists()
+
+
+def test_image_size_not_a_number(bad_input, tmp_path):
+    bad_input(_train(tmp_path, "--image-size", "0"), match=r"--image-size")
+
+
+def test_text_only_corpus_is_refused(bad_input, tmp_path):
+    corpus = tmp_path / "captions.jsonl"
+    corpus.write_text('{"image_id": "a", "captions": ["a red cube"]}\n')
+    line = bad_input(_train(tmp_path, "--corpus", str(corpus)), inputs=[corpus])
+    assert "text-only" in line and str(corpus) in line
+    assert not (tmp_path / "run").exists()
+
+
+def test_image_flags_on_a_text_run(bad_input, tmp_path):
+    argv = ["train", "--out", str(tmp_path / "run"), "--image-size", "32"]
+    bad_input(argv, match=r"--image-size applies to --modality image or sketch")
+
+
+def test_text_flag_on_an_image_run(bad_input, tmp_path):
+    bad_input(_train(tmp_path, "--max-len", "16"), match=r"--max-len is text-only")
+
+
+def test_batch_too_small_for_the_embedding(bad_input, tmp_path):
+    # tiny image preset: E = 32 needs 2 x batch >= 128
+    bad_input(_train(tmp_path, "--batch-size", "32"), match=r"batch size 32 too small")
+
+
+def test_one_cached_view_cannot_make_good_pairs(bad_input, tmp_path):
+    bad_input(_train(tmp_path, "--render-views", "1"), match=r"--render-views 1")
+
+
+def test_existing_run_folder_is_not_overwritten(bad_input, tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    keep = run / "notes.txt"
+    keep.write_text("mine")
+    bad_input(_train(tmp_path, "--samples", "64"), inputs=[keep], match=r"not empty")
+
+
+def test_cli_defaults_are_the_config_defaults(tmp_path):
+    import argparse
+
+    from prh.cli import train as train_cli
+    from prh.cli.train_image import image_configs
+    from prh.training.image_config import DEFAULT_TRAIN_SCENES, ImageConfig
+
+    p = argparse.ArgumentParser()
+    train_cli.add_arguments(p)
+    train, image = image_configs(p.parse_args(["--modality", "image", "--out", str(tmp_path)]))
+    assert image == ImageConfig(modality="image")
+    assert train.train_scenes == DEFAULT_TRAIN_SCENES and train.views == "good"
