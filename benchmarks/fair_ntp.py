@@ -6,7 +6,9 @@ warm-up, 4,000 training scenes, eval every 1,024 rows against the vision feature
 then reports, for each run and the random-init control, on the held-out scenes of the vision
 feature file: mutual-kNN@10 vs the vision features (best layer pair, bootstrap interval), the same
 within theme, and kNN@10 factor accuracy of the largest object's shape / colour and the count
-(best layer; overall and within theme), with mean (``avg``) and last-token (``last``) pooling.
+(best layer, centred features, ties for the largest object going to the first in reading order:
+issue 12's probe conventions; overall and within theme), with mean (``avg``) and last-token
+(``last``) pooling.
 
 Usage (project root, one thread)::
 
@@ -88,7 +90,7 @@ def report(name, feats, vision, themes, factors, rows):
     m = measure(feats, vision, "mutual_knn", k=10, bootstrap=200, seed=0)
     within = mutual_knn_within_groups(feats, vision, themes, k=10)
     chance = mutual_knn_chance_within_groups(themes, k=10)
-    fac = factor_accuracy(feats, factors, k=10, groups=themes)
+    fac = factor_accuracy(feats, factors, k=10, groups=themes, centre=True)
     row = {
         "encoder": name,
         "mknn": m.score,
@@ -140,7 +142,7 @@ def main() -> None:
     world = build_world(cfg)
     scenes = scene_ids_of(ids)
     themes = world.themes_of(scenes)
-    factors = scene_factors(world, scenes)
+    factors = scene_factors(world, scenes, ties="first")  # issue 12's probe convention
     texts = eval_texts(cfg, ids)  # the eval hook's captions: one seeded caption per scene
     rows: list[dict] = []
     for name, path in runs.items():

@@ -16,10 +16,11 @@ from prh.world import CaveWorld, WorldConfig
 from prh.world.factors import scene_factors, scene_ids_of
 
 
-def _brute_knn_accuracy(x, y, k):
+def _brute_knn_accuracy(x, y, k, centre=True):
     """Loop-by-loop reference: centre, normalise, for each i sort others by cosine, vote."""
     x = np.asarray(x, float)
-    x = x - x.mean(0)
+    if centre:
+        x = x - x.mean(0)
     x = x / (np.linalg.norm(x, axis=1, keepdims=True) + 1e-12)
     hits = 0
     for i in range(len(x)):
@@ -38,14 +39,24 @@ def test_knn_accuracy_equals_brute_force():
         x = rng.standard_normal((n, d))
         y = rng.integers(0, c, n)
         x[:, 0] += y  # some signal
-        assert knn_accuracy(x, y, k) == pytest.approx(_brute_knn_accuracy(x, y, k))
+        for centre in (True, False):
+            ref = _brute_knn_accuracy(x, y, k, centre)
+            assert knn_accuracy(x, y, k, centre=centre) == pytest.approx(ref)
+
+
+def test_rows_with_an_undefined_label_are_left_out():
+    rng = np.random.default_rng(6)
+    x, y = rng.standard_normal((50, 4)), rng.integers(0, 3, 50)
+    y[::7] = -1
+    keep = y >= 0
+    assert knn_accuracy(x, y, 5) == pytest.approx(_brute_knn_accuracy(x[keep], y[keep], 5, False))
 
 
 def test_within_groups_is_the_weighted_mean_of_per_group_accuracy():
     rng = np.random.default_rng(1)
     x, y, g = rng.standard_normal((60, 4)), rng.integers(0, 3, 60), rng.integers(0, 4, 60)
     ref = sum(_brute_knn_accuracy(x[g == v], y[g == v], 10) * (g == v).sum() for v in range(4))
-    assert knn_accuracy(x, y, 10, groups=g) == pytest.approx(ref / 60)
+    assert knn_accuracy(x, y, 10, groups=g, centre=True) == pytest.approx(ref / 60)
 
 
 def test_features_that_know_only_the_group_gain_nothing_within_groups():
@@ -56,8 +67,8 @@ def test_features_that_know_only_the_group_gain_nothing_within_groups():
     y = np.where(rng.random(300) < 0.6, g, rng.integers(0, 6, 300))
     x = np.eye(6)[g] * 5 + 0.1 * rng.standard_normal((300, 6))
     within_majority = np.mean([np.bincount(y[g == v]).max() / 50 for v in range(6)])
-    assert knn_accuracy(x, y, 10) > 0.5 > np.bincount(y).max() / 300 + 0.2
-    assert knn_accuracy(x, y, 10, groups=g) <= within_majority + 0.02
+    assert knn_accuracy(x, y, 10, centre=True) > 0.5 > np.bincount(y).max() / 300 + 0.2
+    assert knn_accuracy(x, y, 10, groups=g, centre=True) <= within_majority + 0.02
 
 
 def test_best_layer_and_factor_table():
@@ -65,9 +76,9 @@ def test_best_layer_and_factor_table():
     y = rng.integers(0, 4, 80)
     feats = rng.standard_normal((80, 3, 6))
     feats[:, 2, :4] += 4 * np.eye(4)[y]  # layer 2 knows the label
-    acc, layer = best_layer_accuracy(feats, y)
+    acc, layer = best_layer_accuracy(feats, y, centre=True)
     assert layer == 2 and acc > 0.9
-    table = factor_accuracy(feats, {"f": y}, groups=np.arange(80) % 2)
+    table = factor_accuracy(feats, {"f": y}, groups=np.arange(80) % 2, centre=True)
     assert table["f"]["overall_layer"] == 2 and table["f"]["within"] > 0.8
     assert 0.2 < table["f"]["chance"] < 0.5
 
@@ -84,12 +95,16 @@ def test_mutual_knn_within_groups_orders_aligned_above_shuffled():
 
 def test_scene_factors_read_the_largest_object():
     w = CaveWorld(WorldConfig(num_scenes=200))
-    ids = scene_ids_of(["scene_3", "scene_10"])
-    f = scene_factors(w, ids)
-    s = w.scene(10)
-    big = max(s.objects, key=lambda o: o.size)
-    assert f["shape"][1] == big.shape and f["colour"][1] == big.colour
-    assert f["count"][1] == len(s.objects)
+    ids = scene_ids_of([f"scene_{i}" for i in range(60)])
+    first, undefined = scene_factors(w, ids, ties="first"), scene_factors(w, ids)
+    for j, i in enumerate(ids):
+        s = w.scene(int(i))
+        big = max(s.objects, key=lambda o: o.size)  # the first of the largest
+        tie = sum(o.size == big.size for o in s.objects) > 1
+        assert first["shape"][j] == big.shape and first["colour"][j] == big.colour
+        assert undefined["shape"][j] == (-1 if tie else big.shape)
+        assert first["count"][j] == undefined["count"][j] == len(s.objects)
+    assert (undefined["shape"] == -1).any()
     with pytest.raises(InputError, match="not a world scene id"):
         scene_ids_of(["img_3"])
 

@@ -1,8 +1,10 @@
 """Factor probes: how much of a known factor a representation's neighbourhoods hold.
 
 Leave-one-out kNN accuracy of a label (the largest object's shape, its colour, the object count):
-each sample's ``k`` nearest neighbours (cosine on centred, L2-normalised features, self excluded)
-vote, the majority label (ties: the smallest label) is the prediction. Computed per layer; the
+each sample's ``k`` nearest neighbours (cosine, self excluded; on centred features with
+``centre=True``, the convention of issue 12's text probes) vote, the majority label (ties: the
+smallest label) is the prediction. Rows with a negative (undefined) label are left out. The one
+implementation: :mod:`prh.training.image_probe` uses it too. Computed per layer; the
 *best-layer* figure is the maximum over layers.
 
 **Within groups.** In a themed world every encoder scores higher overall, an untrained one too,
@@ -24,20 +26,22 @@ from prh.errors import InputError
 from prh.metrics.api import measure
 
 
-def _normalise(x: np.ndarray) -> np.ndarray:
+def _normalise(x: np.ndarray, centre: bool) -> np.ndarray:
     x = np.asarray(x, dtype=np.float64)
-    x = x - x.mean(0)
-    return x / (np.linalg.norm(x, axis=1, keepdims=True) + 1e-12)
+    if centre:
+        x = x - x.mean(0)
+    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
 
 
-def knn_predict(x: np.ndarray, labels: np.ndarray, k: int = 10) -> np.ndarray:
-    """Leave-one-out kNN majority vote of ``labels`` ``(N,)`` from features ``x`` ``(N, D)``.
+def knn_predict(x: np.ndarray, labels: np.ndarray, k: int = 10, centre: bool = False) -> np.ndarray:
+    """Leave-one-out kNN majority vote of integer ``labels`` ``(N,)`` (all >= 0) from ``x``.
 
-    Neighbours by cosine similarity of centred rows, self excluded, ``k`` capped at ``N - 1``;
-    ties in similarity go to the lower index, ties in the vote to the smaller label.
+    Neighbours by cosine similarity (of centred rows when ``centre``), self excluded, ``k``
+    capped at ``N - 1``; ties in similarity go to the lower index, ties in the vote to the
+    smaller label.
     """
-    x = _normalise(x)
-    y = np.asarray(labels)
+    x = _normalise(x, centre)
+    y = np.asarray(labels, dtype=np.int64)
     n = len(x)
     if n < 2:
         raise InputError(f"kNN probe: need >= 2 samples, got {n}")
@@ -45,34 +49,42 @@ def knn_predict(x: np.ndarray, labels: np.ndarray, k: int = 10) -> np.ndarray:
     S = x @ x.T  # (N, N)
     np.fill_diagonal(S, -np.inf)
     nn = np.argsort(-S, axis=1, kind="stable")[:, :k]  # (N, k)
-    _, codes = np.unique(y, return_inverse=True)
-    votes = np.zeros((n, codes.max() + 1), dtype=np.int64)
-    np.add.at(votes, (np.repeat(np.arange(n), k), codes[nn].ravel()), 1)
-    return np.unique(y)[votes.argmax(axis=1)]
+    votes = np.zeros((n, int(y.max()) + 1), dtype=np.int64)  # (N, C)
+    np.add.at(votes, (np.repeat(np.arange(n), k), y[nn].ravel()), 1)
+    return votes.argmax(axis=1)
 
 
 def knn_accuracy(
-    x: np.ndarray, labels: np.ndarray, k: int = 10, groups: np.ndarray | None = None
+    x: np.ndarray,
+    labels: np.ndarray,
+    k: int = 10,
+    groups: np.ndarray | None = None,
+    centre: bool = False,
 ) -> float:
-    """Leave-one-out kNN@k accuracy of ``labels`` from ``x`` ``(N, D)``.
+    """Leave-one-out kNN@k accuracy of integer ``labels`` from ``x`` ``(N, D)``.
 
-    ``groups`` ``(N,)``: neighbours only within a sample's own group (features centred per group);
-    the result is the size-weighted mean over groups of two or more samples.
+    Rows whose label is negative (undefined, e.g. a tie for the largest object) are left out
+    before anything else. ``groups`` ``(N,)``: neighbours only within a sample's own group
+    (features centred per group when ``centre``); the result is the size-weighted mean over
+    groups of two or more samples.
     """
     y = np.asarray(labels)
     if len(y) != len(x):
         raise InputError(f"kNN probe: {len(x)} feature rows but {len(y)} labels")
+    keep = y >= 0
+    x, y = np.asarray(x)[keep], y[keep]
     if groups is None:
-        return float((knn_predict(x, y, k) == y).mean())
+        return float((knn_predict(x, y, k, centre) == y).mean())
     g = np.asarray(groups)
-    if len(g) != len(y):
-        raise InputError(f"kNN probe: {len(y)} labels but {len(g)} group ids")
+    if len(g) != len(keep):
+        raise InputError(f"kNN probe: {len(keep)} labels but {len(g)} group ids")
+    g = g[keep]
     hits, total = 0, 0
     for v in np.unique(g):
         idx = np.flatnonzero(g == v)
         if len(idx) < 2:
             continue
-        hits += int((knn_predict(x[idx], y[idx], k) == y[idx]).sum())
+        hits += int((knn_predict(x[idx], y[idx], k, centre) == y[idx]).sum())
         total += len(idx)
     if total == 0:
         raise InputError("kNN probe: no group holds two or more samples")
@@ -80,13 +92,17 @@ def knn_accuracy(
 
 
 def best_layer_accuracy(
-    feats: np.ndarray, labels: np.ndarray, k: int = 10, groups: np.ndarray | None = None
+    feats: np.ndarray,
+    labels: np.ndarray,
+    k: int = 10,
+    groups: np.ndarray | None = None,
+    centre: bool = False,
 ) -> tuple[float, int]:
     """``(accuracy, layer)``: :func:`knn_accuracy` of the best layer of ``feats`` ``(N, L, D)``."""
     f = np.asarray(feats)
     if f.ndim == 2:
         f = f[:, None, :]
-    accs = [knn_accuracy(f[:, layer], labels, k, groups) for layer in range(f.shape[1])]
+    accs = [knn_accuracy(f[:, layer], labels, k, groups, centre) for layer in range(f.shape[1])]
     best = int(np.argmax(accs))
     return float(accs[best]), best
 
@@ -96,6 +112,7 @@ def factor_accuracy(
     factors: Mapping[str, np.ndarray],
     k: int = 10,
     groups: np.ndarray | None = None,
+    centre: bool = False,
 ) -> dict:
     """Best-layer kNN accuracy of every factor, overall and (with ``groups``) within group.
 
@@ -109,18 +126,20 @@ def factor_accuracy(
     out = {}
     for name, y in factors.items():
         y = np.asarray(y)
-        acc, layer = best_layer_accuracy(feats, y, k)
-        row = {"overall": acc, "overall_layer": layer, "chance": _majority_rate(y)}
+        acc, layer = best_layer_accuracy(feats, y, k, centre=centre)
+        row = {"overall": acc, "overall_layer": layer, "chance": chance(y)}
         if groups is not None:
-            acc_w, layer_w = best_layer_accuracy(feats, y, k, groups)
+            acc_w, layer_w = best_layer_accuracy(feats, y, k, groups, centre)
             row.update(within=acc_w, within_layer=layer_w)
         out[name] = row
     return out
 
 
-def _majority_rate(y: np.ndarray) -> float:
-    _, counts = np.unique(y, return_counts=True)
-    return float(counts.max() / counts.sum())
+def chance(labels: np.ndarray) -> float:
+    """Accuracy of always answering the most frequent label (over rows with a label >= 0)."""
+    y = np.asarray(labels)
+    y = y[y >= 0]
+    return float(np.bincount(y).max() / len(y))
 
 
 def mutual_knn_within_groups(
