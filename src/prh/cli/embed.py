@@ -24,7 +24,7 @@ import os
 import time
 from pathlib import Path
 
-from prh.cli._args import nonnegative_int, positive_int, seed
+from prh.cli._args import nonnegative_float, nonnegative_int, positive_int, seed
 
 
 def device_name(text: str) -> str:
@@ -74,6 +74,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=seed,
         default=None,
         help="world seed: which scenes exist (default: a run's world_seed, else 0)",
+    )
+    parser.add_argument(
+        "--world-themes",
+        metavar="T",
+        type=nonnegative_int,
+        default=None,
+        help="--world cave: scene themes (0 = none; default: a run's world_themes, else 0)",
+    )
+    parser.add_argument(
+        "--theme-strength",
+        metavar="X",
+        type=nonnegative_float,
+        default=None,
+        help="--world cave: how narrow a theme is (default: a run's theme_strength, else 2.0)",
     )
     parser.add_argument(
         "--split",
@@ -186,7 +200,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=["avg", "last", "cls"],
         default=None,
         help="hf:/minilm token pooling of every layer: mean over real tokens, last real token, or"
-        " first token (default: avg for text, cls for vision transformers)",
+        " first token (default: avg for text, cls for vision transformers); a prh run: avg"
+        " (default) or last",
     )
     parser.add_argument(
         "--prompt",
@@ -304,6 +319,7 @@ def _dataset(args):
 
     if args.modality == "sketch":
         raise InputError("--modality sketch exists only for --world cave")
+    _refuse_theme_flags(args, "--dataset")
     if args.images or args.format:
         raise InputError("--images/--format apply to --corpus only")
     if args.captions_per_scene != 1:
@@ -336,14 +352,42 @@ def _world_scenes(args):
     if args.images or args.format:
         raise InputError("--images/--format apply to --corpus only")
     seed = args.seed if args.seed is not None else _run_world_seed(args.model)
-    world = CaveWorld(WorldConfig(seed=seed, image_size=args.image_size))
+    stored = _run_train_config(args.model)
+    themes = args.world_themes
+    themes = int(stored.get("world_themes", 0)) if themes is None else themes
+    strength = args.theme_strength
+    strength = float(stored.get("theme_strength", 2.0)) if strength is None else strength
+    if themes:
+        world = CaveWorld(
+            WorldConfig(
+                seed=seed, image_size=args.image_size, themes=themes, theme_strength=strength
+            )
+        )
+    else:
+        world = CaveWorld(WorldConfig(seed=seed, image_size=args.image_size))
     split = args.split or "test"
     scene_ids = world.split(split)
     if args.n is not None:
         if args.n > len(scene_ids):
             raise InputError(f"--n {args.n}: split {split!r} has only {len(scene_ids)} scenes")
         scene_ids = scene_ids[: args.n]
-    return world, scene_ids, f"world:cave seed={seed} split={split} n={len(scene_ids)}"
+    themed = f" themes={themes} theme_strength={strength}" if themes else ""
+    return world, scene_ids, f"world:cave seed={seed}{themed} split={split} n={len(scene_ids)}"
+
+
+def _run_train_config(model: str) -> dict:
+    """The stored train config of a ``prh train`` run directory ({} for any other MODEL)."""
+    from prh.encoders.stored import is_run_dir
+
+    path = Path(model).expanduser()
+    if not is_run_dir(path):
+        return {}
+    try:
+        stored = json.loads((path / "config.json").read_text())
+        out = stored.get("train", stored)
+        return out if isinstance(out, dict) else {}
+    except (OSError, ValueError, TypeError, AttributeError):
+        return {}
 
 
 def _run_world_seed(model: str) -> int:
@@ -368,6 +412,7 @@ def _corpus(args):
 
     if args.modality == "sketch":
         raise InputError("--modality sketch exists only for --world cave")
+    _refuse_theme_flags(args, "--corpus")
     _refuse_dataset_flags(args, "--corpus")
     if args.images is not None:
         images = Path(args.images).expanduser()
@@ -385,6 +430,16 @@ def _corpus(args):
             raise InputError(f"--n {args.n}: corpus {args.corpus} has only {len(corpus)} images")
         corpus = corpus.subset(corpus.image_ids[: args.n])
     return corpus, f"corpus:{args.corpus} split={args.split or 'all'} n={len(corpus)}"
+
+
+def _refuse_theme_flags(args, source: str) -> None:
+    """--world-themes/--theme-strength describe the cave world: refuse them elsewhere."""
+    from prh.errors import InputError
+
+    if args.world_themes is not None or args.theme_strength is not None:
+        raise InputError(
+            f"--world-themes/--theme-strength apply to --world cave only, not {source}"
+        )
 
 
 def _refuse_dataset_flags(args, source: str) -> None:

@@ -12,7 +12,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from prh.cli._args import fraction, nonnegative_int, positive_float, positive_int, seed
+from prh.cli._args import (
+    fraction,
+    nonnegative_float,
+    nonnegative_int,
+    positive_float,
+    positive_int,
+    seed,
+)
 from prh.cli.train_image import add_image_arguments, image_run_requested, run_image
 from prh.errors import InputError
 from prh.training.config import MAX_LEN, PRESET_DEFAULTS, TrainConfig, train_config
@@ -39,6 +46,10 @@ RUN_FLAGS = (
     "eval_features",
     "eval_every",
     "checkpoint_every",
+    "world_themes",
+    "theme_strength",
+    "doc_captions",
+    "doc_style",
 )
 
 
@@ -164,6 +175,35 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    p.add_argument(
+        "--world-themes",
+        metavar="T",
+        type=nonnegative_int,
+        default=None,
+        help=f"scene themes of the world (0: none; default {d.world_themes}; docs/world.md)",
+    )
+    p.add_argument(
+        "--theme-strength",
+        metavar="X",
+        type=nonnegative_float,
+        default=None,
+        help=f"how narrow a theme is (default {d.theme_strength})",
+    )
+    p.add_argument(
+        "--doc-captions",
+        metavar="D",
+        type=positive_int,
+        default=None,
+        help=f"next-token: captions of one scene per document (default {d.doc_captions}; "
+        "give --max-len about 48 D)",
+    )
+    p.add_argument(
+        "--doc-style",
+        action="store_const",
+        const=True,
+        default=None,
+        help="next-token: a document's captions share one style (register, vocabulary, order)",
+    )
     add_image_arguments(p)  # --modality image|sketch and its flags (prh.cli.train_image)
 
 
@@ -199,6 +239,10 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         eval_features=args.eval_features,
         eval_every=args.eval_every,
         checkpoint_every=args.checkpoint_every,
+        world_themes=args.world_themes,
+        theme_strength=args.theme_strength,
+        doc_captions=args.doc_captions,
+        doc_style=args.doc_style,
     )
 
 

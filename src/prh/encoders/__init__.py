@@ -109,6 +109,11 @@ def load_encoder(
         from prh.encoders.minilm import MiniLMEncoder
 
         return MiniLMEncoder(threads=threads, options=options or EncoderOptions())
+    run_pool = _run_pool(spec, options)
+    if run_pool is not None:
+        from prh.encoders.stored import RunEncoder
+
+        return RunEncoder(Path(spec).expanduser(), threads=threads, pool=run_pool)
     if options is not None and options != EncoderOptions():
         raise InputError(
             f"{spec}: --device, --dtype, --pool and --prompt apply to hf: and minilm encoders only"
@@ -149,3 +154,14 @@ def load_encoder(
     looks_like_path = "/" in spec or spec.startswith((".", "~"))
     where = f"no such run directory {spec}" if looks_like_path else f"unknown encoder spec {spec!r}"
     raise InputError(f"{where}; expected one of: {', '.join(SPECS)}")
+
+
+def _run_pool(spec: str, options: EncoderOptions | None) -> str | None:
+    """A prh run directory given ``--pool`` (and no other option): its pooling; else None."""
+    if options is None or options.pool is None:
+        return None
+    if options != EncoderOptions(pool=options.pool):
+        return None
+    from prh.encoders.stored import is_run_dir
+
+    return options.pool if is_run_dir(Path(spec).expanduser()) else None

@@ -91,10 +91,13 @@ class RunEncoder(Encoder):
 
     modality = "text"
 
-    def __init__(self, path: str | Path, threads: int | None = None) -> None:
+    def __init__(self, path: str | Path, threads: int | None = None, pool: str = "avg") -> None:
         super().__init__()
         from prh.encoders._torch import set_threads
 
+        if pool not in ("avg", "last"):
+            raise InputError(f"{path}: --pool {pool}: a prh run pools by avg or last")
+        self.pool = pool
         set_threads(threads)
         self.spec = str(path)
         from prh.training import load_run
@@ -104,7 +107,8 @@ class RunEncoder(Encoder):
             self.modality = "image"
 
     def _encode_text_batch(self, texts: list[str]) -> np.ndarray:
-        out = np.asarray(self.run.encode_texts(texts, batch_size=len(texts)), dtype=np.float32)
+        kw = {} if self.pool == "avg" else {"pool": self.pool}  # a JEPA/LM run: avg is the default
+        out = np.asarray(self.run.encode_texts(texts, batch_size=len(texts), **kw), np.float32)
         if out.ndim == 2:
             out = out[:, None, :]
         self.layer_dims = [int(out.shape[2])] * int(out.shape[1])

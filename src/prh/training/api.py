@@ -346,17 +346,29 @@ def encode_texts(
     device: torch.device | str = "cpu",
     batch_size: int = 256,
     include_pooled: bool = True,
+    pool: str = "avg",
 ) -> np.ndarray:
-    """Every layer's mean-pooled hidden state ``(N, L + 1, D)`` (float32).
+    """Every layer's pooled hidden state ``(N, L + 1, D)`` (float32).
 
-    For a :class:`TextEncoder` with ``include_pooled``, the JEPA embedding ``(E <= D)`` is
-    appended as a last layer, zero-padded to ``D`` (padding changes no cosine or inner product).
+    ``pool="avg"`` (default): the mean over real tokens (the PRH benchmark's pooling of language
+    models); for a :class:`TextEncoder` with ``include_pooled``, the JEPA embedding ``(E <= D)``
+    is appended as a last layer, zero-padded to ``D`` (padding changes no cosine or inner
+    product). ``pool="last"``: the hidden state of the last real token (``[EOS]``) of every
+    layer, no appended projection (the JEPA head is defined on the mean).
     """
+    if pool not in ("avg", "last"):
+        raise InputError(f"pool {pool!r}: expected avg or last")
     was_training = model.training
     model.eval()
     out = []
     for i in range(0, len(texts), batch_size):
         ids, mask = trim(*tokenizer.encode_batch(list(texts[i : i + batch_size]), max_len))
+        if pool == "last":
+            hs = model.trunk(ids.to(device), mask.to(device))  # L + 1 of (b, T, D)
+            last = mask.to(device).long().sum(1).clamp_min(1) - 1  # (b,) last real token
+            rows = torch.arange(len(last), device=last.device)
+            out.append(torch.stack([h[rows, last] for h in hs], 1).float().cpu().numpy())
+            continue
         enc = model.encode(ids.to(device), mask.to(device))
         layers = enc.layers.float()  # (b, L + 1, D)
         if include_pooled and isinstance(model, TextEncoder):
@@ -384,11 +396,20 @@ class LoadedRun:
     step: int
     device: torch.device
 
-    def encode_texts(self, texts: Sequence[str], batch_size: int = 256) -> np.ndarray:
+    def encode_texts(
+        self, texts: Sequence[str], batch_size: int = 256, pool: str = "avg"
+    ) -> np.ndarray:
         """``(N, L, D)`` float32: every layer mean-pooled over valid tokens (and, for a JEPA, the
-        projection zero-padded to ``D`` as the last layer)."""
+        projection zero-padded to ``D`` as the last layer); ``pool="last"``: every layer's last
+        real token."""
         return encode_texts(
-            self.model, self.tokenizer, texts, self.config.max_len, self.device, batch_size
+            self.model,
+            self.tokenizer,
+            texts,
+            self.config.max_len,
+            self.device,
+            batch_size,
+            pool=pool,
         )
 
     def embed_texts(self, texts: Sequence[str], batch_size: int = 256) -> np.ndarray:

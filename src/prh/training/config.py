@@ -14,6 +14,14 @@ VIEWS = ("good", "bad", "next-token", "mixture")
 MAX_LEN = 4096
 OBJECTIVES = ("whitened", "soft", "sigreg")
 
+# Fields added after the first release, omitted from to_dict() at these defaults.
+OPTIONAL_DEFAULTS: dict[str, Any] = {
+    "world_themes": 0,
+    "theme_strength": 2.0,
+    "doc_captions": 1,
+    "doc_style": False,
+}
+
 # Optimiser defaults per model size (smaller models tolerate larger steps).
 PRESET_DEFAULTS: dict[str, dict[str, Any]] = {
     "tiny": {"lr": 1e-3, "batch_size": 128},
@@ -54,6 +62,13 @@ class TrainConfig:
         Tokenizer vocabulary trained on the corpus.
     world_seed, captions_per_scene, train_scenes : int
         Which world, how many captions per scene, how many training scenes (0 = the whole split).
+    world_themes, theme_strength : int, float
+        Scene themes of the world (0: none, today's world; see :mod:`prh.world.themes`).
+    doc_captions : int
+        Next-token only: captions of one scene per document (1: a single caption).
+    doc_style : bool
+        Next-token only: each document's captions share one style (register, vocabulary, order;
+        :mod:`prh.world.styles`), from a pool of ``captions_per_scene`` documents per scene.
     eval_features : str or None
         Feature file to measure alignment against during training (ids ``scene_{i}``).
     eval_every, checkpoint_every, log_every : int
@@ -83,6 +98,10 @@ class TrainConfig:
     world_seed: int = 0
     captions_per_scene: int = 5
     train_scenes: int = 0
+    world_themes: int = 0
+    theme_strength: float = 2.0
+    doc_captions: int = 1
+    doc_style: bool = False
     eval_features: str | None = None
     eval_every: int = 0
     checkpoint_every: int = 200
@@ -105,6 +124,16 @@ class TrainConfig:
         for name in ("samples", "batch_size", "max_len", "vocab_size"):
             if getattr(self, name) < 1:
                 raise InputError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.world_themes < 0:
+            raise InputError(f"world_themes must be >= 0 (0 = none), got {self.world_themes}")
+        if self.world_themes and self.world is None:
+            raise InputError("world_themes applies to --world cave only")
+        if self.doc_captions < 1:
+            raise InputError(f"doc_captions must be >= 1, got {self.doc_captions}")
+        if (self.doc_captions > 1 or self.doc_style) and self.views != "next-token":
+            raise InputError("doc_captions and doc_style apply to --views next-token only")
+        if self.doc_style and self.world is None:
+            raise InputError("doc_style needs --world cave (styles regenerate captions)")
         if self.max_len > MAX_LEN:
             raise InputError(f"max_len must be <= {MAX_LEN} tokens, got {self.max_len}")
         if not (math.isfinite(self.lr) and self.lr > 0):
@@ -120,6 +149,11 @@ class TrainConfig:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
+        # Fields of the fair next-token protocol are written only when set: a config without
+        # them serialises (and hashes, e.g. a demo run folder's name) exactly as before.
+        for name, default in OPTIONAL_DEFAULTS.items():
+            if d[name] == default:
+                del d[name]
         d["steps"] = self.steps
         return d
 

@@ -15,12 +15,23 @@ from prh.training.config import TrainConfig
 TOKENIZER_FILE = "tokenizer.json"
 
 
+def build_world(cfg: TrainConfig) -> Any:
+    """The :class:`prh.world.CaveWorld` of a ``--world cave`` config (themes included)."""
+    from prh.world import CaveWorld, WorldConfig
+
+    if cfg.world_themes:
+        return CaveWorld(
+            WorldConfig(
+                seed=cfg.world_seed, themes=cfg.world_themes, theme_strength=cfg.theme_strength
+            )
+        )
+    return CaveWorld(WorldConfig(seed=cfg.world_seed))
+
+
 def build_corpus(cfg: TrainConfig) -> Any:
     """The training :class:`prh.data.CaptionCorpus` of a config (fixed by the world seed)."""
     if cfg.world is not None:
-        from prh.world import CaveWorld, WorldConfig
-
-        world = CaveWorld(WorldConfig(seed=cfg.world_seed))
+        world = build_world(cfg)
         ids = world.split("train")
         if cfg.train_scenes:
             ids = ids[: cfg.train_scenes]
@@ -58,8 +69,25 @@ def default_data_factory(
     barrier()
     tok = TextTokenizer.load(path)
     kind = "mixture" if cfg.views == "mixture" else cfg.views
+    source, config = corpus, None
+    if cfg.doc_captions > 1 or cfg.doc_style:
+        from prh.views import ViewConfig
+
+        config = ViewConfig(doc_captions=cfg.doc_captions)
+        if cfg.doc_style:
+            from prh.views.documents import StyledDocumentSource
+
+            world = build_world(cfg)
+            ids = world.split("train")
+            if cfg.train_scenes:
+                ids = ids[: cfg.train_scenes]
+            source = StyledDocumentSource(world, ids, wordings=cfg.captions_per_scene)
+        elif cfg.doc_captions > cfg.captions_per_scene:
+            raise InputError(
+                f"doc_captions {cfg.doc_captions} > captions_per_scene {cfg.captions_per_scene}"
+            )
     ds = make_view_dataset(
-        corpus,
+        source,
         kind,
         tok,
         rho=cfg.rho,
@@ -68,6 +96,7 @@ def default_data_factory(
         seed=cfg.seed,
         rank=rank,
         world_size=world_size,
+        config=config,
     )
     return tok, ds
 
@@ -75,9 +104,7 @@ def default_data_factory(
 def eval_texts(cfg: TrainConfig, ids: list[str]) -> list[str]:
     """One caption per id (``scene_{i}``) to embed for evaluation against a feature file."""
     if cfg.world is not None:
-        from prh.world import CaveWorld, WorldConfig
-
-        world = CaveWorld(WorldConfig(seed=cfg.world_seed))
+        world = build_world(cfg)
         out = []
         for s in ids:
             if not s.startswith("scene_") or not s[6:].isdigit():

@@ -13,22 +13,16 @@ from collections.abc import Sequence
 import numpy as np
 
 from prh.errors import InputError
+from prh.metrics.probe import chance
+from prh.metrics.probe import knn_accuracy as _knn_accuracy
+from prh.world.factors import scene_factors as _world_factors
 
 FACTORS = ("shape", "colour", "count")
 
 
 def scene_factors(world, scene_ids: Sequence[int]) -> dict[str, np.ndarray]:
     """``{"shape", "colour", "count"}`` -> ``(N,)`` int labels; -1 where undefined."""
-    shape, colour, count = [], [], []
-    for i in scene_ids:
-        objs = world.scene(int(i)).objects
-        top = max(o.size for o in objs)
-        largest = [o for o in objs if o.size == top]
-        one = len(largest) == 1
-        shape.append(int(largest[0].shape) if one else -1)
-        colour.append(int(largest[0].colour) if one else -1)
-        count.append(len(objs))
-    return {"shape": np.array(shape), "colour": np.array(colour), "count": np.array(count)}
+    return _world_factors(world, scene_ids, ties="undefined")
 
 
 def knn_accuracy(features: np.ndarray, labels: np.ndarray, k: int = 10) -> float:
@@ -36,25 +30,12 @@ def knn_accuracy(features: np.ndarray, labels: np.ndarray, k: int = 10) -> float
 
     Each labelled row's ``k`` most cosine-similar OTHER labelled rows vote; the most frequent
     label wins, a tie going to the smallest label. ``features`` ``(N, D)``, ``labels`` ``(N,)``.
+    (:func:`prh.metrics.probe.knn_accuracy`, uncentred, with this module's size check.)
     """
-    keep = labels >= 0
-    x = np.asarray(features, dtype=np.float64)[keep]  # (n, D)
-    y = np.asarray(labels)[keep]  # (n,)
-    if len(y) <= k:
-        raise InputError(f"kNN accuracy: {len(y)} labelled rows, need more than k = {k}")
-    x = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
-    sim = x @ x.T  # (n, n)
-    np.fill_diagonal(sim, -np.inf)
-    nn = np.argsort(-sim, axis=1, kind="stable")[:, :k]  # (n, k)
-    votes = np.zeros((len(y), int(y.max()) + 1), dtype=np.int64)  # (n, C)
-    np.add.at(votes, (np.repeat(np.arange(len(y)), k), y[nn].ravel()), 1)
-    return float((votes.argmax(1) == y).mean())
-
-
-def chance(labels: np.ndarray) -> float:
-    """Accuracy of always answering the most frequent label (over labelled rows)."""
-    y = np.asarray(labels)[np.asarray(labels) >= 0]
-    return float(np.bincount(y).max() / len(y))
+    n = int((np.asarray(labels) >= 0).sum())
+    if n <= k:
+        raise InputError(f"kNN accuracy: {n} labelled rows, need more than k = {k}")
+    return _knn_accuracy(features, labels, k)
 
 
 def probe_table(

@@ -18,8 +18,9 @@ import numpy as np
 from prh.errors import InputError
 from prh.world import captions as _captions
 from prh.world.render import render_scene
-from prh.world.scenes import Scene, sample_scene_table, scene_from_row
+from prh.world.scenes import Scene, object_count_probs, sample_scene_table, scene_from_row
 from prh.world.sketch import render_sketch
+from prh.world.themes import sample_themed_scene_table
 
 SPLITS = ("train", "test", "all")
 # The scene table is drawn eagerly (rejection sampling keeps scenes distinct, in draw order, so
@@ -46,6 +47,12 @@ class WorldConfig:
         Fraction of scenes held out in the ``"test"`` split.
     omit_prob : float
         Probability that a caption leaves one object out (a partial description).
+    themes : int
+        0 (default): the plain world, every object drawn independently. ``T > 0``: each scene
+        draws one of ``T`` themes that decide which shapes, colours, sizes and cells co-occur;
+        every value keeps its marginal frequency (:mod:`prh.world.themes`). Another world.
+    theme_strength : float
+        How narrow a theme is (log-weight scale; 0 makes every theme uniform). Themes only.
     """
 
     seed: int = 0
@@ -54,6 +61,8 @@ class WorldConfig:
     max_objects: int = 3
     test_fraction: float = 0.1
     omit_prob: float = 0.2
+    themes: int = 0
+    theme_strength: float = 2.0
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -81,8 +90,21 @@ class CaveWorld:
             )
         if not 0.0 < c.test_fraction < 1.0:
             raise InputError(f"world: test_fraction must be in (0, 1), got {c.test_fraction}")
+        if c.themes < 0:
+            raise InputError(f"world: themes must be >= 0 (0 = no themes), got {c.themes}")
+        self._theme: np.ndarray | None = None
         try:
-            self._table = sample_scene_table(c.num_scenes, c.seed, c.max_objects)
+            if c.themes:
+                self._table, self._theme = sample_themed_scene_table(
+                    c.num_scenes,
+                    c.seed,
+                    c.max_objects,
+                    c.themes,
+                    c.theme_strength,
+                    object_count_probs(c.max_objects),
+                )
+            else:
+                self._table = sample_scene_table(c.num_scenes, c.seed, c.max_objects)
         except ValueError as e:
             raise InputError(f"world: {e}") from None
         perm = np.random.default_rng([c.seed, 0x5B17]).permutation(c.num_scenes)
@@ -122,6 +144,16 @@ class CaveWorld:
             if len(self._scenes) < 200_000:
                 self._scenes[i] = s
         return s
+
+    def theme(self, i: int) -> int:
+        """The theme scene ``i`` was drawn from (0 in a world without themes)."""
+        i = self._check(i)
+        return 0 if self._theme is None else int(self._theme[i])
+
+    def themes_of(self, ids) -> np.ndarray:
+        """``(N,)`` int64: the theme of each scene index in ``ids`` (zeros without themes)."""
+        ids = np.asarray([self._check(i) for i in ids], dtype=np.int64)
+        return np.zeros(len(ids), np.int64) if self._theme is None else self._theme[ids].copy()
 
     def state(self, i: int) -> dict:
         """Scene ``i`` as a JSON-able dict (objects with shape, colour, size, cell; relations)."""

@@ -183,6 +183,11 @@ def sample_scene_table(
     return np.stack(rows).astype(np.int16)
 
 
+def object_count_probs(max_objects: int) -> tuple[float, ...]:
+    """The default probability of each object count ``1..max_objects`` (before normalising)."""
+    return _default_probs(max_objects)
+
+
 def _default_probs(max_objects: int) -> tuple[float, ...]:
     if max_objects == 3:
         return (0.15, 0.35, 0.5)
