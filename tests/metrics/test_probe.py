@@ -117,3 +117,17 @@ def test_within_group_chance_matches_unrelated_features():
     assert mutual_knn_chance_within_groups(g) == pytest.approx(10 / 24)
     a, b = rng.standard_normal((300, 16)), rng.standard_normal((300, 16))
     assert mutual_knn_within_groups(a, b, g) == pytest.approx(10 / 24, abs=0.04)
+
+
+def test_mean_pairwise_cosine_against_a_loop():
+    from prh.metrics.probe import mean_pairwise_cosine
+
+    rng = np.random.default_rng(0)
+    x, c = rng.normal(size=(6, 5)), rng.normal(size=5)
+    v = (x - c) / np.linalg.norm(x - c, axis=1, keepdims=True)
+    ref = np.mean([v[i] @ v[j] for i in range(6) for j in range(6) if i != j])
+    assert mean_pairwise_cosine(x, c) == pytest.approx(ref, abs=1e-12)
+    same = np.tile(rng.normal(size=(1, 5)), (4, 1))
+    assert mean_pairwise_cosine(same) == pytest.approx(1.0)
+    with pytest.raises(InputError, match="at least 2 rows"):
+        mean_pairwise_cosine(x[:1])

@@ -179,3 +179,22 @@ def mutual_knn_chance_within_groups(groups: np.ndarray, k: int = 10) -> float:
         raise InputError("mutual kNN within groups: no group holds three or more samples")
     per = np.minimum(k, sizes - 1) / (sizes - 1)
     return float((per * sizes).sum() / sizes.sum())
+
+
+def mean_pairwise_cosine(rows: np.ndarray, centre: np.ndarray | None = None) -> float:
+    """Mean cosine over the distinct pairs of ``rows (n, D)``, after subtracting ``centre (D,)``.
+
+    With the mean row of a token-embedding table as ``centre``, this says whether a set of words
+    (the world's shape words, say) stay distinct (near 0) or merge (near 1) in a model.
+    """
+    x = np.asarray(rows, dtype=np.float64)
+    if x.ndim != 2 or len(x) < 2:
+        raise InputError(f"expected at least 2 rows (n, D), got shape {x.shape}")
+    if centre is not None:
+        x = x - np.asarray(centre, dtype=np.float64)
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    if not (norms > 0).all():
+        raise InputError("a zero row has no direction; its cosine is undefined")
+    v = x / norms
+    n = len(v)
+    return float(((v @ v.T).sum() - n) / (n * (n - 1)))
