@@ -56,6 +56,5 @@ def run(args: argparse.Namespace) -> int:
     summary = run_demo(cfg, out, skip_prove=args.skip_prove)
     print(f"report: {out}/report.html")
     for c in summary["claims"]:
-        tag = {True: "SHOWN", False: "NOT SHOWN", None: "UNDECIDED"}[c["shown"]]
-        print(f"  [{tag}] {c['evidence']}")
+        print(f"  [{c['label']}] {c['evidence']}")
     return 0

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import html
+import math
 import os
 import platform
 import time
@@ -28,64 +29,88 @@ NAMES = {
 }
 
 
+CLAIM_TEXT = (
+    "Good views align a text encoder with a frozen vision encoder better than bad views and "
+    "next-token prediction, at equal samples, and above an untrained encoder.",
+    "Next-token prediction needs more samples than good views to reach the same alignment "
+    "(42x in the paper).",
+    "Alignment follows a law in (rho, samples) that predicts unseen runs about as well as a "
+    "second seed does (held-out RMSE ~ seed spread).",
+)
+
+
+def _interval(d: dict[str, Any]) -> tuple[float, float, float]:
+    """``(score, lo, hi)``; a score without an interval gets ``(-inf, inf)``, which is never
+    apart from anything (so a claim that needs intervals stays INCONCLUSIVE)."""
+    ci = d.get("ci") or [None, None]
+    lo = -math.inf if ci[0] is None else float(ci[0])
+    hi = math.inf if ci[1] is None else float(ci[1])
+    return float(d["score"]), lo, hi
+
+
 def claims(summary: dict[str, Any]) -> list[dict[str, Any]]:
-    """The paper's three claims, each with ``shown`` (bool or None) and a one-line ``evidence``."""
+    """The paper's three claims, each judged by its pre-registered rule (:mod:`prh.scaling.claims`).
+
+    Each entry has ``label`` (SHOWN, NOT SHOWN or INCONCLUSIVE), the rule's ``reason`` and
+    ``rule`` text, the ``figures`` it read, and a one-line ``evidence`` with the demo's numbers.
+    """
+    from prh.scaling.claims import judge_claim1, judge_claim2, judge_claim3
+
     m = summary["alignment_detail"]
-    g, b, n = (m[k] for k in ("good", "bad", "next-token"))
-
-    def sep(a: dict, c: dict) -> str:
-        return (
-            "intervals apart"
-            if a["ci"] and c["ci"] and a["ci"][0] > c["ci"][1]
-            else "intervals overlap"
-        )
-
-    out = [
-        {
-            "claim": "Good views align a text encoder with a frozen vision encoder better than bad "
-            "views and next-token prediction, at equal samples.",
-            "shown": g["score"] > b["score"] and g["score"] > n["score"],
-            "evidence": f"mutual-kNN good {g['score']:.3f} vs bad {b['score']:.3f} ({sep(g, b)}) "
-            f"vs next-token {n['score']:.3f} ({sep(g, n)}) after "
-            f"{summary['config']['samples']:,} samples each",
-        }
-    ]
+    iv = {k: _interval(m[k]) for k in ("good", "bad", "next-token", "random-init")}
+    g, b, n, r = (m[k]["score"] for k in ("good", "bad", "next-token", "random-init"))
+    c1 = judge_claim1(iv)
     e = summary["sample_efficiency"]
-    r, lb = e.get("ratio"), e.get("ratio_lower_bound")
-    out.append(
-        {
-            "claim": "Next-token prediction needs more samples than good views to reach the same "
-            "alignment (42x in the paper).",
-            "shown": (r > 1) if r is not None else (None if lb is None else lb > 1),
-            "evidence": (
-                f"to reach {e['target']:.3f}: good views {_n(e['samples_good'])} samples, "
-                f"next-token {_n(e['samples_next_token'])}; ratio "
-                + (
-                    f"{r:.2f}x"
-                    if r is not None
-                    else f">= {lb:.1f}x (a lower bound)"
-                    if lb is not None
-                    else "not defined"
-                )
-                + ("" if not e.get("notes") else f" ({'; '.join(e['notes'])})")
-            ),
-        }
+    nt_evals = next(
+        (x.get("evals") or [] for x in summary.get("runs", []) if x.get("name") == "next-token"),
+        [],
+    )
+    lo_hi = tuple(e.get("ci") or (None, None))
+    c2 = judge_claim2(
+        target=e["target"],
+        samples_good=e.get("samples_good"),
+        samples_next_token=e.get("samples_next_token"),
+        ratio=e.get("ratio"),
+        ratio_ci=(lo_hi[0], lo_hi[1]),
+        n_seeds=len(e.get("per_seed_a") or [e.get("samples_good")]),
+        largest_budget=float(summary["config"]["samples"]),
+        next_token_curve=([p[0] for p in nt_evals], [p[1] for p in nt_evals]),
+        next_token_final=iv["next-token"],
+        control=iv["random-init"],
     )
     law = summary["law"]
-    ratio = law.get("ratio")
-    out.append(
-        {
-            "claim": "Alignment follows a law in (rho, samples) that predicts unseen runs about as "
-            "well as a second seed does (held-out RMSE ~ seed spread).",
-            "shown": None if ratio is None or ratio != ratio else ratio <= 2.0,
-            "evidence": f"{law['form']} law: held-out RMSE {law['heldout_rmse']:.4f} vs seed "
-            f"spread "
-            f"{law['seed_spread']:.4f} (ratio {ratio:.2f}; {law['n_fit']} fit points, "
-            f"{law['n_heldout']} held-out)"
-            if law.get("form")
-            else "no law converged",
-        }
+    c3 = judge_claim3(
+        n_heldout=int(law.get("n_heldout") or 0),
+        n_repeat_pairs=int(law.get("n_pairs") or 0),
+        heldout_rmse=float(law.get("heldout_rmse") or math.nan),
+        seed_spread=float(law.get("seed_spread") or math.nan),
     )
+    r_, lb = e.get("ratio"), e.get("ratio_lower_bound")
+    ratio_text = (
+        f"{r_:.2f}x" if r_ is not None else f">= {lb:.1f}x (a lower bound)" if lb else "not defined"
+    )
+    evidence = (
+        f"mutual-kNN good {g:.3f} vs bad {b:.3f} vs next-token {n:.3f} vs random-init {r:.3f} "
+        f"after {summary['config']['samples']:,} samples each",
+        f"to reach {e['target']:.3f}: good views {_n(e.get('samples_good'))} samples, "
+        f"next-token {_n(e.get('samples_next_token'))}; ratio {ratio_text}",
+        f"{law['form']} law: held-out RMSE {law['heldout_rmse']:.4f} vs seed spread "
+        f"{law['seed_spread']:.4f} ({law['n_fit']} fit points, {law['n_heldout']} held-out)"
+        if law.get("form")
+        else "no law converged",
+    )
+    out = []
+    for text, verdict, ev in zip(CLAIM_TEXT, (c1, c2, c3), evidence):
+        out.append(
+            {
+                "claim": text,
+                "label": verdict.label,
+                "reason": verdict.reason,
+                "rule": verdict.rule,
+                "figures": verdict.figures,
+                "evidence": f"{ev}: {verdict.reason}",
+            }
+        )
     return out
 
 
@@ -204,12 +229,12 @@ def render_html(summary: dict[str, Any], results: dict[str, Any], out: Path) -> 
     )
     parts.append("<h2>Headline</h2>")
     for c in summary["claims"]:
-        cls, tag = {True: ("yes", "SHOWN"), False: ("no", "NOT SHOWN"), None: ("na", "UNDECIDED")}[
-            c["shown"]
-        ]
+        tag = c["label"]
+        cls = {"SHOWN": "yes", "NOT SHOWN": "no"}.get(tag, "na")
         parts.append(
             f"<div class='claim {cls}'><span class=tag>{tag}</span> {e(c['claim'])}<br>"
-            f"<span class=muted>{e(c['evidence'])}</span></div>"
+            f"<span class=muted>{e(c['evidence'])}</span><br>"
+            f"<span class=muted>rule (fixed before the run): {e(c['rule'])}</span></div>"
         )
     parts.append(_img(out / "alignment_curves.png", "alignment vs samples"))
     parts.append(

@@ -39,13 +39,13 @@ RULE_2 = (
     " reaches the target and its curve does not rise (slope of alignment per doubling of samples"
     " over the curve's second half <= 0, or its final score not above the random-init control)."
     " INCONCLUSIVE otherwise: fewer than 3 seeds, an interval containing 1, or next-token still"
-    " rising but short of the target (the ratio is then only a lower bound); run `prh demo"
-    " --full`."
+    " rising but short of the target (the ratio is then only a lower bound); more seeds and a"
+    " larger next-token budget are needed (a `--full` demo preset, not built yet)."
 )
 RULE_3 = (
-    "Needs >= 12 held-out points and a repeat seed of them; with fewer, INCONCLUSIVE (run `prh"
-    " demo --full`). SHOWN when the law's held-out RMSE <= 1.25 x the seed spread (the RMSE"
-    " between repeat seeds), NOT SHOWN when it is larger."
+    "Needs >= 12 held-out points and a repeat seed of them; with fewer, INCONCLUSIVE (a larger"
+    " grid than the default demo's is needed). SHOWN when the law's held-out RMSE <= 1.25 x the"
+    " seed spread (the RMSE between repeat seeds), NOT SHOWN when it is larger."
 )
 MIN_SEEDS = 3
 MIN_HELDOUT = 12
@@ -221,7 +221,7 @@ def judge_claim3(
     if n_heldout < MIN_HELDOUT or n_repeat_pairs < 1:
         reason = (
             f"{n_heldout} held-out points, {n_repeat_pairs} repeat pairs: needs >= {MIN_HELDOUT}"
-            " with repeats (run `prh demo --full`)"
+            " with repeats (a larger grid than the default demo's)"
         )
         return ClaimResult(3, INCONCLUSIVE, reason, RULE_3, figures)
     if not math.isfinite(ratio) or not math.isfinite(heldout_rmse):
