@@ -45,7 +45,7 @@ from prh.training.lifecycle import (
     start_processes,
 )
 from prh.training.loop import LossContext, jepa_objective, make_optimizer
-from prh.training.rundir import MODEL_FILE
+from prh.training.rundir import MODEL_FILE, read_meta
 
 
 def image_loss(
@@ -152,19 +152,22 @@ def train_image(
     """Train an image/sketch JEPA into ``out_dir``; return the run path and this rank's model.
 
     With ``resume=True`` the stored configs are used (``train``/``image`` ignored) and the run
-    continues from its latest checkpoint, bitwise identical to an uninterrupted run on CPU.
+    continues from its latest checkpoint, bitwise identical to an uninterrupted run on CPU
+    (without ``threads``, with the thread count stored in its ``meta.json``).
     ``stop_after`` stops after that many steps without a checkpoint (a simulated kill);
     ``workers`` processes build the render cache (or, with ``render_views = 0``, draw batches
     ahead).
     """
     run_dir = Path(out_dir)
-    threads = threads or default_threads()
-    dev, info = start_processes(device, threads)
     if resume:
         train, image, _ = read_image_config(run_dir)
-        if (run_dir / MODEL_FILE).exists():
-            return run_dir, load_image_run(run_dir, "cpu").model  # already finished
-    elif run_dir.exists() and any(run_dir.iterdir()):
+        # The run's own thread count keeps a resumed run bitwise identical on CPU.
+        threads = threads or read_meta(run_dir).get("threads")
+    threads = threads or default_threads()
+    dev, info = start_processes(device, threads)
+    if resume and (run_dir / MODEL_FILE).exists():
+        return run_dir, load_image_run(run_dir, "cpu").model  # already finished
+    if not resume and run_dir.exists() and any(run_dir.iterdir()):
         raise InputError(
             f"--out {run_dir}: folder exists and is not empty (use --resume to continue)"
         )
