@@ -79,7 +79,51 @@ class CorpusSource:
         return np.asarray(items, dtype=np.int64)
 
 
-class WorldCaptionSource:
+class SceneSource:
+    """The items of a source over cave-world scenes: their ids, count and state; subclasses say
+    how ``draw`` writes captions.
+
+    Parameters
+    ----------
+    world : CaveWorld
+        The world.
+    scene_ids : sequence of int, optional
+        Which scenes (default: the world's ``split``).
+    split : str
+        Used when ``scene_ids`` is None: ``"train"`` (default), ``"test"`` or ``"all"``.
+    wordings : int, optional
+        ``None``: every draw is fresh; an integer ``W >= 1``: a fixed pool of ``W`` per scene.
+    """
+
+    label = "scene source"  # names the source in its error messages
+
+    def __init__(
+        self,
+        world,
+        scene_ids: Sequence[int] | None = None,
+        split: str = "train",
+        wordings: int | None = None,
+    ) -> None:
+        self.world = world
+        self.scene_ids = np.asarray(world.split(split) if scene_ids is None else scene_ids)
+        if len(self.scene_ids) == 0:
+            raise InputError(f"{self.label}: no scenes")
+        if wordings is not None and wordings < 1:
+            raise InputError(f"{self.label}: wordings must be >= 1, got {wordings}")
+        self.wordings = wordings
+
+    @property
+    def num_items(self) -> int:
+        return len(self.scene_ids)
+
+    def item_id(self, j: int) -> str:
+        return self.world.image_id(int(self.scene_ids[j]))
+
+    def state_of(self, items: np.ndarray) -> np.ndarray:
+        return self.scene_ids[np.asarray(items)].astype(np.int64)
+
+
+class WorldCaptionSource(SceneSource):
     """Items are cave-world scenes; captions are generated on the fly.
 
     Parameters
@@ -95,27 +139,7 @@ class WorldCaptionSource:
         ``w``: a fixed pool of ``w`` captions per scene (like a real corpus with ``w`` captions).
     """
 
-    def __init__(
-        self,
-        world,
-        scene_ids: Sequence[int] | None = None,
-        split: str = "train",
-        wordings: int | None = None,
-    ) -> None:
-        self.world = world
-        self.scene_ids = np.asarray(world.split(split) if scene_ids is None else scene_ids)
-        if len(self.scene_ids) == 0:
-            raise InputError("world source: no scenes")
-        if wordings is not None and wordings < 1:
-            raise InputError(f"world source: wordings must be >= 1, got {wordings}")
-        self.wordings = wordings
-
-    @property
-    def num_items(self) -> int:
-        return len(self.scene_ids)
-
-    def item_id(self, j: int) -> str:
-        return self.world.image_id(int(self.scene_ids[j]))
+    label = "world source"
 
     def min_captions(self) -> int:
         return self.wordings if self.wordings is not None else 2**31
@@ -131,9 +155,6 @@ class WorldCaptionSource:
         w = int(rng.integers(0, 2**55))
         caps = self.world.captions(scene, n, seed=w)
         return caps, [(w << 3) + k for k in range(n)]
-
-    def state_of(self, items: np.ndarray) -> np.ndarray:
-        return self.scene_ids[np.asarray(items)].astype(np.int64)
 
 
 def as_source(obj) -> CaptionSource:
