@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from prh.errors import CheckpointError, InputError, TrainingError
-from prh.models import CausalLM, ModelConfig, TextEncoder, model_config
+from prh.models import CausalLM, ModelConfig, TextEncoder, layers_with_embedding, model_config
 from prh.training.config import TrainConfig, check_batch
 from prh.training.data import TOKENIZER_FILE, default_data_factory, eval_texts
 from prh.training.device import resolve_device
@@ -293,13 +293,10 @@ def encode_texts(
             out.append(torch.stack([h[rows, last] for h in hs], 1).float().cpu().numpy())
             continue
         enc = model.encode(ids.to(device), mask.to(device))
-        layers = enc.layers.float()  # (b, L + 1, D)
         if include_pooled and isinstance(model, TextEncoder):
-            pooled = enc.pooled.float()  # (b, E)
-            D = layers.shape[-1]
-            if pooled.shape[-1] <= D:
-                pad = torch.nn.functional.pad(pooled, (0, D - pooled.shape[-1]))  # (b, D)
-                layers = torch.cat([layers, pad[:, None]], 1)  # (b, L + 2, D)
+            layers = layers_with_embedding(enc)  # (b, L + 2, D)
+        else:
+            layers = enc.layers.float()  # (b, L + 1, D)
         out.append(layers.cpu().numpy())
     model.train(was_training)
     if not out:

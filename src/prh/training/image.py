@@ -26,7 +26,7 @@ import torch
 from torch import nn
 
 from prh.errors import CheckpointError, InputError
-from prh.models import ImageEncoder, ModelConfig
+from prh.models import ImageEncoder, ModelConfig, layers_with_embedding
 from prh.training.config import TrainConfig, check_batch
 from prh.training.device import resolve_device
 from prh.training.distributed import DistInfo, default_threads, gather_rows
@@ -285,10 +285,7 @@ def encode_images(
     out = []
     for i in range(0, len(images), batch_size):
         enc = model(to_input(images[i : i + batch_size], size).to(device))
-        layers = enc.layers.float()  # (b, S + 1, D)
-        pooled = enc.pooled.float()  # (b, E)
-        pad = torch.nn.functional.pad(pooled, (0, max(0, layers.shape[-1] - pooled.shape[-1])))
-        out.append(torch.cat([layers, pad[:, None]], 1).cpu().numpy())  # (b, S + 2, D)
+        out.append(layers_with_embedding(enc).cpu().numpy())  # (b, S + 2, D)
     model.train(was_training)
     if not out:
         return np.zeros((0, 0, 0), dtype=np.float32)

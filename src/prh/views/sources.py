@@ -126,17 +126,9 @@ class SceneSource:
 class WorldCaptionSource(SceneSource):
     """Items are cave-world scenes; captions are generated on the fly.
 
-    Parameters
-    ----------
-    world : CaveWorld
-        The world.
-    scene_ids : sequence of int, optional
-        Which scenes (default: the world's ``split``).
-    split : str
-        Used when ``scene_ids`` is None: ``"train"`` (default), ``"test"`` or ``"all"``.
-    wordings : int, optional
-        ``None``: every draw uses a fresh wording seed (unbounded distinct wordings). An integer
-        ``w``: a fixed pool of ``w`` captions per scene (like a real corpus with ``w`` captions).
+    Parameters as :class:`SceneSource`; ``wordings``: ``None`` uses a fresh wording seed every
+    draw (unbounded distinct wordings), an integer ``w`` a fixed pool of ``w`` captions per scene
+    (like a real corpus with ``w`` captions).
     """
 
     label = "world source"
