@@ -14,34 +14,6 @@ from typing import Any
 from prh.errors import InputError
 from prh.training.config import TrainConfig
 
-# Flags that shape the run, by their argparse dest (= TrainConfig field). Their parser default is
-# None so that ``--resume`` can tell a flag the user typed from one left out.
-RUN_FLAGS = (
-    "world",
-    "corpus",
-    "views",
-    "rho",
-    "samples",
-    "preset",
-    "seed",
-    "batch_size",
-    "lr",
-    "max_len",
-    "objective",
-    "sigreg_lambda",
-    "sigreg_slices",
-    "eval_features",
-    "eval_every",
-    "checkpoint_every",
-    "world_themes",
-    "theme_strength",
-    "doc_captions",
-    "doc_style",
-)
-
-# Flags naming a file or folder: the same path spelled another way is the same flag.
-PATH_FLAGS = ("corpus", "eval_features", "render_cache")
-
 # The flags both modalities pass to ``train_config`` as given (None: the preset's default).
 SHARED_OVERRIDES = (
     "samples",
@@ -55,6 +27,26 @@ SHARED_OVERRIDES = (
     "eval_every",
     "checkpoint_every",
 )
+
+
+# Flags that shape the run, by their argparse dest (= TrainConfig field). Their parser default is
+# None so that ``--resume`` can tell a flag the user typed from one left out.
+RUN_FLAGS = (
+    "world",
+    "corpus",
+    "views",
+    "rho",
+    "preset",
+    "max_len",
+    *SHARED_OVERRIDES,
+    "world_themes",
+    "theme_strength",
+    "doc_captions",
+    "doc_style",
+)
+
+# Flags naming a file or folder: the same path spelled another way is the same flag.
+PATH_FLAGS = ("corpus", "eval_features", "render_cache")
 
 
 def views_and_rho(args: argparse.Namespace) -> tuple[str, float | None]:
