@@ -71,3 +71,44 @@ def test_cli_defaults_are_the_config_defaults(tmp_path):
     train, image = image_configs(p.parse_args(["--modality", "image", "--out", str(tmp_path)]))
     assert image == ImageConfig(modality="image")
     assert train.train_scenes == DEFAULT_TRAIN_SCENES and train.views == "good"
+
+
+@pytest.fixture
+def stored_image_run(tmp_path):
+    """An image run folder as `prh train --modality image` leaves it after its first
+    checkpoint (no weights needed: the refusal comes before any work)."""
+    import json
+
+    from prh.training import train_config
+    from prh.training.image_config import ImageConfig
+
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    cfg = train_config("tiny", world="cave", views="mixture", rho=0.5, samples=256, seed=3)
+    image = ImageConfig(modality="image", image_size=32, render_views=3, cache_dir=None)
+    stored = {"modality": "image", "train": cfg.to_dict(), "image": image.to_dict(), "model": {}}
+    (run / "config.json").write_text(json.dumps(stored))
+    (run / "meta.json").write_text(json.dumps({"threads": 2}))
+    (run / "checkpoints" / "step_00000002.json").write_text("{}")
+    return run
+
+
+@pytest.mark.parametrize(
+    "flags, match",
+    [
+        (["--samples", "512"], "--samples 512: the run in .* was started with 256"),
+        (["--views", "good"], "--views good: .* started with mixture"),
+        (["--rho", "0.3"], "--rho 0.3: .* started with 0.5"),
+        (["--seed", "4"], "--seed 4"),
+        (["--lr", "0.1"], "--lr 0.1"),
+        (["--image-size", "64"], "--image-size 64: .* started with 32"),
+        (["--render-views", "5"], "--render-views 5: .* started with 3"),
+        (["--train-scenes", "16"], "--train-scenes 16: .* started with"),
+        (["--modality", "sketch"], "--modality sketch: .* started with image"),
+        (["--threads", "4"], "--threads 4: the run in .* used 2 threads"),
+        (["--out", "elsewhere"], "--out and --resume name different folders"),
+    ],
+)
+def test_image_resume_refuses_flags_that_change_the_run(bad_input, stored_image_run, flags, match):
+    files = [stored_image_run / "config.json", stored_image_run / "meta.json"]
+    bad_input(["train", "--resume", stored_image_run, *flags], inputs=files, match=match)

@@ -20,37 +20,19 @@ from prh.cli._args import (
     positive_int,
     seed,
 )
+from prh.cli.train_flags import (
+    check_resume_flags,
+    check_resume_out,
+    check_resume_threads,
+    shared_overrides,
+    views_and_rho,
+)
 from prh.cli.train_image import add_image_arguments, image_run_requested, run_image
 from prh.errors import InputError
 from prh.training.config import MAX_LEN, PRESET_DEFAULTS, TrainConfig, train_config
 
 # torch.set_num_threads accepts any count, and crashes the process far above the core count.
 MAX_THREADS = 1024
-
-# Flags that shape the run, by their argparse dest (= TrainConfig field). Their parser default is
-# None so that ``--resume`` can tell a flag the user typed from one left out.
-RUN_FLAGS = (
-    "world",
-    "corpus",
-    "views",
-    "rho",
-    "samples",
-    "preset",
-    "seed",
-    "batch_size",
-    "lr",
-    "max_len",
-    "objective",
-    "sigreg_lambda",
-    "sigreg_slices",
-    "eval_features",
-    "eval_every",
-    "checkpoint_every",
-    "world_themes",
-    "theme_strength",
-    "doc_captions",
-    "doc_style",
-)
 
 
 def _per_preset(key: str) -> str:
@@ -210,72 +192,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def config_from_args(args: argparse.Namespace) -> TrainConfig:
     """The :class:`TrainConfig` a fresh ``prh train`` runs: config defaults, then the preset's,
     then the flags given."""
-    views = args.views or TrainConfig.views
-    if views == "mixture" and args.rho is None:
-        raise InputError("--views mixture needs --rho")
-    if views != "mixture" and args.rho is not None:
-        raise InputError(
-            f"--rho {args.rho:g}: only --views mixture mixes good and bad views; "
-            f"--views {views} takes no --rho"
-        )
-    sigreg_flags = args.sigreg_lambda is not None or args.sigreg_slices is not None
-    if sigreg_flags and (args.objective or TrainConfig.objective) != "sigreg":
-        raise InputError("--sigreg-lambda and --sigreg-slices need --objective sigreg")
-    rho = {"good": 1.0, "bad": 0.0}.get(views, args.rho)
+    views, rho = views_and_rho(args)
     return train_config(
         args.preset or TrainConfig.preset,
         world=args.world if (args.world or args.corpus) else "cave",
         corpus=args.corpus,
         views=views,
         rho=rho,
-        samples=args.samples,
-        seed=args.seed,
-        batch_size=args.batch_size,
-        lr=args.lr,
         max_len=args.max_len,
-        objective=args.objective,
-        sigreg_lambda=args.sigreg_lambda,
-        sigreg_slices=args.sigreg_slices,
-        eval_features=args.eval_features,
-        eval_every=args.eval_every,
-        checkpoint_every=args.checkpoint_every,
         world_themes=args.world_themes,
         theme_strength=args.theme_strength,
         doc_captions=args.doc_captions,
         doc_style=args.doc_style,
+        **shared_overrides(args),
     )
-
-
-def check_resume_flags(args: argparse.Namespace, stored: TrainConfig, run: str) -> None:
-    """Refuse a flag given with ``--resume`` that differs from the run's stored config: the
-    resumed run continues exactly the run that was started, so such a flag cannot apply."""
-    for dest in RUN_FLAGS:
-        given = getattr(args, dest)
-        if given is None:
-            continue
-        have = getattr(stored, dest)
-        same = (
-            Path(given).resolve() == Path(have).resolve()
-            if dest in ("corpus", "eval_features") and have is not None
-            else given == have
-        )
-        if not same:
-            flag = "--" + dest.replace("_", "-")
-            raise InputError(
-                f"{flag} {given}: the run in {run} was started with {have}; --resume continues "
-                "it unchanged (leave the flag out, or start a new run with --out)"
-            )
-
-
-def _check_resume_threads(threads: int | None, run: str) -> None:
-    from prh.training.rundir import read_meta
-
-    stored = read_meta(Path(run)).get("threads")
-    if threads is not None and stored is not None and threads != stored:
-        raise InputError(
-            f"--threads {threads}: the run in {run} used {stored} threads; a resumed run keeps "
-            "its thread count so that it stays bit-identical (leave --threads out)"
-        )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -291,11 +221,9 @@ def run(args: argparse.Namespace) -> int:
     progress = not args.no_progress
     resolve_device(args.device)  # one line for --device tpu, before any work
     if args.resume:
-        if args.out and Path(args.out) != Path(args.resume):
-            raise InputError("--out and --resume name different folders; give only --resume")
-        stored = read_run_config(args.resume)
-        check_resume_flags(args, stored, args.resume)
-        _check_resume_threads(args.threads, args.resume)
+        check_resume_out(args)
+        check_resume_flags(args, read_run_config(args.resume), args.resume)
+        check_resume_threads(args.threads, args.resume)
         run_dir = train(
             None, args.resume, progress, resume=True, device=args.device, threads=args.threads
         )

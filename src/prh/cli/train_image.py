@@ -9,8 +9,20 @@ from __future__ import annotations
 import argparse
 
 from prh.cli._args import nonnegative_int, positive_int
+from prh.cli.train_flags import (
+    check_resume_flags,
+    check_resume_out,
+    check_resume_threads,
+    shared_overrides,
+    views_and_rho,
+)
+from prh.errors import InputError
 
 IMAGE_FLAGS = ("image_size", "render_views", "render_cache", "render_workers", "train_scenes")
+# Image flags that shape the run (--render-workers only sets how many processes draw), by dest,
+# and the ImageConfig field a dest sets where the names differ.
+IMAGE_RUN_FLAGS = ("image_size", "render_views", "render_cache")
+IMAGE_FIELDS = {"render_cache": "cache_dir"}
 
 
 def add_image_arguments(p: argparse.ArgumentParser) -> None:
@@ -61,7 +73,6 @@ def add_image_arguments(p: argparse.ArgumentParser) -> None:
 def image_run_requested(args: argparse.Namespace) -> bool:
     """True for ``--modality image|sketch`` or ``--resume`` of an image run; refuses image flags
     on a text run."""
-    from prh.errors import InputError
     from prh.training.image import is_image_run
 
     if args.resume:
@@ -79,14 +90,12 @@ def run_image(args: argparse.Namespace) -> int:
     import os
     from pathlib import Path
 
-    from prh.errors import InputError
     from prh.training.image import train_image
 
     progress = not args.no_progress
     workers = args.render_workers or len(os.sched_getaffinity(0))
     if args.resume:
-        if args.out and Path(args.out) != Path(args.resume):
-            raise InputError("--out and --resume name different folders; give only --resume")
+        check_image_resume(args)
         kw = {"device": args.device, "threads": args.threads, "workers": workers}
         run_dir, _ = train_image(None, None, args.resume, progress, resume=True, **kw)
         print(run_dir)
@@ -105,9 +114,28 @@ def run_image(args: argparse.Namespace) -> int:
     return 0
 
 
+def check_image_resume(args: argparse.Namespace) -> None:
+    """The text path's ``--resume`` rule for an image run: ``--out`` must name the run, and a
+    flag (text or image) or ``--threads`` that differs from the stored run is refused."""
+    from pathlib import Path
+
+    from prh.training.image import read_image_config
+
+    check_resume_out(args)
+    train, image, _ = read_image_config(Path(args.resume))
+    check_resume_flags(args, train, args.resume)
+    check_resume_flags(args, train, args.resume, flags=("train_scenes",))
+    check_resume_flags(args, image, args.resume, flags=IMAGE_RUN_FLAGS, fields=IMAGE_FIELDS)
+    if args.modality != "text" and args.modality != image.modality:
+        raise InputError(
+            f"--modality {args.modality}: the run in {args.resume} was started with "
+            f"{image.modality}; --resume continues it unchanged (leave the flag out)"
+        )
+    check_resume_threads(args.threads, args.resume)
+
+
 def image_configs(args: argparse.Namespace):
     """``(TrainConfig, ImageConfig)`` from the flags; every refusal happens here, before work."""
-    from prh.errors import InputError
     from prh.training import train_config
     from prh.training.config import TrainConfig, check_batch
     from prh.training.image_config import (
@@ -120,7 +148,6 @@ def image_configs(args: argparse.Namespace):
 
     m = args.modality
     views = args.views or TrainConfig.views  # flags left out are None (see cli/train.py)
-    objective = args.objective or TrainConfig.objective
     if views not in IMAGE_VIEWS:
         raise InputError(f"--views {views} is text-only; --modality {m} takes good, bad, mixture")
     if args.corpus:
@@ -130,36 +157,19 @@ def image_configs(args: argparse.Namespace):
         )
     if args.max_len is not None:
         raise InputError(f"--max-len is text-only; --modality {m} reads images")
-    if views == "mixture" and args.rho is None:
-        raise InputError("--views mixture needs --rho")
-    if views != "mixture" and args.rho is not None:
-        raise InputError(f"--rho {args.rho:g}: only --views mixture takes --rho")
-    if (args.sigreg_lambda is not None or args.sigreg_slices is not None) and (
-        objective != "sigreg"
-    ):
-        raise InputError("--sigreg-lambda and --sigreg-slices need --objective sigreg")
+    views, rho = views_and_rho(args)
     given = {"image_size": args.image_size, "render_views": args.render_views}
     image = ImageConfig(
         modality=m,
         cache_dir=args.render_cache,
         **{k: v for k, v in given.items() if v is not None},  # else the config's defaults
     )
-    rho = {"good": 1.0, "bad": 0.0}.get(views, args.rho)
     train = train_config(
         args.preset or TrainConfig.preset,
         world="cave",
         views=views,
         rho=rho,
-        samples=args.samples,
-        seed=args.seed,
-        batch_size=args.batch_size,
-        lr=args.lr,
-        objective=args.objective,
-        sigreg_lambda=args.sigreg_lambda,
-        sigreg_slices=args.sigreg_slices,
-        eval_features=args.eval_features,
-        eval_every=args.eval_every,
-        checkpoint_every=args.checkpoint_every,
+        **shared_overrides(args),
         train_scenes=DEFAULT_TRAIN_SCENES if args.train_scenes is None else args.train_scenes,
     )
     check_image_run(train, image)

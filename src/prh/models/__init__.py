@@ -7,6 +7,7 @@ from prh.models.transformer import (
     EncoderOutput,
     TextEncoder,
     count_parameters,
+    layers_with_embedding,
     masked_mean,
 )
 
@@ -18,6 +19,7 @@ __all__ = [
     "ModelConfig",
     "TextEncoder",
     "count_parameters",
+    "layers_with_embedding",
     "masked_mean",
     "model_config",
 ]

@@ -37,6 +37,21 @@ class EncoderOutput(NamedTuple):
     layers: torch.Tensor
 
 
+def layers_with_embedding(out: EncoderOutput) -> torch.Tensor:
+    """Every layer and then the embedding as one more layer, in float32: ``(B, L + 2, D)``.
+
+    The embedding ``(B, E)`` is zero-padded to ``D`` (padding changes no cosine or inner
+    product); one wider than the layers (``E > D``) is left out: ``(B, L + 1, D)``.
+    """
+    layers = out.layers.float()  # (B, L + 1, D)
+    pooled = out.pooled.float()  # (B, E)
+    D = layers.shape[-1]
+    if pooled.shape[-1] > D:
+        return layers
+    pad = F.pad(pooled, (0, D - pooled.shape[-1]))  # (B, D)
+    return torch.cat([layers, pad[:, None]], 1)  # (B, L + 2, D)
+
+
 def masked_mean(h: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Mean of ``h`` ``(B, T, D)`` over positions where ``mask`` ``(B, T)`` is true -> ``(B, D)``.
 

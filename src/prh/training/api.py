@@ -14,23 +14,28 @@ import torch
 from torch import nn
 
 from prh.errors import CheckpointError, InputError, TrainingError
-from prh.io import write_json
-from prh.models import CausalLM, ModelConfig, TextEncoder, model_config
-from prh.training import checkpoint as ckpt
+from prh.models import CausalLM, ModelConfig, TextEncoder, layers_with_embedding, model_config
 from prh.training.config import TrainConfig, check_batch
 from prh.training.data import TOKENIZER_FILE, default_data_factory, eval_texts
 from prh.training.device import resolve_device
-from prh.training.distributed import DistInfo, default_threads, init_distributed
-from prh.training.loop import LossContext, make_optimizer, run_loop, trim
-from prh.training.rundir import (
-    MODEL_FILE,
-    MODEL_FORMAT,
-    MetricsLog,
-    clear_incomplete,
-    read_meta,
-    run_state,
-    write_meta,
+from prh.training.distributed import DistInfo, default_threads
+from prh.training.lifecycle import (
+    barrier,
+    callbacks,
+    check_finite_weights,
+    data_parallel,
+    finish,
+    latest_state,
+    load_trained,
+    make_sigreg,
+    open_run_files,
+    restore,
+    run_steps,
+    start_processes,
+    stopped,
 )
+from prh.training.loop import LossContext, make_optimizer, trim
+from prh.training.rundir import MODEL_FILE, clear_incomplete, read_meta, run_state
 
 DataFactory = Callable[..., tuple[Any, Any]]
 
@@ -104,12 +109,7 @@ def _train(
                 run_dir, {"corpus": cfg.corpus, "eval_features": cfg.eval_features}
             )
     threads = threads or default_threads()
-    torch.set_num_threads(threads)
-    dev = resolve_device(device)
-    info = init_distributed(dev.type)
-    if dev.type == "cuda":
-        dev = torch.device("cuda", info.local_rank)
-        torch.cuda.set_device(dev)
+    dev, info = start_processes(device, threads)
     if resume and (run_dir / MODEL_FILE).exists():
         return run_dir, load_run(run_dir).model  # already finished
     check_batch(cfg)
@@ -122,101 +122,39 @@ def _train(
         if fresh_state == "incomplete":
             clear_incomplete(run_dir)  # no checkpoint, no weights: nothing of value to keep
         run_dir.mkdir(parents=True, exist_ok=True)
-    _barrier(info)
+    barrier(info)
 
     folder = run_dir / "checkpoints"
-    last = ckpt.latest_checkpoint(folder) if resume else None
-    state = ckpt.load_checkpoint(last) if last is not None else None  # fail before data work
+    last, state = latest_state(folder, resume)  # fail before data work
     factory = data_factory or default_data_factory
     tokenizer, dataset = factory(
-        cfg, run_dir, info.rank, info.world_size, info.is_main, lambda: _barrier(info)
+        cfg, run_dir, info.rank, info.world_size, info.is_main, lambda: barrier(info)
     )
     model, mcfg = build_model(cfg, tokenizer.vocab_size)
     model.to(dev)
     optimizer = make_optimizer(model, cfg)
-    start = 0
-    if state is not None and last is not None:
-        ckpt.restore_model(model, state.model, last)
-        try:
-            optimizer.load_state_dict(state.optimizer)
-        except (ValueError, KeyError, RuntimeError) as e:
-            raise CheckpointError(f"{last}: optimizer state does not fit the model ({e})") from None
-        ckpt.set_rng_state(state.rng)
-        start = state.data_position
-
-    if info.is_main:
-        write_json(run_dir / "config.json", {"train": cfg.to_dict(), "model": mcfg.to_dict()})
-        write_meta(
-            run_dir, seed=cfg.seed, device=str(dev), threads=threads, world_size=info.world_size
-        )
-    log = MetricsLog(run_dir / "metrics.jsonl", resume_step=start if resume else None)
-    if not resume and info.is_main:
-        log.path.write_text("")
-
-    ddp_model: nn.Module = model
-    if info.enabled:
-        ddp_model = nn.parallel.DistributedDataParallel(
-            model, device_ids=[dev.index] if dev.type == "cuda" else None
-        )
-    sigreg = None
-    if cfg.objective == "sigreg" and not cfg.is_lm:
-        from prh.losses import SIGReg
-
-        sigreg = SIGReg(num_slices=cfg.sigreg_slices).to(dev)
-    ctx = LossContext(cfg, info, dev, sigreg)
-
-    def on_checkpoint(step: int) -> None:
-        _check_finite_weights(model, step)
-        if info.is_main:
-            ckpt.save_checkpoint(folder, step, step, model, optimizer, cfg.to_dict())
-        _barrier(info)
-
-    def on_log(record: dict[str, Any]) -> None:
-        if info.is_main:
-            log.write(record)
-
+    start = restore(model, optimizer, last, state)
+    stored = {"train": cfg.to_dict(), "model": mcfg.to_dict()}
+    log = open_run_files(run_dir, stored, cfg, dev, threads, info, start, resume)
+    ddp_model = data_parallel(model, info, dev)
+    ctx = LossContext(cfg, info, dev, make_sigreg(cfg, dev))
+    on_checkpoint, on_log = callbacks(
+        folder, model, optimizer, cfg.to_dict(), log, info,
+        check=lambda step: check_finite_weights(model, step),
+    )  # fmt: skip
     on_eval = _make_eval(cfg, evals, model, tokenizer, dev, info) if evals else None
-    try:
-        step = run_loop(
-            ddp_model,
-            optimizer,
-            dataset,
-            start,
-            ctx,
-            on_log=on_log,
-            on_checkpoint=on_checkpoint,
-            on_eval=on_eval,
-            progress=progress,
-            stop_after=stop_after,
-        )
-    except TrainingError as e:
-        good = ckpt.latest_checkpoint(folder)
-        where = f"last good checkpoint: {good}" if good else "no checkpoint was written yet"
-        on_log({"error": str(e)})
-        raise TrainingError(f"{e}; stopped ({where})") from None
+    step = run_steps(
+        ddp_model, optimizer, dataset, start, ctx, folder, on_log,
+        on_checkpoint, on_eval, progress, stop_after,
+    )  # fmt: skip
     if step < cfg.steps:
         return run_dir, model  # stopped early (simulated kill)
     try:
-        _check_finite_weights(model, step)
+        check_finite_weights(model, step)
     except TrainingError as e:
-        good = ckpt.latest_checkpoint(folder)
-        where = f"last good checkpoint: {good}" if good else "no checkpoint was written yet"
-        on_log({"error": str(e)})
-        raise TrainingError(f"{e}; stopped ({where})") from None
-    if info.is_main:
-        from safetensors.torch import save
-
-        from prh.io import atomic_write
-
-        blob = save(
-            {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()},
-            metadata={"format": MODEL_FORMAT, "kind": "causal-lm" if cfg.is_lm else "text-encoder"},
-        )
-        with atomic_write(run_dir / MODEL_FILE, "wb") as f:
-            f.write(blob)
-        if on_eval is not None and (not cfg.eval_every or step % cfg.eval_every):
-            on_log({"step": step, "samples": step * cfg.batch_size, **on_eval(step)})
-    _barrier(info)
+        raise stopped(e, folder, on_log) from None
+    kind = "causal-lm" if cfg.is_lm else "text-encoder"
+    finish(run_dir, model, kind, cfg, step, info, on_log, on_eval)
     return run_dir, model
 
 
@@ -280,21 +218,6 @@ def _refuse_inputs_inside(run_dir: Path, inputs: dict[str, str | None]) -> None:
         if path is not None and Path(path).resolve().is_relative_to(run_dir.resolve()):
             flag = "--" + name.replace("_", "-")
             raise InputError(f"{flag} {path}: is inside the run folder {run_dir}; move it out")
-
-
-def _check_finite_weights(model: nn.Module, step: int) -> None:
-    """Refuse to save weights that hold NaN or infinity (the last good checkpoint stays)."""
-    for name, p in model.named_parameters():
-        if not bool(torch.isfinite(p).all()):
-            raise TrainingError(
-                f"non-finite weights ({name}) after step {step}: training diverged "
-                "(try a smaller learning rate)"
-            )
-
-
-def _barrier(info: DistInfo) -> None:
-    if info.enabled:
-        torch.distributed.barrier()
 
 
 def _eval_target(cfg: TrainConfig) -> tuple[Any, list[str]]:
@@ -370,13 +293,10 @@ def encode_texts(
             out.append(torch.stack([h[rows, last] for h in hs], 1).float().cpu().numpy())
             continue
         enc = model.encode(ids.to(device), mask.to(device))
-        layers = enc.layers.float()  # (b, L + 1, D)
         if include_pooled and isinstance(model, TextEncoder):
-            pooled = enc.pooled.float()  # (b, E)
-            D = layers.shape[-1]
-            if pooled.shape[-1] <= D:
-                pad = torch.nn.functional.pad(pooled, (0, D - pooled.shape[-1]))  # (b, D)
-                layers = torch.cat([layers, pad[:, None]], 1)  # (b, L + 2, D)
+            layers = layers_with_embedding(enc)  # (b, L + 2, D)
+        else:
+            layers = enc.layers.float()  # (b, L + 1, D)
         out.append(layers.cpu().numpy())
     model.train(was_training)
     if not out:
@@ -456,16 +376,7 @@ def load_run(
         raise CheckpointError(f"{run}: no {TOKENIZER_FILE}")
     tokenizer = tokenizer_loader(tok_path)
     model = CausalLM(mcfg) if cfg.is_lm else TextEncoder(mcfg)
-    if (run / MODEL_FILE).is_file():
-        ckpt.restore_model(model, ckpt.load_weights(run / MODEL_FILE), run / MODEL_FILE)
-        step = cfg.steps
-    else:
-        last = ckpt.latest_checkpoint(run / "checkpoints")
-        if last is None:
-            raise CheckpointError(f"{run}: no {MODEL_FILE} and no checkpoint")
-        state = ckpt.load_checkpoint(last)
-        ckpt.restore_model(model, state.model, last)
-        step = state.step
+    step = load_trained(model, run, cfg.steps)
     dev = resolve_device(device)
     model.to(dev).eval()
     return LoadedRun(model, tokenizer, cfg, mcfg, run, step, dev)

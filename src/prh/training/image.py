@@ -25,15 +25,27 @@ import numpy as np
 import torch
 from torch import nn
 
-from prh.errors import CheckpointError, InputError, TrainingError
-from prh.io import atomic_write, write_json
-from prh.models import ImageEncoder, ModelConfig
-from prh.training import checkpoint as ckpt
+from prh.errors import CheckpointError, InputError
+from prh.models import ImageEncoder, ModelConfig, layers_with_embedding
 from prh.training.config import TrainConfig, check_batch
-from prh.training.distributed import DistInfo, default_threads, gather_rows, init_distributed
+from prh.training.device import resolve_device
+from prh.training.distributed import DistInfo, default_threads, gather_rows
 from prh.training.image_config import ImageConfig, check_image_run, image_model_config
-from prh.training.loop import LossContext, jepa_objective, make_optimizer, run_loop
-from prh.training.rundir import MODEL_FILE, MODEL_FORMAT, MetricsLog, write_meta
+from prh.training.lifecycle import (
+    barrier,
+    callbacks,
+    data_parallel,
+    finish,
+    latest_state,
+    load_trained,
+    make_sigreg,
+    open_run_files,
+    restore,
+    run_steps,
+    start_processes,
+)
+from prh.training.loop import LossContext, jepa_objective, make_optimizer
+from prh.training.rundir import MODEL_FILE, read_meta
 
 
 def image_loss(
@@ -140,24 +152,22 @@ def train_image(
     """Train an image/sketch JEPA into ``out_dir``; return the run path and this rank's model.
 
     With ``resume=True`` the stored configs are used (``train``/``image`` ignored) and the run
-    continues from its latest checkpoint, bitwise identical to an uninterrupted run on CPU.
+    continues from its latest checkpoint, bitwise identical to an uninterrupted run on CPU
+    (without ``threads``, with the thread count stored in its ``meta.json``).
     ``stop_after`` stops after that many steps without a checkpoint (a simulated kill);
     ``workers`` processes build the render cache (or, with ``render_views = 0``, draw batches
     ahead).
     """
     run_dir = Path(out_dir)
-    threads = threads or default_threads()
-    torch.set_num_threads(threads)
-    dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    info = init_distributed(dev.type)
-    if dev.type == "cuda":
-        dev = torch.device("cuda", info.local_rank)
-        torch.cuda.set_device(dev)
     if resume:
         train, image, _ = read_image_config(run_dir)
-        if (run_dir / MODEL_FILE).exists():
-            return run_dir, load_image_run(run_dir, "cpu").model  # already finished
-    elif run_dir.exists() and any(run_dir.iterdir()):
+        # The run's own thread count keeps a resumed run bitwise identical on CPU.
+        threads = threads or read_meta(run_dir).get("threads")
+    threads = threads or default_threads()
+    dev, info = start_processes(device, threads)
+    if resume and (run_dir / MODEL_FILE).exists():
+        return run_dir, load_image_run(run_dir, "cpu").model  # already finished
+    if not resume and run_dir.exists() and any(run_dir.iterdir()):
         raise InputError(
             f"--out {run_dir}: folder exists and is not empty (use --resume to continue)"
         )
@@ -168,93 +178,33 @@ def train_image(
         raise InputError(f"batch size {train.batch_size} not divisible by {info.world_size} ranks")
     if info.is_main:
         run_dir.mkdir(parents=True, exist_ok=True)
-    barrier = _barrier_of(info)
-    barrier()
+    barrier(info)
 
     folder = run_dir / "checkpoints"
-    last = ckpt.latest_checkpoint(folder) if resume else None
-    state = ckpt.load_checkpoint(last) if last is not None else None  # fail before data work
-    dataset = image_dataset(train, image, run_dir, info, barrier, workers)
+    last, state = latest_state(folder, resume)  # fail before data work
+    dataset = image_dataset(train, image, run_dir, info, lambda: barrier(info), workers)
     model.to(dev)
     optimizer = make_optimizer(model, train)
-    start = 0
-    if state is not None and last is not None:
-        ckpt.restore_model(model, state.model, last)
-        try:
-            optimizer.load_state_dict(state.optimizer)
-        except (ValueError, KeyError, RuntimeError) as e:
-            raise CheckpointError(f"{last}: optimizer state does not fit the model ({e})") from None
-        ckpt.set_rng_state(state.rng)
-        start = state.data_position
+    start = restore(model, optimizer, last, state)
     stored = {
         "modality": image.modality,
         "train": train.to_dict(),
         "image": image.to_dict(),
         "model": mcfg.to_dict(),
     }
-    if info.is_main:
-        write_json(run_dir / "config.json", stored)
-        write_meta(
-            run_dir, seed=train.seed, device=str(dev), threads=threads, world_size=info.world_size
-        )
-    log = MetricsLog(run_dir / "metrics.jsonl", resume_step=start if resume else None)
-    if not resume and info.is_main:
-        log.path.write_text("")
-    ddp: nn.Module = model
-    if info.enabled:
-        ddp = nn.parallel.DistributedDataParallel(
-            model, device_ids=[dev.index] if dev.type == "cuda" else None
-        )
-    sigreg = None
-    if train.objective == "sigreg":
-        from prh.losses import SIGReg
-
-        sigreg = SIGReg(num_slices=train.sigreg_slices).to(dev)
-    ctx = LossContext(train, info, dev, sigreg, loss_fn=image_loss)
-
-    def on_checkpoint(step: int) -> None:
-        if info.is_main:
-            ckpt.save_checkpoint(folder, step, step, model, optimizer, stored)
-        barrier()
-
-    def on_log(record: dict[str, Any]) -> None:
-        if info.is_main:
-            log.write(record)
-
+    log = open_run_files(run_dir, stored, train, dev, threads, info, start, resume)
+    ddp = data_parallel(model, info, dev)
+    ctx = LossContext(train, info, dev, make_sigreg(train, dev), loss_fn=image_loss)
+    on_checkpoint, on_log = callbacks(folder, model, optimizer, stored, log, info)
     on_eval = make_image_eval(train, image, model, dev, info) if train.eval_features else None
-    try:
-        step = run_loop(
-            ddp, optimizer, dataset, start, ctx, on_log=on_log, on_checkpoint=on_checkpoint,
-            on_eval=on_eval, progress=progress, stop_after=stop_after,
-        )  # fmt: skip
-    except TrainingError as e:
-        good = ckpt.latest_checkpoint(folder)
-        where = f"last good checkpoint: {good}" if good else "no checkpoint was written yet"
-        on_log({"error": str(e)})
-        raise TrainingError(f"{e}; stopped ({where})") from None
+    step = run_steps(
+        ddp, optimizer, dataset, start, ctx, folder, on_log, on_checkpoint, on_eval, progress,
+        stop_after,
+    )  # fmt: skip
     if step < train.steps:
         return run_dir, model  # stopped early (simulated kill)
-    if info.is_main:
-        from safetensors.torch import save
-
-        blob = save(
-            {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()},
-            metadata={"format": MODEL_FORMAT, "kind": f"{image.modality}-encoder"},
-        )
-        with atomic_write(run_dir / MODEL_FILE, "wb") as f:
-            f.write(blob)
-        if on_eval is not None and (not train.eval_every or step % train.eval_every):
-            on_log({"step": step, "samples": step * train.batch_size, **on_eval(step)})
-    barrier()
+    finish(run_dir, model, f"{image.modality}-encoder", train, step, info, on_log, on_eval)
     return run_dir, model
-
-
-def _barrier_of(info: DistInfo) -> Callable[[], None]:
-    def barrier() -> None:
-        if info.enabled:
-            torch.distributed.barrier()
-
-    return barrier
 
 
 def draw_scenes(
@@ -335,10 +285,7 @@ def encode_images(
     out = []
     for i in range(0, len(images), batch_size):
         enc = model(to_input(images[i : i + batch_size], size).to(device))
-        layers = enc.layers.float()  # (b, S + 1, D)
-        pooled = enc.pooled.float()  # (b, E)
-        pad = torch.nn.functional.pad(pooled, (0, max(0, layers.shape[-1] - pooled.shape[-1])))
-        out.append(torch.cat([layers, pad[:, None]], 1).cpu().numpy())  # (b, S + 2, D)
+        out.append(layers_with_embedding(enc).cpu().numpy())  # (b, S + 2, D)
     model.train(was_training)
     if not out:
         return np.zeros((0, 0, 0), dtype=np.float32)
@@ -380,16 +327,7 @@ def load_image_run(run_dir: str | os.PathLike[str], device: str | None = None) -
     except (KeyError, TypeError, InputError) as e:
         raise CheckpointError(f"{run}: not a prh image run directory ({e})") from None
     model = ImageEncoder(mcfg)
-    if (run / MODEL_FILE).is_file():
-        ckpt.restore_model(model, ckpt.load_weights(run / MODEL_FILE), run / MODEL_FILE)
-        step = train.steps
-    else:
-        last = ckpt.latest_checkpoint(run / "checkpoints")
-        if last is None:
-            raise CheckpointError(f"{run}: no {MODEL_FILE} and no checkpoint")
-        state = ckpt.load_checkpoint(last)
-        ckpt.restore_model(model, state.model, last)
-        step = state.step
-    dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    step = load_trained(model, run, train.steps)
+    dev = resolve_device(device)
     model.to(dev).eval()
     return LoadedImageRun(model, train, image, mcfg, run, step, dev)

@@ -23,10 +23,11 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from prh.errors import InputError
+from prh.views.sources import SceneSource
 from prh.world.styles import styled_document
 
 
-class StyledDocumentSource:
+class StyledDocumentSource(SceneSource):
     """Scenes of a world; ``draw(j, n, rng)`` gives ``n`` captions of scene ``j`` in one style.
 
     Parameters
@@ -42,27 +43,7 @@ class StyledDocumentSource:
         pure function of ``(world seed, scene, k)``; a draw picks one of the ``W``.
     """
 
-    def __init__(
-        self,
-        world,
-        scene_ids: Sequence[int] | None = None,
-        split: str = "train",
-        wordings: int | None = None,
-    ) -> None:
-        self.world = world
-        self.scene_ids = np.asarray(world.split(split) if scene_ids is None else scene_ids)
-        if len(self.scene_ids) == 0:
-            raise InputError("document source: no scenes")
-        if wordings is not None and wordings < 1:
-            raise InputError(f"document source: wordings must be >= 1, got {wordings}")
-        self.wordings = wordings
-
-    @property
-    def num_items(self) -> int:
-        return len(self.scene_ids)
-
-    def item_id(self, j: int) -> str:
-        return self.world.image_id(int(self.scene_ids[j]))
+    label = "document source"
 
     def min_captions(self) -> int:
         return 2**31  # a document may hold any number of captions
@@ -82,9 +63,6 @@ class StyledDocumentSource:
             self.world.scene(scene), n, doc_rng, omit_prob=self.world.config.omit_prob
         )
         return caps, [(doc_id << 6) + i for i in range(n)]
-
-    def state_of(self, items: np.ndarray) -> np.ndarray:
-        return self.scene_ids[np.asarray(items)].astype(np.int64)
 
 
 @dataclass(frozen=True)

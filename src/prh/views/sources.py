@@ -79,8 +79,9 @@ class CorpusSource:
         return np.asarray(items, dtype=np.int64)
 
 
-class WorldCaptionSource:
-    """Items are cave-world scenes; captions are generated on the fly.
+class SceneSource:
+    """The items of a source over cave-world scenes: their ids, count and state; subclasses say
+    how ``draw`` writes captions.
 
     Parameters
     ----------
@@ -91,9 +92,10 @@ class WorldCaptionSource:
     split : str
         Used when ``scene_ids`` is None: ``"train"`` (default), ``"test"`` or ``"all"``.
     wordings : int, optional
-        ``None``: every draw uses a fresh wording seed (unbounded distinct wordings). An integer
-        ``w``: a fixed pool of ``w`` captions per scene (like a real corpus with ``w`` captions).
+        ``None``: every draw is fresh; an integer ``W >= 1``: a fixed pool of ``W`` per scene.
     """
+
+    label = "scene source"  # names the source in its error messages
 
     def __init__(
         self,
@@ -105,9 +107,9 @@ class WorldCaptionSource:
         self.world = world
         self.scene_ids = np.asarray(world.split(split) if scene_ids is None else scene_ids)
         if len(self.scene_ids) == 0:
-            raise InputError("world source: no scenes")
+            raise InputError(f"{self.label}: no scenes")
         if wordings is not None and wordings < 1:
-            raise InputError(f"world source: wordings must be >= 1, got {wordings}")
+            raise InputError(f"{self.label}: wordings must be >= 1, got {wordings}")
         self.wordings = wordings
 
     @property
@@ -116,6 +118,20 @@ class WorldCaptionSource:
 
     def item_id(self, j: int) -> str:
         return self.world.image_id(int(self.scene_ids[j]))
+
+    def state_of(self, items: np.ndarray) -> np.ndarray:
+        return self.scene_ids[np.asarray(items)].astype(np.int64)
+
+
+class WorldCaptionSource(SceneSource):
+    """Items are cave-world scenes; captions are generated on the fly.
+
+    Parameters as :class:`SceneSource`; ``wordings``: ``None`` uses a fresh wording seed every
+    draw (unbounded distinct wordings), an integer ``w`` a fixed pool of ``w`` captions per scene
+    (like a real corpus with ``w`` captions).
+    """
+
+    label = "world source"
 
     def min_captions(self) -> int:
         return self.wordings if self.wordings is not None else 2**31
@@ -131,9 +147,6 @@ class WorldCaptionSource:
         w = int(rng.integers(0, 2**55))
         caps = self.world.captions(scene, n, seed=w)
         return caps, [(w << 3) + k for k in range(n)]
-
-    def state_of(self, items: np.ndarray) -> np.ndarray:
-        return self.scene_ids[np.asarray(items)].astype(np.int64)
 
 
 def as_source(obj) -> CaptionSource:

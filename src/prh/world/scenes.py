@@ -217,7 +217,30 @@ def _draw(rng: np.random.Generator, n: int, max_objects: int, probs: np.ndarray)
     colour = rng.integers(0, len(COLOURS), size=(n, max_objects))
     size = rng.integers(0, len(SIZES), size=(n, max_objects))
     cell = np.argsort(rng.random((n, GRID * GRID)), axis=1)[:, :max_objects]  # distinct cells
-    slot = np.arange(max_objects)[None, :]
+    table, ok = scene_rows(k, shape, colour, size, cell)
+    return table[ok]
+
+
+def scene_rows(
+    k: np.ndarray, shape: np.ndarray, colour: np.ndarray, size: np.ndarray, cell: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Candidate scenes as table rows: the first ``k`` of each row's objects, sorted by cell.
+
+    Parameters
+    ----------
+    k : np.ndarray
+        ``(n,)`` objects per scene (``1..max_objects``).
+    shape, colour, size, cell : np.ndarray
+        ``(n, max_objects)`` attribute indices of each slot (cells distinct within a row).
+
+    Returns
+    -------
+    table : np.ndarray
+        ``(n, max_objects, 4)`` columns ``(shape, colour, size, cell)``, unused slots ``-1``.
+    ok : np.ndarray
+        ``(n,)`` bool: no two objects share (shape, colour) (a caption can name each one).
+    """
+    slot = np.arange(shape.shape[1])[None, :]
     used = slot < k[:, None]  # (n, max_objects)
     big = GRID * GRID + 1
     order = np.argsort(np.where(used, cell, big), axis=1)  # sort used objects by cell
@@ -229,7 +252,7 @@ def _draw(rng: np.random.Generator, n: int, max_objects: int, probs: np.ndarray)
     sc = np.where(used, table[..., 0] * len(COLOURS) + table[..., 1], -1 - slot)
     sc_sorted = np.sort(sc, axis=1)
     ok = ~np.any(sc_sorted[:, 1:] == sc_sorted[:, :-1], axis=1)
-    return table[ok]
+    return table, ok
 
 
 def scene_from_row(index: int, row: np.ndarray) -> Scene:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from prh.world.scenes import COLOURS, GRID, SHAPES, SIZES
+from prh.world.scenes import COLOURS, GRID, SHAPES, SIZES, scene_rows
 
 FACTORS: tuple[tuple[str, int], ...] = (
     ("shape", len(SHAPES)),
@@ -107,17 +107,7 @@ def draw_themed(
     gumbel = -np.log(-np.log(rng.random((n, GRID * GRID))))
     keys = np.log(tables["cell"][theme]) + gumbel  # (n, 9)
     cell = np.argsort(-keys, axis=1)[:, :max_objects]
-    slot = np.arange(max_objects)[None, :]
-    used = slot < k[:, None]
-    order = np.argsort(np.where(used, cell, GRID * GRID + 1), axis=1)
-    table = np.stack([shape, colour, size, cell], axis=-1)  # (n, max_objects, 4)
-    table = np.take_along_axis(table, order[:, :, None], axis=1)
-    used = np.take_along_axis(used, order, axis=1)
-    table[~used] = -1
-    sc = np.where(used, table[..., 0] * len(COLOURS) + table[..., 1], -1 - slot)
-    sc_sorted = np.sort(sc, axis=1)
-    ok = ~np.any(sc_sorted[:, 1:] == sc_sorted[:, :-1], axis=1)
-    return table, ok
+    return scene_rows(k, shape, colour, size, cell)
 
 
 def sample_themed_scene_table(
