@@ -114,6 +114,18 @@ def claims(summary: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def _cost_text(summary: dict[str, Any]) -> str:
+    """The steps' computing cost (kept across resumed runs), and this invocation's when it differs
+    (a rerun of a finished demo only rewrites the report)."""
+    cost = summary.get("compute_cost") or {}
+    wall = sum(float(c.get("wall_s", 0.0)) for c in cost.values())
+    cpu = sum(float(c.get("cpu_s", 0.0)) for c in cost.values())
+    text = f"steps {wall:.0f} s wall, {cpu:.0f} s CPU"
+    if abs(wall - float(summary["seconds"])) > 1.0:
+        text += f" (this invocation {summary['seconds']:.0f} s)"
+    return text
+
+
 def _n(x: float | None) -> str:
     return "never (within the budget)" if x is None else f"{x:,.0f}"
 
@@ -224,8 +236,7 @@ def render_html(summary: dict[str, Any], results: dict[str, Any], out: Path) -> 
     parts.append(
         f"<p class=sub>prh demo ({e(cfg['name'])}) &middot; cave world seed {cfg['world_seed']} "
         f"&middot; {cfg['preset']} text encoders &middot; frozen {e(cfg['vision'])} &middot; "
-        f"{summary['seconds']:.0f} s wall, {summary['cpu_seconds']:.0f} s CPU on "
-        f"{summary['machine']['cpus']} cores</p>"
+        f"{_cost_text(summary)} on {summary['machine']['cpus']} cores</p>"
     )
     parts.append("<h2>Headline</h2>")
     for c in summary["claims"]:
