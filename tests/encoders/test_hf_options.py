@@ -187,7 +187,7 @@ def test_prompt_template(tiny_bert):
 
 
 def test_device_errors(tiny_bert):
-    with pytest.raises(InputError, match="--device tpu: expected cpu, cuda"):
+    with pytest.raises(InputError, match="--device tpu: unknown device; expected cpu, cuda"):
         load_encoder(f"hf:{tiny_bert}", options=EncoderOptions(device="tpu"))
     if not torch.cuda.is_available():
         with pytest.raises(InputError, match="--device cuda: CUDA is not available"):

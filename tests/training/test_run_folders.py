@@ -7,10 +7,10 @@ import torch
 from fakes import fake_factory, tiny_config
 from safetensors.torch import load_file
 
+from prh.device import resolve_device
 from prh.errors import InputError, TrainingError
 from prh.training import train
 from prh.training.checkpoint import latest_checkpoint
-from prh.training.device import resolve_device
 from prh.training.rundir import clear_incomplete, run_state
 
 

@@ -211,9 +211,9 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
 def run(args: argparse.Namespace) -> int:
     import sys
 
+    from prh.device import resolve_device
     from prh.io import check_output_dir
     from prh.training.api import read_run_config, train
-    from prh.training.device import resolve_device
     from prh.training.rundir import run_state
 
     if image_run_requested(args):

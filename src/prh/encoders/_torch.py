@@ -93,39 +93,6 @@ def set_threads(threads: int | None) -> None:
         torch.set_num_threads(max(1, int(threads)))
 
 
-def resolve_device(name: str) -> torch.device:
-    """The torch device ``name`` asks for, refusing one this machine does not have.
-
-    Parameters
-    ----------
-    name : str
-        ``cpu``, ``cuda``, ``cuda:N`` or ``auto`` (CUDA when present, else CPU).
-
-    Raises
-    ------
-    InputError
-        An unknown name, or CUDA (or device ``N``) absent here, in one line.
-    """
-    name = str(name).strip().lower()
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cpu":
-        return torch.device("cpu")
-    if name == "cuda" or name.startswith("cuda:"):
-        if not torch.cuda.is_available():
-            why = "torch was built without CUDA" if torch.version.cuda is None else "no GPU found"
-            raise InputError(f"--device {name}: CUDA is not available here ({why}); use cpu")
-        try:
-            dev = torch.device(name)
-        except RuntimeError:
-            raise InputError(f"--device {name}: expected cuda or cuda:N") from None
-        count = torch.cuda.device_count()
-        if dev.index is not None and dev.index >= count:
-            raise InputError(f"--device {name}: this machine has {count} CUDA device(s)")
-        return dev
-    raise InputError(f"--device {name}: expected cpu, cuda, cuda:N or auto")
-
-
 def resolve_dtype(name: str) -> torch.dtype:
     """``float32`` / ``bfloat16`` / ``float16`` as a torch dtype (:class:`InputError` otherwise)."""
     if name not in DTYPES:

@@ -45,7 +45,8 @@ class MiniLMEncoder(HFTextEncoder):
     ) -> None:
         from transformers import AutoModel
 
-        from prh.encoders._torch import resolve_device, resolve_dtype, set_threads
+        from prh.device import resolve_device
+        from prh.encoders._torch import resolve_dtype, set_threads
 
         device, dtype = resolve_device(options.device), resolve_dtype(options.dtype)
         set_threads(threads)

@@ -46,7 +46,6 @@ from prh.errors import InputError
 from prh.linalg import l2_normalize, row_norms
 
 BACKENDS = ("numpy", "torch", "faiss")
-DEVICES = ("auto", "cpu", "cuda")
 _U32 = 2.0**-24
 _U64 = 2.0**-53
 _MARGIN = 6  # extra float32 candidates per row beyond k
@@ -273,16 +272,11 @@ def _knn_faiss(
 
 
 def torch_device(device: str = "auto"):
-    """The ``torch.device`` for ``device`` (``"auto"``: CUDA when present); refuse an absent one."""
-    import torch
+    """The ``torch.device`` for ``device`` (``"auto"``: CUDA when present); refuse an absent one
+    (:func:`prh.device.resolve_device`)."""
+    from prh.device import resolve_device
 
-    if device not in DEVICES:
-        raise InputError(f"unknown device {device!r}, expected one of {DEVICES}")
-    if device == "cuda" and not torch.cuda.is_available():
-        raise InputError("device 'cuda' requested but CUDA is not available on this machine")
-    if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    return torch.device(device)
+    return resolve_device(device)
 
 
 def _knn_torch(

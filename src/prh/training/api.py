@@ -13,11 +13,11 @@ import numpy as np
 import torch
 from torch import nn
 
+from prh.device import resolve_device
 from prh.errors import CheckpointError, InputError, TrainingError
 from prh.models import CausalLM, ModelConfig, TextEncoder, layers_with_embedding, model_config
 from prh.training.config import TrainConfig, check_batch
 from prh.training.data import TOKENIZER_FILE, default_data_factory, eval_texts
-from prh.training.device import resolve_device
 from prh.training.distributed import DistInfo, default_threads
 from prh.training.lifecycle import (
     barrier,

@@ -25,10 +25,10 @@ import numpy as np
 import torch
 from torch import nn
 
+from prh.device import resolve_device
 from prh.errors import CheckpointError, InputError
 from prh.models import ImageEncoder, ModelConfig, layers_with_embedding
 from prh.training.config import TrainConfig, check_batch
-from prh.training.device import resolve_device
 from prh.training.distributed import DistInfo, default_threads, gather_rows
 from prh.training.image_config import ImageConfig, check_image_run, image_model_config
 from prh.training.lifecycle import (

@@ -15,11 +15,11 @@ from typing import Any
 import torch
 from torch import nn
 
+from prh.device import resolve_device
 from prh.errors import CheckpointError, TrainingError
 from prh.io import atomic_write, write_json
 from prh.training import checkpoint as ckpt
 from prh.training.config import TrainConfig
-from prh.training.device import resolve_device
 from prh.training.distributed import DistInfo, init_distributed
 from prh.training.loop import LossContext, run_loop
 from prh.training.rundir import MODEL_FILE, MODEL_FORMAT, MetricsLog, write_meta
