@@ -111,11 +111,11 @@ def test_serve_defaults_equal_the_app_defaults(monkeypatch) -> None:
 
 
 def test_efficiency_defaults_equal_the_function_defaults(monkeypatch, tmp_path) -> None:
-    import prh.cli.fit_law as cli_fit_law
     import prh.scaling.efficiency as eff
+    import prh.scaling.rows as rows
 
     want = signature_defaults(eff.sample_efficiency)
-    monkeypatch.setattr(cli_fit_law, "read_rows", lambda path: ([], []))
+    monkeypatch.setattr(rows, "read_rows", lambda path: ([], []))
     monkeypatch.setattr(eff, "curves_from_rows", lambda *a, **k: None)
     monkeypatch.setattr(eff, "default_target", lambda a, b: 0.5)
     seen = record(monkeypatch, eff, "sample_efficiency")

@@ -39,11 +39,11 @@ def _s(x: float | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from prh.cli.fit_law import read_rows
     from prh.errors import InputError
     from prh.io import guard_outputs, write_json
     from prh.provenance import stamped
     from prh.scaling.efficiency import curves_from_rows, default_target, sample_efficiency
+    from prh.scaling.rows import read_rows
 
     if args.boot > MAX_BOOT:
         raise InputError(f"--boot must be 1 to {MAX_BOOT} resamples, got {args.boot}")

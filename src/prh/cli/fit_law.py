@@ -39,30 +39,13 @@ def _fmt(x: float) -> str:
     return "nan" if x != x else f"{x:.4f}"
 
 
-def read_rows(results: str) -> tuple[list[dict], list[str]]:
-    """The rows of a ``results.jsonl`` and where each came from (``"PATH line N"``)."""
-    from prh.errors import InputError
-    from prh.scaling.rows import row_places
-    from prh.scaling.sweep import read_results
-
-    if Path(results).is_dir():
-        hint = Path(results) / "results.jsonl"
-        raise InputError(
-            f"RESULTS {results}: is a folder, expected the results.jsonl file"
-            + (f" (try {hint})" if hint.is_file() else "")
-        )
-    if Path(results).exists() and not Path(results).is_file():
-        raise InputError(f"RESULTS {results}: not a regular file (a device or a pipe?)")
-    rows = read_results(results)
-    return rows, row_places(results, len(rows))
-
-
 def run(args: argparse.Namespace) -> int:
     from prh.errors import InputError
     from prh.io import check_output_dir, check_writable, refuse_input_overwrite, write_json
     from prh.provenance import stamped
     from prh.scaling.fit import fit_laws, law_data_from_rows
     from prh.scaling.plot import plot_predicted_vs_measured
+    from prh.scaling.rows import read_rows
 
     if args.starts > MAX_STARTS:
         raise InputError(f"--starts must be 1 to {MAX_STARTS}, got {args.starts}")

@@ -20,6 +20,23 @@ from prh.errors import InputError
 _MISSING = object()
 
 
+def read_rows(results: str | os.PathLike[str]) -> tuple[list[dict], list[str]]:
+    """The rows of a ``results.jsonl`` and where each came from (``"PATH line N"``), for
+    ``prh fit-law`` and ``prh efficiency`` (``RESULTS`` names the positional argument)."""
+    from prh.scaling.sweep import read_results
+
+    if Path(results).is_dir():
+        hint = Path(results) / "results.jsonl"
+        raise InputError(
+            f"RESULTS {results}: is a folder, expected the results.jsonl file"
+            + (f" (try {hint})" if hint.is_file() else "")
+        )
+    if Path(results).exists() and not Path(results).is_file():
+        raise InputError(f"RESULTS {results}: not a regular file (a device or a pipe?)")
+    rows = read_results(results)
+    return rows, row_places(results, len(rows))
+
+
 def row_places(path: str | os.PathLike[str], n_rows: int) -> list[str]:
     """``"PATH line N"`` for each of the first ``n_rows`` rows of a ``results.jsonl``.
 
