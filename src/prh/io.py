@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
@@ -159,6 +160,18 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[A
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def json_safe(obj: Any) -> Any:
+    """``obj`` with every NaN or infinity replaced by ``None`` (JSON has no such numbers), through
+    nested dicts, lists and tuples; dict keys become strings."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {str(k): json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [json_safe(v) for v in obj]
+    return obj
 
 
 def write_json(path: str | os.PathLike[str], obj: Any, indent: int = 2) -> None:

@@ -24,6 +24,7 @@ import numpy as np
 
 from prh.bridge.rotation_score import RotationScore, rotation_score
 from prh.errors import InputError
+from prh.io import json_safe
 
 __all__ = ["AlignmentMatrix", "alignment_matrix"]
 
@@ -102,22 +103,10 @@ class AlignmentMatrix:
             "rotation_ci_high": m(self.rotation_ci[..., 1]),
             "rotation_r2": m(self.rotation_r2),
             "pairs": [
-                {"x": self.names[i], "y": self.names[j], **_finite(r.to_dict())}
+                {"x": self.names[i], "y": self.names[j], **json_safe(r.to_dict())}
                 for (i, j), r in sorted(self.pairs.items())
             ],
         }
-
-
-def _finite(d: dict[str, Any]) -> dict[str, Any]:
-    """JSON has no NaN: non-finite floats become None (one level of nesting is enough here)."""
-    out = {}
-    for k, v in d.items():
-        if isinstance(v, float) and not np.isfinite(v):
-            v = None
-        elif isinstance(v, dict):
-            v = _finite(v)
-        out[k] = v
-    return out
 
 
 def alignment_matrix(

@@ -242,17 +242,6 @@ class _Files:
         return fs, prepared
 
 
-def _finite(obj: Any) -> Any:
-    """``obj`` with every NaN or infinity replaced by ``None``: JSON has no such numbers."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
-    return obj
-
-
 def _fmt(v: float | None) -> str:
     return "-" if v is None else "undefined" if not math.isfinite(v) else f"{v:.4f}"
 
@@ -290,7 +279,7 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from prh.features import join_by_ids
-    from prh.io import atomic_write, write_json
+    from prh.io import atomic_write, json_safe, write_json
     from prh.metrics import METRICS, MetricOptions, measure
     from prh.metrics.api import KNN_METRICS
     from prh.metrics.knn import torch_device
@@ -369,7 +358,7 @@ def run(args: argparse.Namespace) -> int:
             },
             "results": results,
         }
-        write_json(args.json, _finite(doc))
+        write_json(args.json, json_safe(doc))
     for name, path in npy.items():
         # platonic-rep's layout: np.save of a dict; indices[i, j] = (layer of Y_j, layer of X_i),
         # because its compute_alignment calls compute_score(y_feats, x_feats).

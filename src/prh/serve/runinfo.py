@@ -8,13 +8,13 @@ request path ever reaches the file system.
 from __future__ import annotations
 
 import json
-import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from prh.errors import InputError, PrhError
+from prh.io import json_safe
 from prh.provenance import expect_format
 
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\.png$")
@@ -46,7 +46,7 @@ class RunInfo:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON for ``GET /api/run`` (non-finite numbers become null)."""
-        return _finite(
+        return json_safe(
             {
                 "run": self.name,
                 "alignment": self.alignment,
@@ -103,16 +103,6 @@ def _list_plots(root: Path) -> dict[str, Path]:
     ordered = {n: found[n] for n in PREFERRED_PLOTS if n in found}
     ordered.update({n: p for n, p in found.items() if n not in ordered})
     return ordered
-
-
-def _finite(obj: Any) -> Any:
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {str(k): _finite(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_finite(v) for v in obj]
-    return obj
 
 
 def run_world_seed(run_dir: Path | None) -> int:
