@@ -7,6 +7,8 @@ import math
 
 # Seeds feed numpy's SeedSequence and torch.manual_seed; one range keeps them interchangeable.
 MAX_SEED = 2**32 - 1
+# torch.set_num_threads accepts any count, and crashes the process far above the core count.
+MAX_THREADS = 1024
 
 
 def positive_int(text: str) -> int:
@@ -18,6 +20,18 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
     return value
+
+
+def bounded_int(hi: int, what: str):
+    """An argparse type: an integer in [1, ``hi``], ``what`` naming its unit in the message."""
+
+    def parse(text: str) -> int:
+        value = positive_int(text)
+        if value > hi:
+            raise argparse.ArgumentTypeError(f"expected 1 to {hi:,} {what}, got {value:,}")
+        return value
+
+    return parse
 
 
 def nonnegative_int(text: str) -> int:

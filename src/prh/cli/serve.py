@@ -13,11 +13,10 @@ import sys
 import time
 from pathlib import Path
 
-from prh.cli._args import positive_int, seed
+from prh.cli._args import MAX_THREADS, bounded_int, seed
 from prh.errors import InputError
 
 MAX_UPLOAD_MB = 1024  # an upload is held in memory while it is decoded
-MAX_THREADS = 1024  # torch.set_num_threads crashes the process far above the core count
 MAX_WORKERS = 256
 MAX_QUEUE = 100_000
 
@@ -31,18 +30,6 @@ def port_number(text: str) -> int:
     if not 1 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"expected a port in [1, 65535], got {value}")
     return value
-
-
-def _bounded(hi: int, what: str):
-    """An integer in [1, hi]."""
-
-    def parse(text: str) -> int:
-        value = positive_int(text)
-        if value > hi:
-            raise argparse.ArgumentTypeError(f"expected 1 to {hi:,} {what}, got {value:,}")
-        return value
-
-    return parse
 
 
 def host_name(text: str) -> str:
@@ -75,25 +62,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=port_number, default=8000, help="TCP port (default 8000)")
     parser.add_argument(
         "--max-queue",
-        type=_bounded(MAX_QUEUE, "requests"),
+        type=bounded_int(MAX_QUEUE, "requests"),
         default=64,
         help="requests admitted at once, running or waiting; more get HTTP 503; default 64",
     )
     parser.add_argument(
         "--workers",
-        type=_bounded(MAX_WORKERS, "workers"),
+        type=bounded_int(MAX_WORKERS, "workers"),
         default=1,
         help="captions computed concurrently, each in its own thread (default 1)",
     )
     parser.add_argument(
         "--threads",
-        type=_bounded(MAX_THREADS, "threads"),
+        type=bounded_int(MAX_THREADS, "threads"),
         default=None,
         help="torch threads of the vision encoder (default: torch's own choice)",
     )
     parser.add_argument(
         "--max-upload-mb",
-        type=_bounded(MAX_UPLOAD_MB, "MiB"),
+        type=bounded_int(MAX_UPLOAD_MB, "MiB"),
         default=10,
         help=f"largest accepted upload in MiB (1 to {MAX_UPLOAD_MB}); larger gets HTTP 413 "
         "(default 10)",

@@ -13,6 +13,8 @@ import argparse
 from pathlib import Path
 
 from prh.cli._args import (
+    MAX_THREADS,
+    bounded_int,
     fraction,
     nonnegative_float,
     nonnegative_int,
@@ -31,9 +33,6 @@ from prh.cli.train_image import add_image_arguments, image_run_requested, run_im
 from prh.errors import InputError
 from prh.training.config import MAX_LEN, PRESET_DEFAULTS, TrainConfig, train_config
 
-# torch.set_num_threads accepts any count, and crashes the process far above the core count.
-MAX_THREADS = 1024
-
 
 def _per_preset(key: str) -> str:
     return ", ".join(f"{k} {v[key]:g}" for k, v in PRESET_DEFAULTS.items())
@@ -47,12 +46,7 @@ def max_len(text: str) -> int:
     return value
 
 
-def thread_count(text: str) -> int:
-    """CPU threads: an integer in [1, MAX_THREADS]."""
-    value = positive_int(text)
-    if value > MAX_THREADS:
-        raise argparse.ArgumentTypeError(f"expected 1 to {MAX_THREADS} threads, got {value}")
-    return value
+thread_count = bounded_int(MAX_THREADS, "threads")  # CPU threads: an integer in [1, 1024]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
