@@ -27,6 +27,7 @@ def no_steps(monkeypatch):
         (["--samples", "4096"], r"law sample count 8192 must be .* at most samples \(4096\)"),
         (["--workers", "0"], r"argument --workers"),
         (["--workers", "two"], r"argument --workers"),
+        (["--full"], r"argument --full: not allowed with argument --quick"),
     ],
 )
 def test_bad_options_are_refused_before_any_step(bad_input, no_steps, tmp_path, extra, match):

@@ -12,15 +12,22 @@ from prh.demo.analysis import (
     law_rows,
     main_object,
 )
-from prh.demo.config import FULL, QUICK, demo_config
+from prh.demo.config import DEFAULT, FULL, QUICK, demo_config
 from prh.demo.protocol import grid, run_name
 from prh.errors import InputError
 
 
 def test_presets_are_valid_and_quick_is_smaller():
-    assert QUICK.samples < FULL.samples and QUICK.eval_scenes < FULL.eval_scenes
-    assert demo_config(True) == QUICK and demo_config(False, seed=None) == FULL
-    assert demo_config(False, seed=3).seed == 3
+    assert QUICK.samples < DEFAULT.samples and QUICK.eval_scenes < DEFAULT.eval_scenes
+    assert demo_config("quick") == QUICK and demo_config(seed=None) == DEFAULT
+    assert demo_config("full") == FULL and demo_config("default", seed=3).seed == 3
+    # --full is the default protocol with what claims 2 and 3 need, nothing else changed
+    assert FULL.curve_seeds >= 3 and FULL.nt_samples == 4 * FULL.samples
+    assert FULL.heldout_runs * len(FULL.heldout_samples) >= 12
+    changed = {k for k, v in FULL.to_dict().items() if DEFAULT.to_dict()[k] != v}
+    assert changed == {"name", "curve_seeds", "next_token_factor", "heldout_runs"}
+    with pytest.raises(InputError, match="unknown preset 'huge'"):
+        demo_config("huge")
 
 
 @pytest.mark.parametrize(
@@ -31,33 +38,61 @@ def test_presets_are_valid_and_quick_is_smaller():
         ({"law_samples": (65536,)}, "at most"),
         ({"heldout_runs": 9}, "more held-out points than fit points"),
         ({"eval_scenes": 10}, "more than k"),
+        ({"next_token_factor": 0}, "next_token_factor must be in 1..1000"),
+        ({"curve_seeds": 0}, "curve_seeds must be >= 1"),
+        ({"doc_captions": 0}, "doc_captions must be >= 1"),
     ],
 )
 def test_config_refuses_bad_settings(overrides, match):
     with pytest.raises(InputError, match=match):
-        demo_config(False, **overrides)
+        demo_config(**overrides)
     with pytest.raises(InputError, match="unknown setting"):
-        demo_config(False, colour="red")
+        demo_config(colour="red")
 
 
 def test_runs_equal_budgets_and_heldout_rhos_off_grid():
-    cells = grid(FULL).cells(FULL.seed)
-    assert cells == grid(FULL).cells(FULL.seed)  # deterministic
+    cells = grid(DEFAULT).cells(DEFAULT.seed)
+    assert cells == grid(DEFAULT).cells(DEFAULT.seed)  # deterministic
     curves = {run_name(c): c for c in cells if c.split == "curve"}
     assert set(curves) == {"good", "bad", "next-token"}
-    assert {c.samples for c in curves.values()} == {FULL.samples}  # equal budgets
-    assert {c.seed for c in curves.values()} == {FULL.seed}
+    assert {c.samples for c in curves.values()} == {DEFAULT.samples}  # equal budgets
+    assert {c.seed for c in curves.values()} == {DEFAULT.seed}
     fit = [c for c in cells if c.split == "fit"]
-    assert sorted(c.rho for c in fit) == sorted(FULL.law_rhos)
+    assert sorted(c.rho for c in fit) == sorted(DEFAULT.law_rhos)
     held = sorted((c.point, c.split, c.seed, c.rho) for c in cells if c.point is not None)
-    assert [h[1] for h in held] == ["heldout", "repeat"] * FULL.heldout_runs
+    assert [h[1] for h in held] == ["heldout", "repeat"] * DEFAULT.heldout_runs
     assert len({h[2] for h in held}) == len(held)  # fresh seeds everywhere
     for point, _, _, rho in held:
-        assert all(abs(rho - g) > 0.05 for g in (0.0, 1.0, *FULL.law_rhos))
+        assert all(abs(rho - g) > 0.05 for g in (0.0, 1.0, *DEFAULT.law_rhos))
         assert rho == next(r for p, s, _, r in held if p == point and s == "heldout")
-    assert all(c.samples == FULL.law_run_samples for c in cells if c.views == "mixture")
+    assert all(c.samples == DEFAULT.law_run_samples for c in cells if c.views == "mixture")
     # the demo's held-out rho are what they were before the demo ran on the sweep harness
     assert [c.rho for c in cells if c.split == "heldout"] == [0.856, 0.085]
+
+
+def test_full_runs_seeds_a_larger_next_token_budget_and_12_heldout_points():
+    cells = grid(FULL).cells(FULL.seed)
+    curves = {run_name(c, FULL.seed): c for c in cells if c.split == "curve"}
+    names = {"good", "good-s1", "good-s2", "next-token", "next-token-s1", "next-token-s2", "bad"}
+    assert set(curves) == names
+    assert {curves[n].samples for n in names if n.startswith("next-token")} == {4 * FULL.samples}
+    assert {curves[n].samples for n in names if not n.startswith("next-token")} == {FULL.samples}
+    assert curves["good-s2"].seed == curves["next-token-s2"].seed == FULL.seed + 2
+    held = [c for c in cells if c.split == "heldout"]
+    assert len(held) * len(FULL.heldout_samples) == 12
+    assert len([c for c in cells if c.split == "repeat"]) == len(held)
+
+
+def test_next_token_runs_train_on_documents_of_one_scene():
+    from prh.demo.protocol import backend
+
+    b = backend(DEFAULT)
+    nt = next(c for c in grid(DEFAULT).cells(0) if c.views == "next-token")
+    good = next(c for c in grid(DEFAULT).cells(0) if c.views == "good")
+    cfg_nt, cfg_good = b.train_config(nt, "/tmp/x"), b.train_config(good, "/tmp/x")
+    assert (cfg_nt.doc_captions, cfg_nt.max_len) == (DEFAULT.doc_captions, DEFAULT.doc_max_len)
+    assert (cfg_good.doc_captions, cfg_good.max_len) == (1, DEFAULT.max_len)
+    assert cfg_nt.samples == cfg_good.samples  # equal budgets in the default demo
 
 
 def _run(name, role, views, rho, seed, evals, point=None):
@@ -80,6 +115,7 @@ def test_law_rows_use_good_and_bad_as_end_points_and_pair_repeats():
         _run("good", "curve", "good", None, 0, ev),
         _run("bad", "curve", "bad", None, 0, ev),
         _run("next-token", "curve", "next-token", None, 0, ev),
+        _run("good-s1", "curve", "good", None, 1, ev),  # an efficiency seed: not a law point
         _run("mix", "fit", "mixture", 0.5, 0, ev),
         _run("h0", "heldout", "mixture", 0.3, 1000, ev, 0),
         _run("r0", "repeat", "mixture", 0.3, 2000, [(s, y + 0.01) for s, y in ev], 0),
@@ -100,25 +136,45 @@ def test_efficiency_planted_ratio():
     S = [1024, 2048, 4096, 8192, 16384]
     good = list(zip(S, [0.05, 0.10, 0.11, 0.12, 0.12]))
     nt = list(zip(S, [0.02, 0.04, 0.07, 0.10, 0.105]))
-    d = efficiency_summary(good, nt, target=0.1)
+    d = efficiency_summary([good], [nt], target=0.1)
     assert d["samples_good"] == pytest.approx(2048) and d["samples_next_token"] == pytest.approx(
         8192
     )
     assert d["ratio"] == pytest.approx(4.0)
     assert "samples_a" not in d and d["target"] == 0.1
-    auto = efficiency_summary(good, nt)
+    auto = efficiency_summary([good], [nt])
     assert auto["target"] == pytest.approx(0.95 * 0.105)
-    never = efficiency_summary(good, list(zip(S, [0.01] * 5)), target=0.1)
+    never = efficiency_summary([good], [list(zip(S, [0.01] * 5))], target=0.1)
     assert never["samples_next_token"] is None and never["notes"]
     # next-token flat below an untrained control: the target rises above the control
     flat = list(zip(S, [0.04] * 5))
-    d = efficiency_summary(good, flat, control=0.05)
+    d = efficiency_summary([good], [flat], control=0.05)
     assert d["target"] == pytest.approx(0.085) and "random-init" in d["target_rule"]
     assert d["samples_good"] == pytest.approx(1024 * 2**0.7)
     assert d["ratio"] is None and d["ratio_lower_bound"] == pytest.approx(16384 / (1024 * 2**0.7))
-    assert efficiency_summary(good, nt, control=0.05)["target"] == pytest.approx(0.95 * 0.105)
+    assert efficiency_summary([good], [nt], control=0.05)["target"] == pytest.approx(0.95 * 0.105)
+    assert d["n_seeds"] == 1 and d["ci"] == [None, None]
     with pytest.raises(InputError, match="no evaluations"):
         curve_arrays([])
+
+
+def test_efficiency_over_seeds_gives_an_interval_and_next_token_may_run_further():
+    # good reaches 0.1 at 2048 on every seed; next-token (twice the budget) at 8192, 16384, 8192
+    S = [1024, 2048, 4096, 8192, 16384]
+    good = [list(zip(S, [0.05, 0.10, 0.11, 0.12, 0.12]))] * 3
+    S2 = [*S, 32768]
+    nt = [
+        list(zip(S2, [0.02, 0.04, 0.07, 0.10, 0.105, 0.11])),
+        list(zip(S2, [0.02, 0.03, 0.05, 0.07, 0.10, 0.11])),
+        list(zip(S2, [0.02, 0.04, 0.07, 0.10, 0.105, 0.11])),
+    ]
+    d = efficiency_summary(good, nt, target=0.1, seed=0)
+    assert d["n_seeds"] == 3 and d["largest_budget"] == 32768
+    assert d["per_seed_ratio"] == pytest.approx([4.0, 8.0, 4.0])
+    lo, hi = d["ci"]
+    assert 4.0 - 1e-9 <= lo <= d["ratio"] <= hi <= 8.0 + 1e-9 and lo > 1
+    assert d["curves"]["next-token"]["samples"] == S2
+    assert d == efficiency_summary(good, nt, target=0.1, seed=0)  # deterministic
 
 
 def test_class_centroids_match_a_loop_and_refuse_empty_classes():
@@ -144,7 +200,15 @@ def test_main_object_is_the_largest():
 
 
 def _summary(
-    good=0.09, bad=0.05, nt=0.06, ratio=3.0, law_ratio=1.2, seeds=3, heldout=12, nt_rising=True
+    good=0.09,
+    bad=0.05,
+    nt=0.06,
+    ratio=3.0,
+    law_ratio=1.2,
+    seeds=3,
+    heldout=12,
+    nt_rising=True,
+    nt_last=0.03,
 ):
     def m(s):
         return {
@@ -162,6 +226,7 @@ def _summary(
             "good": m(good),
             "bad": m(bad),
             "next-token": m(nt),
+            "next-token-last": m(nt_last),
             "minilm": m(0.1),
             "random-init": m(0.02),
         },
@@ -172,7 +237,15 @@ def _summary(
             "ratio": ratio,
             "ci": [ratio * 0.8, ratio * 1.2] if ratio and seeds >= 3 else [None, None],
             "per_seed_a": per_seed,
+            "n_seeds": seeds,
+            "largest_budget": 32768.0,
             "ratio_lower_bound": None if ratio else 32768 / 1000.0,
+            "curves": {
+                "next-token": {
+                    "samples": [p[0] for p in nt_curve],
+                    "mean": [p[1] for p in nt_curve],
+                }
+            },
             "notes": [],
         },
         "law": {
@@ -197,16 +270,26 @@ def test_claims_follow_the_pre_registered_rules():
     # good behind bad; ratio interval below 1; held-out error 3x the seed spread
     assert labels(_summary(good=0.05, bad=0.06, ratio=0.5, law_ratio=3.0)) == ["NOT SHOWN"] * 3
     # the default demo's situation: one seed, next-token never reaches the target and does not
-    # rise above the control, 6 held-out points
-    got = claims(_summary(ratio=None, seeds=1, heldout=6, nt=0.021, nt_rising=False))
-    assert [c["label"] for c in got][1:] == ["NOT SHOWN", "INCONCLUSIVE"]
-    assert "lower bound 32.8" in got[1]["reason"] and "larger grid" in got[2]["reason"]
+    # rise above the control, 6 held-out points: too few figures, pointing to --full
+    got = claims(_summary(ratio=None, seeds=1, heldout=6, nt=0.021, nt_rising=False, nt_last=0.01))
+    assert [c["label"] for c in got][1:] == ["INCONCLUSIVE", "INCONCLUSIVE"]
+    assert "--full" in got[1]["reason"] and "--full" in got[2]["reason"]
+    assert "slope -0.0150 per doubling" in got[1]["reason"]  # (0.01 - 0.04) / 2 doublings
+    assert got[1]["figures"]["ratio_lower_bound"] == pytest.approx(32.768)
+    # the same with 3 seeds: next-token does not rise, so no finite ratio can come: NOT SHOWN
+    got = claims(_summary(ratio=None, nt=0.021, nt_rising=False, nt_last=0.01))
+    assert got[1]["label"] == "NOT SHOWN" and "lower bound 32.8" in got[1]["reason"]
     # a finite ratio from one seed is a number without an interval
     assert labels(_summary(seeds=1))[1] == "INCONCLUSIVE"
     # a bad-view encoder at the control's level keeps claim 1 SHOWN (good is above all three)
     c = claims(_summary(bad=0.021))[0]
     assert c["label"] == "SHOWN" and c["figures"]["vs_control"]["bad"] == "at"
     assert c["rule"].startswith("SHOWN when the good-view JEPA's bootstrap interval")
+    # next-token enters the claims with its better pooling: here last-token (0.085, close to
+    # good's 0.09, intervals overlapping) makes claim 1 INCONCLUSIVE where mean pooling would not
+    c = claims(_summary(nt_last=0.085))[0]
+    assert c["label"] == "INCONCLUSIVE" and c["figures"]["next-token"]["score"] == 0.085
+    assert "last-token pooling" in c["evidence"]
 
 
 def test_claims_without_intervals_are_inconclusive():

@@ -81,9 +81,11 @@ def toy_config(tiny_bert: Path, **kw):
         workers=1,
         threads=1,
         captioner=False,
+        curve_seeds=2,  # the efficiency curves' seeds and next-token's larger budget, end to end
+        next_token_factor=2,
     )
     base.update(kw)
-    return demo_config(True, **base)
+    return demo_config("quick", **base)
 
 
 def _wording_recall(run: Path, skip_train: bool) -> float:
@@ -123,21 +125,31 @@ def test_toy_demo_outputs_resume_and_idempotence(tmp_path, tiny_bert):
         assert 0.0 <= v <= 1.0
     assert len(on_disk["claims"]) == 3
     assert set(on_disk["timings"]) == {
-        "vision", "train", "embed", "measure", "efficiency", "law", "bridge"
+        "vision", "train", "embed", "measure", "word_order", "efficiency", "law", "bridge"
     }  # fmt: skip
 
     # the runs are one sweep: a results row per run, each with its whole curve
     (sweep,) = out.glob("sweep-*")
     rows = read_results(sweep / RESULTS)
-    assert len(rows) == len(on_disk["runs"]) == 6
+    assert len(rows) == len(on_disk["runs"]) == 8  # good x2, next-token x2, bad, law x3
     for r in rows:
         assert [s for s, _ in r["extra"]["curve"]] == list(range(64, r["samples"] + 1, 64))
     # the measured score of a trained run equals the last point of its training curve
     good = next(r for r in on_disk["runs"] if r["name"] == "good")
     assert good["evals"][-1][0] == 1024
     assert on_disk["alignment"]["good"] == pytest.approx(good["evals"][-1][1], abs=1e-12)
-    cell = next(r for r in rows if r["views"] == "good")
+    cell = next(r for r in rows if r["views"] == "good" and r["seed"] == 0)
     assert cell["score"] == pytest.approx(good["evals"][-1][1], abs=1e-12)
+    # next-token ran twice as long, two seeds of each efficiency curve, both poolings measured
+    nt = [r for r in on_disk["runs"] if r["views"] == "next-token"]
+    assert [r["name"] for r in nt] == ["next-token", "next-token-s1"]
+    assert {r["evals"][-1][0] for r in nt} == {2048}
+    eff = on_disk["sample_efficiency"]
+    assert eff["n_seeds"] == 2 and eff["largest_budget"] == 2048
+    assert {"next-token", "next-token-last"} <= set(on_disk["alignment"])
+    assert on_disk["alignment"]["next-token"] != on_disk["alignment"]["next-token-last"]
+    wo = on_disk["word_order"]
+    assert {"bag-of-words", "good", "good shuffled", "next-token shuffled"} <= set(wo)
 
     # training taught something: the good-view encoder beats its random-init copy at what good
     # views teach (two wordings of one scene map close), on held-out scenes it never saw
@@ -161,7 +173,7 @@ def test_toy_demo_outputs_resume_and_idempotence(tmp_path, tiny_bert):
 
     # idempotent: a rerun trains nothing, reuses features and step results, same numbers
     weights = {p: os.stat(p).st_mtime_ns for p in out.glob("sweep-*/runs/*/model.safetensors")}
-    assert len(weights) == 6
+    assert len(weights) == 8
     again = run_demo(toy_config(tiny_bert, **CAPTION), out, log=lines.append, skip_prove=True)
     assert again["alignment"] == summary["alignment"]
     assert again["runs"] == on_disk["runs"]

@@ -91,11 +91,25 @@ def test_claim2_labels():
     assert flat.label == NOT_SHOWN and "above the control" in flat.reason
     rising = _claim2(samples_next_token=math.inf, ratio=None, ratio_ci=(None, None))
     assert rising.label == INCONCLUSIVE and "lower bound" in rising.reason
+    # with fewer than 3 seeds nothing is decided, whatever the curve does (the default demo)
+    one = _claim2(
+        n_seeds=1,
+        samples_next_token=None,
+        ratio=None,
+        ratio_ci=(None, None),
+        next_token_curve=([1024, 4096, 16384, 32768], [0.04, 0.035, 0.03, 0.028]),
+        largest_budget=32768.0,
+    )
+    assert one.label == INCONCLUSIVE and "prh demo --full" in one.reason
+    assert "did not reach the target" in one.reason and one.figures["ratio_lower_bound"] == 8.0
+    assert _claim2(n_seeds=2).label == INCONCLUSIVE
+    never = _claim2(samples_good=None, samples_next_token=None, ratio=None)
+    assert never.label == INCONCLUSIVE and "good views never" in never.reason
 
 
 def test_claim3_labels():
     few = judge_claim3(n_heldout=6, n_repeat_pairs=6, heldout_rmse=0.01, seed_spread=0.01)
-    assert few.label == INCONCLUSIVE and "larger grid" in few.reason
+    assert few.label == INCONCLUSIVE and "prh demo --full" in few.reason
     ok = judge_claim3(n_heldout=12, n_repeat_pairs=12, heldout_rmse=0.0125, seed_spread=0.01)
     assert ok.label == SHOWN
     bad = judge_claim3(n_heldout=85, n_repeat_pairs=85, heldout_rmse=0.0161, seed_spread=0.01)

@@ -23,32 +23,57 @@ def curve_arrays(evals: Sequence[tuple[int, float]]) -> tuple[np.ndarray, np.nda
     return np.array([s for s, _ in ev], float), np.array([y for _, y in ev], float)
 
 
+def seed_curves(per_seed: Sequence[Sequence[tuple[int, float]]], name: str, seeds=None):
+    """:class:`prh.scaling.efficiency.Curves` of one method from its seeds' ``(samples, score)``
+    records, on the sample counts every seed has."""
+    from prh.scaling.efficiency import Curves
+
+    arrays = [curve_arrays(ev) for ev in per_seed]
+    if not arrays:
+        raise InputError(f"demo: no {name} curves")
+    common = arrays[0][0]
+    for S, _ in arrays[1:]:
+        common = np.intersect1d(common, S)
+    y = np.stack([yy[np.isin(S, common)] for S, yy in arrays])
+    seeds = tuple(seeds) if seeds is not None else tuple(range(len(arrays)))
+    return Curves(common, y, seeds, name)
+
+
 def efficiency_summary(
-    good: Sequence[tuple[int, float]],
-    next_token: Sequence[tuple[int, float]],
+    good: Sequence[Sequence[tuple[int, float]]],
+    next_token: Sequence[Sequence[tuple[int, float]]],
     seed: int = 0,
     target: float | None = None,
     control: float | None = None,
+    n_boot: int = 1000,
 ) -> dict[str, Any]:
-    """Samples good views and next-token need to reach ``target``, and their ratio.
+    """Samples good views and next-token need to reach ``target``, their ratio and its interval.
 
-    Default target: the higher of :func:`prh.scaling.efficiency.default_target` (0.95 x the lower
-    of the two best alignments) and, when the untrained ``control`` score is given, halfway from
-    the control to the best good-view alignment. The second rule keeps the target above what an
-    untrained encoder already scores (otherwise both methods "reach" it at the first point).
-    When next-token never reaches the target, ``ratio`` is ``None`` and ``ratio_lower_bound`` is
-    the largest budget over ``samples_good``.
+    Parameters
+    ----------
+    good, next_token : sequence of curves
+        One ``[(samples, score), ...]`` curve per seed; each method's seeds share sample counts
+        (next-token's may run further than good views').
+    seed : int
+        Seeds the bootstrap over seeds.
+    target : float, optional
+        Default: the higher of :func:`prh.scaling.efficiency.default_target` (0.95 x the lower
+        of the two best seed-mean alignments) and, when the untrained ``control`` score is
+        given, halfway from the control to the best seed-mean good-view alignment. The second
+        rule keeps the target above what an untrained encoder already scores (otherwise both
+        methods "reach" it at the first point).
+    n_boot : int
+        Bootstrap resamples over seeds for the ratio's interval (none with one seed per method).
 
     Returns :meth:`EfficiencyResult.to_dict` with ``samples_a``/``samples_b`` renamed
-    ``samples_good``/``samples_next_token``.
+    ``samples_good``/``samples_next_token``, plus ``n_seeds`` (the fewer of the two methods'),
+    ``largest_budget`` (next-token's largest sample count) and ``ratio_lower_bound`` (that budget
+    over ``samples_good`` when next-token never reaches the target).
     """
-    from prh.scaling.efficiency import Curves, default_target, sample_efficiency
+    from prh.scaling.efficiency import default_target, sample_efficiency
 
-    sg, yg = curve_arrays(good)
-    sn, yn = curve_arrays(next_token)
-    common = np.intersect1d(sg, sn)
-    a = Curves(common, yg[np.isin(sg, common)][None], (seed,), "good")
-    b = Curves(common, yn[np.isin(sn, common)][None], (seed,), "next-token")
+    a = seed_curves(good, "good")
+    b = seed_curves(next_token, "next-token")
     rule = "given"
     if target is None:
         t = default_target(a, b)
@@ -59,13 +84,20 @@ def efficiency_summary(
                 t, rule = half, "halfway from the random-init control to the best good-view score"
     else:
         t = float(target)
-    d = sample_efficiency(a, b, t, n_boot=0).to_dict()
+    n_seeds = min(len(a.seeds), len(b.seeds))
+    d = sample_efficiency(a, b, t, n_boot=n_boot if n_seeds > 1 else 0, seed=seed).to_dict()
     d["samples_good"] = d.pop("samples_a")
     d["samples_next_token"] = d.pop("samples_b")
     d["target_rule"] = rule
+    d["n_seeds"] = n_seeds
+    d["largest_budget"] = float(b.S.max())
     d["ratio_lower_bound"] = None
     if d["samples_next_token"] is None and d["samples_good"]:
-        d["ratio_lower_bound"] = float(common.max() / d["samples_good"])
+        d["ratio_lower_bound"] = float(b.S.max() / d["samples_good"])
+    d["curves"] = {
+        "good": {"samples": a.S.tolist(), "mean": a.mean().tolist()},
+        "next-token": {"samples": b.S.tolist(), "mean": b.mean().tolist()},
+    }
     return d
 
 
@@ -80,9 +112,9 @@ def law_rows(
     Parameters
     ----------
     runs : sequence of dict
-        ``{"role", "views", "rho", "seed", "point", "evals": [(samples, score), ...]}``; the good
-        and bad curve runs enter the fit as rho = 1 and rho = 0 (pure good / pure bad views are
-        the mixture's end points).
+        ``{"name", "role", "views", "rho", "seed", "point", "evals": [(samples, score), ...]}``;
+        the base seed's good and bad curve runs (named ``good`` and ``bad``) enter the fit as
+        rho = 1 and rho = 0 (pure good / pure bad views are the mixture's end points).
     law_samples, heldout_samples : sequence of int
         Where fit runs and held-out / repeat runs are read off their curves.
     """
@@ -91,8 +123,8 @@ def law_rows(
         ev = dict(r["evals"])
         role = r["role"]
         if role == "curve":
-            if r["views"] not in ("good", "bad"):
-                continue
+            if r.get("name", r["views"]) not in ("good", "bad"):
+                continue  # next-token, and the extra seeds of the efficiency curves
             role, rho = "fit", 1.0 if r["views"] == "good" else 0.0
         else:
             rho = float(r["rho"])

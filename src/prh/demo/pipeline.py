@@ -11,12 +11,15 @@ Steps (each logs one line with its wall and CPU time; each caches its result und
    curve against the held-out vision features.
 4. ``embed``: held-out captions with each trained encoder, the MiniLM baseline and a random-init
    control; training-scene captions (5 averaged) for the bridge.
-5. ``measure``: mutual-kNN (k = 10, best layer pair), calibrated score (permutation null), CI.
-6. ``efficiency``: samples good views and next-token need to reach one alignment (curves).
-7. ``law``: candidate laws fitted on the mixture runs' curves, judged on held-out runs.
-8. ``bridge``: image <-> caption retrieval through one map, zero-shot classes, pair-free class
+5. ``measure``: mutual-kNN (k = 10, best layer pair), calibrated score (permutation null), CI;
+   next-token pooled two ways (mean over tokens, last token).
+6. ``word_order``: does the world reward context? Per layer, captions as written vs shuffled,
+   beside a bag of words (:mod:`prh.demo.word_order`).
+7. ``efficiency``: samples good views and next-token need to reach one alignment (seed curves).
+8. ``law``: candidate laws fitted on the mixture runs' curves, judged on held-out runs.
+9. ``bridge``: image <-> caption retrieval through one map, zero-shot classes, pair-free class
    matching; the captioner (``OUT/caption/``).
-9. ``report``: ``OUT/summary.json``, ``OUT/report.html`` and the PNG plots.
+10. ``report``: ``OUT/summary.json``, ``OUT/report.html`` and the PNG plots.
 
 A rerun reuses every finished result (sweep cells by id, features and step results by a hash of
 the settings they depend on), so a killed demo continues where it stopped and a finished one only
@@ -39,7 +42,7 @@ from prh.demo.context import Context, cpu_seconds
 from prh.demo.report import write_outputs
 from prh.io import write_json
 
-N_STEPS = 9
+N_STEPS = 10
 
 
 def _record_cost(ctx: Context, name: str, wall: float, cpu: float) -> None:
@@ -97,9 +100,12 @@ def run_demo(
     results["measure"] = _step(
         ctx, 5, "measure", lambda: steps.step_measure(ctx, text, vision["test"])
     )
-    results["sample_efficiency"] = _step(
-        ctx, 6, "efficiency", lambda: steps.step_efficiency(ctx, train["runs"], results["measure"])
+    results["word_order"] = _step(
+        ctx, 6, "word_order", lambda: steps.step_word_order(ctx, runs, vision["test"])
     )
-    results["law"] = _step(ctx, 7, "law", lambda: steps.step_law(ctx, train["runs"]))
-    results["bridge"] = _step(ctx, 8, "bridge", lambda: bridge_section(ctx, text, vision, runs))
-    return _step(ctx, 9, "report", lambda: write_outputs(ctx, results))
+    results["sample_efficiency"] = _step(
+        ctx, 7, "efficiency", lambda: steps.step_efficiency(ctx, train["runs"], results["measure"])
+    )
+    results["law"] = _step(ctx, 8, "law", lambda: steps.step_law(ctx, train["runs"]))
+    results["bridge"] = _step(ctx, 9, "bridge", lambda: bridge_section(ctx, text, vision, runs))
+    return _step(ctx, 10, "report", lambda: write_outputs(ctx, results))

@@ -10,6 +10,7 @@ COLOURS = {
     "good": "#1b7837",
     "bad": "#c51b7d",
     "next-token": "#2166ac",
+    "next-token-last": "#67a9cf",
     "minilm": "#e08214",
     "random-init": "#777777",
 }
@@ -45,10 +46,13 @@ def plot_curves(
     fig, ax = plt.subplots(figsize=(7.2, 4.4), dpi=130)
     cmap = plt.get_cmap("viridis")
     for r in runs:
-        if r["role"] == "curve" or not r["evals"]:
+        if not r["evals"] or r["name"] in ("good", "bad", "next-token"):
             continue
         s, y = zip(*r["evals"])
-        ax.plot(s, y, color=cmap(float(r["rho"])), lw=0.8, alpha=0.45)
+        if r["role"] == "curve":  # another seed of a curve: thin, in its view's colour
+            ax.plot(s, y, color=COLOURS[r["views"]], lw=0.8, alpha=0.5)
+        else:
+            ax.plot(s, y, color=cmap(float(r["rho"])), lw=0.8, alpha=0.45)
     for name in ("good", "bad", "next-token"):
         r = next((r for r in runs if r["name"] == name), None)
         if r is None or not r["evals"]:
@@ -93,7 +97,7 @@ def plot_bars(measure: dict[str, dict[str, Any]], path: str | os.PathLike[str]) 
     quantile (a score below the grey tick is indistinguishable from chance)."""
     plt = _plt()
     names = list(measure)
-    fig, ax = plt.subplots(figsize=(6.4, 3.4), dpi=130)
+    fig, ax = plt.subplots(figsize=(7.2, 3.6), dpi=130)
     for i, n in enumerate(names):
         d = measure[n]
         lo, hi = d["ci"] if d.get("ci") else (d["score"], d["score"])
@@ -112,7 +116,7 @@ def plot_bars(measure: dict[str, dict[str, Any]], path: str | os.PathLike[str]) 
             va="bottom",
             fontsize=8,
         )
-    ax.set_xticks(range(len(names)), names)
+    ax.set_xticks(range(len(names)), names, rotation=20, ha="right", fontsize=8)
     ax.set_ylabel("mutual-kNN@10")
     ax.grid(axis="y", alpha=0.25)
     _save(fig, path)

@@ -1,8 +1,10 @@
 """What the demo trains, as a sweep: its :class:`~prh.scaling.grid.Grid` preset, its cave runner,
 its sweep folder, and the sweep's results rows read back as named runs with curves.
 
-The runs (:func:`prh.scaling.grid.demo_grid`): good, next-token and bad views at one budget, and
-the law's mixture runs (fit rhos, off-grid held-out rhos and their repeats). Every run records
+The runs (:func:`prh.scaling.grid.demo_grid`): good, next-token and bad views (next-token on
+documents of several captions of one scene, at ``next_token_factor`` times the budget; good and
+next-token with ``curve_seeds`` seeds), and the law's mixture runs (fit rhos, off-grid held-out
+rhos and their repeats). Every run records
 its alignment curve against the frozen vision features of the held-out scenes
 (:class:`~prh.scaling.cave.CaveBackend` with ``curve_every``), so sample efficiency and the law
 read their points off the curves. :func:`prh.scaling.sweep.run_sweep` runs them, resumably
@@ -31,6 +33,8 @@ def grid(cfg: DemoConfig) -> Grid:
         law_rhos=cfg.law_rhos,
         law_run_samples=cfg.law_run_samples,
         heldout_runs=cfg.heldout_runs,
+        curve_seeds=cfg.curve_seeds,
+        next_token_samples=cfg.nt_samples,
     )
 
 
@@ -40,8 +44,10 @@ def backend(cfg: DemoConfig) -> CaveBackend:
     The learning rate is constant after warm-up (``min_lr_frac = 1``), so a curve point equals a
     run stopped there; warm-up is 5% of the steps, at most 8 batches. The cell's own score uses
     the held-out captions of the curves (wording seed ``world_seed + 1``) and no null (the
-    ``measure`` step calibrates).
+    ``measure`` step calibrates). Next-token runs train on documents of ``doc_captions`` captions
+    of one scene (the fair next-token protocol, ``docs/demo.md``), up to ``doc_max_len`` tokens.
     """
+    docs = (("doc_captions", cfg.doc_captions), ("max_len", cfg.doc_max_len))
     return CaveBackend(
         vision=cfg.vision,
         preset=cfg.preset,
@@ -60,6 +66,7 @@ def backend(cfg: DemoConfig) -> CaveBackend:
         ),
         curve_every=cfg.eval_every,
         warmup_max_batches=8,
+        view_overrides=(("next-token", docs),) if cfg.doc_captions > 1 else (),
     )
 
 
@@ -71,10 +78,12 @@ def sweep_dir(out: Path, cfg: DemoConfig) -> Path:
     return Path(out) / f"sweep-{hashlib.sha256(blob.encode()).hexdigest()[:10]}"
 
 
-def run_name(cell: Cell) -> str:
-    """``good`` / ``bad`` / ``next-token``, ``mix<rho>``, ``heldout<i>``, ``repeat<i>``."""
+def run_name(cell: Cell, base_seed: int = 0) -> str:
+    """``good`` / ``bad`` / ``next-token`` (base seed; ``good-s<j>`` for seed ``base + j``),
+    ``mix<rho>``, ``heldout<i>``, ``repeat<i>``."""
     if cell.split == "curve":
-        return cell.views
+        j = cell.seed - base_seed
+        return cell.views if j == 0 else f"{cell.views}-s{j}"
     if cell.split == "fit":
         return f"mix{cell.rho:g}"
     return f"{cell.split}{cell.point}"
@@ -95,10 +104,10 @@ def run_records(cfg: DemoConfig, rows: list[dict[str, Any]], sweep: Path, out: P
         if row is None:
             from prh.errors import PrhError
 
-            raise PrhError(f"demo: run {run_name(c)} has no result in {sweep}")
+            raise PrhError(f"demo: run {run_name(c, cfg.seed)} has no result in {sweep}")
         records.append(
             {
-                "name": run_name(c),
+                "name": run_name(c, cfg.seed),
                 "role": c.split,
                 "views": c.views,
                 "rho": c.rho,

@@ -23,15 +23,16 @@ from prh.provenance import stamped
 NAMES = {
     "good": "good views (JEPA)",
     "bad": "bad views (JEPA)",
-    "next-token": "next-token LM",
+    "next-token": "next-token LM (mean pooling)",
+    "next-token-last": "next-token LM (last-token pooling)",
     "minilm": "MiniLM-L6 (pretrained, 1B pairs)",
     "random-init": "random-init (control)",
 }
 
 
 CLAIM_TEXT = (
-    "Good views align a text encoder with a frozen vision encoder better than bad views and "
-    "next-token prediction, at equal samples, and above an untrained encoder.",
+    "Good views align a text encoder with a frozen vision encoder better than bad views (equal "
+    "samples) and next-token prediction (equal or more samples), and above an untrained encoder.",
     "Next-token prediction needs more samples than good views to reach the same alignment "
     "(42x in the paper).",
     "Alignment follows a law in (rho, samples) that predicts unseen runs about as well as a "
@@ -57,14 +58,13 @@ def claims(summary: dict[str, Any]) -> list[dict[str, Any]]:
     from prh.scaling.claims import judge_claim1, judge_claim2, judge_claim3
 
     m = summary["alignment_detail"]
-    iv = {k: _interval(m[k]) for k in ("good", "bad", "next-token", "random-init")}
-    g, b, n, r = (m[k]["score"] for k in ("good", "bad", "next-token", "random-init"))
+    nt = next_token_key(m)
+    iv = {k: _interval(m[k]) for k in ("good", "bad", "random-init")}
+    iv["next-token"] = _interval(m[nt])
+    g, b, n, r = (iv[k][0] for k in ("good", "bad", "next-token", "random-init"))
     c1 = judge_claim1(iv)
     e = summary["sample_efficiency"]
-    nt_evals = next(
-        (x.get("evals") or [] for x in summary.get("runs", []) if x.get("name") == "next-token"),
-        [],
-    )
+    curve = (e.get("curves") or {}).get("next-token") or {"samples": [], "mean": []}
     lo_hi = tuple(e.get("ci") or (None, None))
     c2 = judge_claim2(
         target=e["target"],
@@ -72,9 +72,9 @@ def claims(summary: dict[str, Any]) -> list[dict[str, Any]]:
         samples_next_token=e.get("samples_next_token"),
         ratio=e.get("ratio"),
         ratio_ci=(lo_hi[0], lo_hi[1]),
-        n_seeds=len(e.get("per_seed_a") or [e.get("samples_good")]),
-        largest_budget=float(summary["config"]["samples"]),
-        next_token_curve=([p[0] for p in nt_evals], [p[1] for p in nt_evals]),
+        n_seeds=int(e.get("n_seeds") or 1),
+        largest_budget=float(e.get("largest_budget") or summary["config"]["samples"]),
+        next_token_curve=(curve["samples"], curve["mean"]),
         next_token_final=iv["next-token"],
         control=iv["random-init"],
     )
@@ -86,14 +86,23 @@ def claims(summary: dict[str, Any]) -> list[dict[str, Any]]:
         seed_spread=float(law.get("seed_spread") or math.nan),
     )
     r_, lb = e.get("ratio"), e.get("ratio_lower_bound")
+    ci = e.get("ci") or [None, None]
     ratio_text = (
-        f"{r_:.2f}x" if r_ is not None else f">= {lb:.1f}x (a lower bound)" if lb else "not defined"
+        (f"{r_:.2f}x" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if None not in ci else ""))
+        if r_ is not None
+        else f">= {lb:.1f}x (a lower bound)"
+        if lb
+        else "not defined"
     )
+    cfg = summary["config"]
+    nt_budget = cfg["samples"] * int(cfg.get("next_token_factor", 1))
     evidence = (
-        f"mutual-kNN good {g:.3f} vs bad {b:.3f} vs next-token {n:.3f} vs random-init {r:.3f} "
-        f"after {summary['config']['samples']:,} samples each",
+        f"mutual-kNN good {g:.3f} vs bad {b:.3f} vs next-token {n:.3f} ({_POOL[nt]}) vs "
+        f"random-init {r:.3f}; good and bad after {cfg['samples']:,} samples, next-token after "
+        f"{nt_budget:,} documents",
         f"to reach {e['target']:.3f}: good views {_n(e.get('samples_good'))} samples, "
-        f"next-token {_n(e.get('samples_next_token'))}; ratio {ratio_text}",
+        f"next-token {_n(e.get('samples_next_token'))}; ratio {ratio_text}, "
+        f"{int(e.get('n_seeds') or 1)} seed(s)",
         f"{law['form']} law: held-out RMSE {law['heldout_rmse']:.4f} vs seed spread "
         f"{law['seed_spread']:.4f} ({law['n_fit']} fit points, {law['n_heldout']} held-out)"
         if law.get("form")
@@ -112,6 +121,17 @@ def claims(summary: dict[str, Any]) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+_POOL = {"next-token": "mean pooling", "next-token-last": "last-token pooling"}
+
+
+def next_token_key(alignment: dict[str, Any]) -> str:
+    """``next-token`` or ``next-token-last``: the next-token pooling with the higher score (the
+    one claim 1 and claim 2 read; rule 1 says so). Summaries without a last-token entry give
+    ``next-token``."""
+    keys = [k for k in ("next-token", "next-token-last") if k in alignment]
+    return max(keys, key=lambda k: float(alignment[k]["score"]))
 
 
 def _cost_text(summary: dict[str, Any]) -> str:
@@ -140,6 +160,7 @@ def build_summary(ctx: Context, results: dict[str, Any]) -> dict[str, Any]:
         "alignment_calibrated": {k: m[k]["calibrated"] for k in m},
         "alignment_detail": m,
         "sample_efficiency": results["sample_efficiency"],
+        "word_order": results.get("word_order", {}).get("summary", {}),
         "law": law,
         "prove": {k: prove.get(k) for k in ("passed", "n", "n_passed", "skipped") if k in prove},
         "bridge": bridge,
@@ -159,6 +180,13 @@ def build_summary(ctx: Context, results: dict[str, Any]) -> dict[str, Any]:
             "metric": "mutual-kNN, k = 10, L2-normalised, max over layer pairs; calibrated = "
             "score - 95% quantile of a permutation null",
             "captions": "one seeded caption per held-out scene (wording seed world_seed + 1)",
+            "next_token": (
+                f"documents of {results['config']['doc_captions']} captions of one training scene"
+                f" (<= {results['config']['doc_max_len']} tokens), "
+                f"{results['config'].get('next_token_factor', 1)}x the good-view budget in "
+                "documents; measured on single held-out captions, every layer, mean-pooled "
+                "(next-token) and last-token-pooled (next-token-last)"
+            ),
         },
     }
 
@@ -297,7 +325,14 @@ def render_html(summary: dict[str, Any], results: dict[str, Any], out: Path) -> 
     parts.append("<h2>Sample efficiency</h2>")
     parts.append(
         _table(
-            ["target alignment", "samples (good views)", "samples (next-token)", "ratio"],
+            [
+                "target alignment",
+                "samples (good views)",
+                "samples (next-token)",
+                "ratio",
+                "95% interval (bootstrap over seeds)",
+                "seeds",
+            ],
             [
                 [
                     _f(s["target"], 4),
@@ -306,6 +341,8 @@ def render_html(summary: dict[str, Any], results: dict[str, Any], out: Path) -> 
                     _f(s.get("ratio"), 2)
                     if s.get("ratio") is not None
                     else f">= {_f(s.get('ratio_lower_bound'), 1)}",
+                    "[{}, {}]".format(*(_f(x, 2) for x in (s.get("ci") or [None, None]))),
+                    str(s.get("n_seeds", 1)),
                 ]
             ],
         )
@@ -314,11 +351,17 @@ def render_html(summary: dict[str, Any], results: dict[str, Any], out: Path) -> 
     parts.append(
         "<p class=muted>Samples to reach the target are read off the running maximum of each "
         f"curve, interpolated in log samples (<code>prh.scaling.efficiency</code>). Target rule: "
-        f"{e(s.get('target_rule', ''))}. One seed per "
-        "method here, so no interval."
+        f"{e(s.get('target_rule', ''))}. "
+        + (
+            "One seed per method here, so no interval (<code>prh demo --full</code> runs 3)."
+            if int(s.get("n_seeds", 1)) < 2
+            else f"{s.get('n_seeds')} seeds per method; the interval resamples seeds."
+        )
         + (" Notes: " + e("; ".join(notes)) if notes else "")
         + "</p>"
     )
+
+    parts.append(_word_order_html(summary.get("word_order") or {}))
 
     # law
     law = summary["law"]
@@ -480,6 +523,42 @@ def _bridge_html(b: dict[str, Any], samples: list[dict]) -> str:
     return "\n".join(parts)
 
 
+def _word_order_html(w: dict[str, Any]) -> str:
+    """The word-order test's table (``summary["word_order"]``), empty when absent."""
+    if not w:
+        return ""
+    rows = [
+        [
+            html.escape(name),
+            str(r["best_layer"]),
+            _f(r["best_mutual_knn"], 4),
+            _f(r["last_mutual_knn"], 4),
+            _f(r.get("shape_max"), 2),
+            _f(r.get("colour_max"), 2),
+        ]
+        for name, r in w.items()
+    ]
+    return (
+        "<h2>Does the world reward context? (word-order test)</h2>"
+        + _table(
+            [
+                "text features",
+                "best layer",
+                "mutual-kNN@10 (best layer)",
+                "last layer",
+                "largest object's shape (kNN@10)",
+                "its colour",
+            ],
+            rows,
+        )
+        + "<p class=muted>Each encoder on the held-out captions as written and with each "
+        "caption's words shuffled, beside a bag of words (no context at all). Word order is what "
+        "says which object is the largest; a layer that uses context loses that when the words "
+        "are shuffled. Probes: leave-one-out kNN@10 accuracy at the probe's best layer (scenes "
+        "whose largest object is tied left out).</p>"
+    )
+
+
 def _caveats(summary: dict[str, Any]) -> str:
     cfg = summary["config"]
     items = [
@@ -491,8 +570,9 @@ def _caveats(summary: dict[str, Any]) -> str:
         f"{cfg['samples']:,} samples; the paper's models and budgets are orders of magnitude "
         "larger. "
         "Absolute numbers are small; the orderings are what the demo tests.",
-        "One seed per method for the curves (the law's repeat runs give the seed spread), so the "
-        "sample-efficiency ratio has no interval here; the full protocol is "
+        f"{cfg.get('curve_seeds', 1)} seed(s) per method for the efficiency curves (the law's "
+        "repeat runs give the seed spread); <code>prh demo --full</code> runs 3 seeds, a 4x "
+        "next-token budget and 12 held-out law points; the published protocol is "
         "<code>prh sweep --preset paper-grid --backend cave</code>.",
         "MiniLM was trained on about a billion real sentence pairs, not on this world's captions: "
         "it is the 'pretrained text model' reference, not an equal-budget competitor.",

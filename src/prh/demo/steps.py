@@ -111,11 +111,8 @@ def step_embed(ctx: Context, runs: dict[str, Path]) -> dict[str, dict[str, Path]
     test, train = scene_ids(cfg, world)
     out: dict[str, dict[str, Path]] = {}
     for name in TEXT_ENCODERS:
-        src = (
-            cfg.text_baseline
-            if name == "minilm"
-            else str(runs["good" if name == "random-init" else name].name)
-        )
+        run = {"random-init": "good", "next-token-last": "next-token"}.get(name, name)
+        src = cfg.text_baseline if name == "minilm" else str(runs[run].name)
         h = hashlib.sha256(
             f"{name}|{src}|{cfg.digest('eval_scenes', 'bridge_scenes', 'world_seed')}".encode()
         ).hexdigest()[:10]
@@ -171,18 +168,64 @@ def step_measure(ctx: Context, text: dict[str, dict[str, Path]], vision_test: Pa
     return out
 
 
+def step_word_order(ctx: Context, runs: dict[str, Path], vision_test: Path) -> dict:
+    """The word-order test (:mod:`prh.demo.word_order`): per layer of the good-view JEPA, the
+    next-token LM and the random-init control, alignment and largest-object probes on the
+    held-out captions as written and with their words shuffled, beside a bag of words."""
+    from prh.demo.word_order import bag_of_words, layer_profile, shuffle_words, summarise
+    from prh.features import load_features
+    from prh.world.factors import scene_factors
+
+    cfg = ctx.cfg
+    names = ("good", "next-token", "random-init")
+    key = "|".join(str(runs[n if n != "random-init" else "good"].name) for n in names)
+    h = hashlib.sha256(f"{key}|{cfg.digest('eval_scenes', 'world_seed', 'k')}".encode())
+
+    def go() -> dict:
+        world = demo_world(cfg)
+        test, _ = scene_ids(cfg, world)
+        texts = [world.captions(i, 1, cfg.world_seed + 1)[0] for i in test]
+        shuffled = shuffle_words(texts, seed=cfg.seed)
+        f = scene_factors(world, test)
+        labels = {"shape": f["shape"], "colour": f["colour"]}
+        vision = load_features(vision_test).features
+        profiles = {"bag-of-words": layer_profile(bag_of_words(texts), vision, labels, cfg.k)}
+        for name in names:
+            enc = text_encoder(cfg, name, runs)
+            for tag, tx in (("", texts), (" shuffled", shuffled)):
+                profiles[name + tag] = layer_profile(
+                    enc.encode_texts(tx, batch_size=256), vision, labels, cfg.k
+                )
+        return {"profiles": profiles, "summary": summarise(profiles), "n": len(test)}
+
+    value, _ = ctx.cached_json(f"word-order-{h.hexdigest()[:10]}", go)
+    for name, row in value["summary"].items():
+        ctx.log(
+            f"  {name:<22} best layer {row['best_layer']} mutual-kNN {row['best_mutual_knn']:.4f}"
+            f" (last {row['last_mutual_knn']:.4f}); largest shape {row['shape_max']:.2f},"
+            f" colour {row['colour_max']:.2f} (best layer of each probe)"
+        )
+    return value
+
+
 def step_efficiency(ctx: Context, runs: list[dict], measure: dict) -> dict:
-    """Samples good views and next-token need to reach the target, off their curves."""
+    """Samples good views and next-token need to reach the target, off their seeds' curves."""
     from prh.demo.analysis import efficiency_summary
 
-    ev = {r["name"]: r["evals"] for r in runs}
+    def curves(view: str) -> list:
+        return [r["evals"] for r in runs if r["role"] == "curve" and r["views"] == view]
+
     control = measure["random-init"]["score"]
-    d = efficiency_summary(ev["good"], ev["next-token"], seed=ctx.cfg.seed, control=control)
+    d = efficiency_summary(curves("good"), curves("next-token"), seed=ctx.cfg.seed,
+                           control=control)  # fmt: skip
     sg, sn = d["samples_good"], d["samples_next_token"]
     ratio = d["ratio"] if d["ratio"] is not None else f">= {d['ratio_lower_bound']}"
+    ci = d.get("ci") or [None, None]
+    ci_text = f" [{ci[0]:.2f}, {ci[1]:.2f}]" if None not in ci else ""
     ctx.log(
         f"  target {d['target']:.4f} ({d['target_rule']}): good {sg if sg is None else round(sg)}"
-        f" samples, next-token {sn if sn is None else round(sn)}, ratio {ratio}"
+        f" samples, next-token {sn if sn is None else round(sn)}, ratio {ratio}{ci_text}"
+        f" ({d['n_seeds']} seed(s))"
     )
     return d
 

@@ -7,7 +7,10 @@ from typing import Any
 
 from prh.demo.config import DemoConfig
 
-TEXT_ENCODERS = ("good", "bad", "next-token", "minilm", "random-init")
+TEXT_ENCODERS = ("good", "bad", "next-token", "next-token-last", "minilm", "random-init")
+"""Every text encoder the demo measures. ``next-token`` pools each layer by the mean over real
+tokens (how the PRH benchmark measures language models); ``next-token-last`` is the same run
+pooled by its last real token."""
 
 
 def demo_world(cfg: DemoConfig):
@@ -48,4 +51,8 @@ def text_encoder(cfg: DemoConfig, name: str, runs: dict[str, Path]) -> Any:
         return load_encoder(cfg.text_baseline)
     if name == "random-init":
         return random_init_encoder(runs["good"], cfg.seed)
+    if name == "next-token-last":
+        from prh.encoders.stored import RunEncoder
+
+        return RunEncoder(runs["next-token"], pool="last")
     return load_encoder(str(runs[name]))

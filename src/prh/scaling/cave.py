@@ -114,6 +114,10 @@ class CaveBackend:
     warmup_max_batches : int
         When > 0, warm-up lasts at most this many batches (``warmup_frac`` is capped at
         ``warmup_max_batches * batch_size / samples``), so long runs do not warm up for longer.
+    view_overrides : tuple of (str, tuple of (str, value))
+        Extra :class:`prh.training.TrainConfig` fields for the cells of one view kind, applied
+        after ``train_overrides`` (e.g. ``(("next-token", (("doc_captions", 4),)),)``: documents
+        of four captions of one scene for the next-token runs only).
     """
 
     vision: str = "efficientnet-lite0"
@@ -129,6 +133,7 @@ class CaveBackend:
     train_overrides: tuple[tuple[str, Any], ...] = ()
     curve_every: int = 0
     warmup_max_batches: int = 0
+    view_overrides: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
     name: str = "cave"
 
     def options(self) -> dict[str, Any]:
@@ -136,8 +141,10 @@ class CaveBackend:
         d.pop("name")
         d.pop("threads")  # does not change results
         d["train_overrides"] = [list(kv) for kv in self.train_overrides]
-        for k in ("curve_every", "warmup_max_batches"):  # newer options: left out at their
-            if not d[k]:  # default, so that the cell ids of older sweeps stay the same
+        d["view_overrides"] = [[v, [list(kv) for kv in kvs]] for v, kvs in self.view_overrides]
+        # newer options: left out at their default, so that the cell ids of older sweeps stay
+        for k in ("curve_every", "warmup_max_batches", "view_overrides"):  # the same
+            if not d[k]:
                 del d[k]
         return d
 
@@ -181,6 +188,10 @@ class CaveBackend:
         from prh.training.config import train_config
 
         rho = float(cell.rho) if cell.views == "mixture" else None
+        overrides = dict(self.train_overrides)
+        for views, kvs in self.view_overrides:
+            if views == cell.views:
+                overrides.update(dict(kvs))
         cfg = train_config(
             self.preset,
             views=cell.views,
@@ -189,7 +200,7 @@ class CaveBackend:
             seed=int(cell.seed),
             world_seed=self.world_seed,
             checkpoint_every=0,
-            **dict(self.train_overrides),
+            **overrides,
         )
         changes: dict[str, Any] = {}
         if self.warmup_max_batches:

@@ -9,7 +9,8 @@ A :class:`Grid` expands into :class:`Cell` s of four splits:
 - ``repeat``: the same points again with seeds ``seed + 2000 + i``, for the seed spread;
 - ``curve``: views in ``curve_views`` (good / bad / next-token) at ``curve_samples`` with
   ``curve_seeds`` seeds ``seed + curve_seed_offset + j`` (offset 3000 by default), for sample
-  efficiency.
+  efficiency; or, when ``curve_runs`` is given, exactly its ``(views, samples, seeds)`` triples
+  (a budget and a seed count per view: next-token may get a larger budget than good views).
 
 A grid whose runs record their whole alignment curve (``heldout_rho_only``, used by ``prh demo``
 through :func:`demo_grid`) reads every sample count off each run's curve, so its held-out points
@@ -99,6 +100,7 @@ class Grid:
     curve_seeds: int = 0
     curve_seed_offset: int = 3000
     heldout_rho_only: bool = False
+    curve_runs: tuple[tuple[str, int, int], ...] = ()
 
     def __post_init__(self) -> None:
         if not self.rhos or not self.samples:
@@ -124,6 +126,14 @@ class Grid:
             raise InputError(f"grid {self.name}: unknown curve views {bad}; expected {VIEWS[1:]}")
         if self.curve_views and (not self.curve_samples or self.curve_seeds < 1):
             raise InputError(f"grid {self.name}: curve views need curve_samples and curve_seeds")
+        for v, s, n in self.curve_runs:
+            if v not in VIEWS[1:] or s < 1 or not 1 <= n < 1000:
+                raise InputError(
+                    f"grid {self.name}: curve run ({v!r}, {s}, {n}) needs views in {VIEWS[1:]},"
+                    " samples >= 1 and 1..999 seeds"
+                )
+        if self.curve_runs and self.curve_views:
+            raise InputError(f"grid {self.name}: give curve_runs or curve_views, not both")
 
     @property
     def n_fit(self) -> int:
@@ -147,6 +157,10 @@ class Grid:
                     Cell("curve", v, None, int(s), seed + self.curve_seed_offset + j)
                     for s in self.curve_samples
                 )
+        for v, s, n in self.curve_runs:
+            out.extend(
+                Cell("curve", v, None, int(s), seed + self.curve_seed_offset + j) for j in range(n)
+            )
         return out
 
     def heldout_points(self, seed: int = 0) -> list[tuple[float, int]]:
@@ -168,9 +182,10 @@ class Grid:
 
     def describe(self) -> dict:
         d = asdict(self)
-        for k in ("curve_seed_offset", "heldout_rho_only"):  # newer fields: at their defaults,
-            if d[k] == Grid.__dataclass_fields__[k].default:  # left out so that the sweep.json
-                del d[k]  # of an older sweep still matches and it resumes
+        # newer fields: at their defaults, left out so that the sweep.json of an older sweep
+        for k in ("curve_seed_offset", "heldout_rho_only", "curve_runs"):  # still matches and
+            if d[k] == Grid.__dataclass_fields__[k].default:  # it resumes
+                del d[k]
         return {**d, "n_fit": self.n_fit, "n_cells": len(self.cells())}
 
 
@@ -205,12 +220,16 @@ def demo_grid(
     law_run_samples: int,
     heldout_runs: int,
     curve_views: tuple[str, ...] = ("good", "next-token", "bad"),
+    curve_seeds: int = 1,
+    next_token_samples: int | None = None,
 ) -> Grid:
-    """The runs of ``prh demo``: one curve per view and the law's mixture runs, curves recorded.
+    """The runs of ``prh demo``: curves per view and the law's mixture runs, curves recorded.
 
-    - ``curve``: ``curve_views`` (good, next-token, bad) at the budget ``samples``, base seed
-      (their curves are the sample-efficiency comparison; good and bad are also the law's
-      rho = 1 and rho = 0 runs);
+    - ``curve``: ``curve_views`` (good, next-token, bad) at the budget ``samples`` (next-token at
+      ``next_token_samples`` when given), seeds ``seed .. seed + curve_seeds - 1`` for good and
+      next-token (the sample-efficiency ratio's seeds) and the base seed for bad (their base-seed
+      curves are the sample-efficiency comparison; good and bad are also the law's rho = 1 and
+      rho = 0 runs);
     - ``fit``: mixtures at ``law_rhos`` run to ``law_run_samples``, base seed;
     - ``heldout`` / ``repeat``: ``heldout_runs`` mixtures at off-grid rho (:func:`off_grid_rhos`)
       run to ``law_run_samples``, seeds ``seed + 1000 + i`` and ``seed + 2000 + i``.
@@ -225,9 +244,14 @@ def demo_grid(
         fit_seeds=1,
         heldout=int(heldout_runs),
         repeats=True,
-        curve_views=tuple(curve_views),
-        curve_samples=(int(samples),),
-        curve_seeds=1,
+        curve_runs=tuple(
+            (
+                v,
+                int(next_token_samples or samples) if v == "next-token" else int(samples),
+                int(curve_seeds) if v in ("good", "next-token") else 1,
+            )
+            for v in curve_views
+        ),
         curve_seed_offset=0,
         heldout_rho_only=True,
     )
