@@ -101,8 +101,8 @@ def claims(summary: dict[str, Any]) -> list[dict[str, Any]]:
         f"random-init {r:.3f}; good and bad after {cfg['samples']:,} samples, next-token after "
         f"{nt_budget:,} documents",
         f"to reach {e['target']:.3f}: good views {_n(e.get('samples_good'))} samples, "
-        f"next-token {_n(e.get('samples_next_token'))}; ratio {ratio_text}, "
-        f"{int(e.get('n_seeds') or 1)} seed(s)",
+        f"next-token {_n(e.get('samples_next_token'))}; ratio {ratio_text}"
+        + (f" over {int(e['n_seeds'])} seeds" if int(e.get("n_seeds") or 1) > 1 else ""),
         f"{law['form']} law: held-out RMSE {law['heldout_rmse']:.4f} vs seed spread "
         f"{law['seed_spread']:.4f} ({law['n_fit']} fit points, {law['n_heldout']} held-out)"
         if law.get("form")

@@ -219,7 +219,8 @@ def step_efficiency(ctx: Context, runs: list[dict], measure: dict) -> dict:
     d = efficiency_summary(curves("good"), curves("next-token"), seed=ctx.cfg.seed,
                            control=control)  # fmt: skip
     sg, sn = d["samples_good"], d["samples_next_token"]
-    ratio = d["ratio"] if d["ratio"] is not None else f">= {d['ratio_lower_bound']}"
+    lb = d["ratio_lower_bound"]
+    ratio = f"{d['ratio']:.2f}" if d["ratio"] is not None else f">= {lb:.1f}" if lb else "none"
     ci = d.get("ci") or [None, None]
     ci_text = f" [{ci[0]:.2f}, {ci[1]:.2f}]" if None not in ci else ""
     ctx.log(
