@@ -248,12 +248,6 @@ def run(args: argparse.Namespace) -> int:
         head = stamp("bridge-score", inputs=_inputs(args), seed=args.seed, options=args)
         write_json(args.json, {**head, **res.to_dict()})
     if args.heatmap:
-        from prh.metrics.heatmap import heatmap_png
-
-        scores = res.score_matrices()
-        lay = np.broadcast_to(np.array([args.layer, args.layer]), res.layers.shape)
-        layers = {m: (res.layers if m.startswith(("mutual", "cka")) else lay) for m in scores}
-        png = heatmap_png(scores, layers, list(names), list(names))
         with atomic_write(args.heatmap, "wb") as f:
-            f.write(png)
+            f.write(res.heatmap_png())
     return 0
