@@ -48,10 +48,12 @@ __all__ = [
     "PairFree",
     "SampleMatch",
     "anchor_rotation",
+    "find_matching",
     "fit_of",
     "match_factor",
     "match_rows",
     "pair_free",
+    "reduce_pair",
     "reduce_rows",
     "refine",
 ]
@@ -196,25 +198,39 @@ def _centroids(z: np.ndarray, labels: np.ndarray, classes: np.ndarray) -> np.nda
 
 
 def match_factor(
-    zx: np.ndarray, zy: np.ndarray, factor: str, labels: np.ndarray, seed: int = 0
+    zx: np.ndarray,
+    zy: np.ndarray,
+    factor: str,
+    labels: np.ndarray,
+    seed: int = 0,
+    labels_y: np.ndarray | None = None,
 ) -> ClassMatch:
-    """Class-level match of one factor's centroids of ``zx (N, k_x)`` and ``zy (N, k_y)``."""
-    labels = np.asarray(labels)
-    if labels.shape != (len(zx),):
-        raise InputError(f"labels {factor!r}: expected {len(zx)} labels, got shape {labels.shape}")
-    keep = labels >= 0
-    classes = np.unique(labels[keep])
+    """Class-level match of one factor's centroids of ``zx (N, k_x)`` and ``zy (M, k_y)``.
+
+    ``labels (N,)`` label ``zx``'s rows and, unless ``labels_y (M,)`` is given (rows of ``zy``
+    in another order), ``zy``'s too; negative labels are left out.
+    """
+    lx = np.asarray(labels)
+    ly = lx if labels_y is None else np.asarray(labels_y)
+    if lx.shape != (len(zx),) or ly.shape != (len(zy),):
+        raise InputError(
+            f"labels {factor!r}: expected {len(zx)} and {len(zy)} labels, got shapes "
+            f"{lx.shape} and {ly.shape}"
+        )
+    classes = np.unique(lx[lx >= 0])
     if len(classes) < 2:
         raise InputError(f"labels {factor!r}: need at least 2 classes, got {len(classes)}")
-    cx = _centroids(zx[keep], labels[keep], classes)
-    cy = _centroids(zy[keep], labels[keep], classes)
+    if not np.array_equal(classes, np.unique(ly[ly >= 0])):
+        raise InputError(f"labels {factor!r}: the two sides have different classes")
+    cx = _centroids(zx[lx >= 0], lx[lx >= 0], classes)
+    cy = _centroids(zy[ly >= 0], ly[ly >= 0], classes)
     truth = np.arange(len(classes))
     m = match_classes(cx, cy, truth=truth, seed=seed)
     acc = float(m.accuracy if m.accuracy is not None else 0.0)
     return ClassMatch(
         factor=factor,
         classes=tuple(int(c) for c in classes),
-        rows=int(keep.sum()),
+        rows=int((lx >= 0).sum()),
         permutation=tuple(int(p) for p in m.permutation),
         accuracy=acc,
         exact=bool(np.array_equal(m.permutation, truth)),
@@ -228,17 +244,33 @@ def anchor_rotation(
     zy: np.ndarray,
     labels: Mapping[str, np.ndarray],
     found: Mapping[str, ClassMatch],
+    labels_y: Mapping[str, np.ndarray] | None = None,
 ) -> np.ndarray:
-    """Procrustes rotation ``(k_y, k_x)`` between the class means of ``zx`` and ``zy`` paired
-    by the class-level matches (no scene pairs): ``zx @ W.T ~ zy``. Each class mean weighs by the
-    square root of its row count."""
+    """Procrustes rotation ``(k_y, k_x)`` between class means of ``zx`` and ``zy`` paired by the
+    class-level matches (no scene pairs): ``zx @ W.T ~ zy``.
+
+    The anchors are the mean of every class of every factor and, with several factors, of every
+    joint cell (a shape-and-colour combination, paired through both factors' matches: more
+    anchors than dimensions pin the rotation down). Each mean weighs by the square root of its
+    row count; ``labels_y`` as in :func:`match_factor`.
+    """
+    fs = list(found)
+    lx = np.stack([np.asarray(labels[f]) for f in fs], 1)  # (N, F)
+    ly = lx if labels_y is None else np.stack([np.asarray(labels_y[f]) for f in fs], 1)
+    to_y = [dict(zip(found[f].classes, (found[f].classes[p] for p in found[f].permutation)))
+            for f in fs]  # fmt: skip
     ax, ay = [], []
-    for f, m in found.items():
-        lab = np.asarray(labels[f])
-        for c, p in zip(m.classes, m.permutation, strict=True):
-            w = np.sqrt((lab == c).sum())
-            ax.append(w * zx[lab == c].mean(0))
-            ay.append(w * zy[lab == m.classes[p]].mean(0))
+    cells = [(j,) for j in range(len(fs))] + ([tuple(range(len(fs)))] if len(fs) > 1 else [])
+    for cols in cells:
+        defined = (lx[:, cols] >= 0).all(1)
+        for key in {tuple(r) for r in lx[defined][:, cols]}:
+            rx = defined & (lx[:, cols] == key).all(1)
+            want = [to_y[c][k] for c, k in zip(cols, key, strict=True)]
+            ry = (ly[:, cols] == want).all(1)
+            if ry.any():
+                w = np.sqrt(rx.sum())
+                ax.append(w * zx[rx].mean(0))
+                ay.append(w * zy[ry].mean(0))
     return procrustes_rotation(np.stack(ax), np.stack(ay))
 
 
@@ -264,6 +296,33 @@ def fit_of(zx: np.ndarray, zy: np.ndarray, perm: np.ndarray) -> float:
     return float(np.linalg.svd(zx.T @ zy[perm], compute_uv=False).sum()) / len(zx)
 
 
+def find_matching(
+    zx: np.ndarray, zy: np.ndarray, seed: int = 0, anchor: np.ndarray | None = None
+) -> tuple[np.ndarray, str, float]:
+    """One-to-one matching of unpaired rows ``zx (N, k)`` and ``zy (N, k)`` with no pairs.
+
+    Starts: :func:`prh.bridge.match_samples` (its own principal-axis and cluster starts) and,
+    when given, the rotation ``anchor`` found from matched class means (:func:`anchor_rotation`),
+    refined by :func:`refine`. The matching that one rotation explains best (:func:`fit_of`)
+    wins.
+
+    Returns
+    -------
+    perm : np.ndarray
+        ``(N,)``: row ``i`` of ``zx`` is matched to row ``perm[i]`` of ``zy``.
+    start : str
+        ``"match_samples"`` or ``"class-anchored"``.
+    fit : float
+        :func:`fit_of` the winner.
+    """
+    found = {"match_samples": match_samples(zx, zy, seed=seed).permutation}
+    if anchor is not None:
+        found["class-anchored"] = refine(zx, zy, anchor, seed=seed)
+    fits = {k: fit_of(zx, zy, p) for k, p in found.items()}
+    start = max(fits, key=lambda k: fits[k])
+    return found[start], start, fits[start]
+
+
 def match_rows(
     zx: np.ndarray,
     zy: np.ndarray,
@@ -271,33 +330,32 @@ def match_rows(
     anchor: np.ndarray | None = None,
 ) -> SampleMatch:
     """Sample-level match: ``zy``'s rows shuffled by a seeded permutation, matched back to
-    ``zx``'s; scored against the true pairing (row ``i`` with row ``i``).
-
-    Starts: :func:`prh.bridge.match_samples` (its own principal-axis and cluster starts) and,
-    when given, the rotation ``anchor`` found from the matched class means
-    (:func:`anchor_rotation`), refined by :func:`refine`. The matching that one rotation explains
-    best (:func:`fit_of`) wins; neither start sees a scene pair.
-    """
+    ``zx``'s by :func:`find_matching`; scored against the true pairing (row ``i`` with row
+    ``i``), which the matcher never sees."""
     t0 = time.perf_counter()
     n = len(zx)
     shuffle = np.random.default_rng([seed, SHUFFLE_SALT]).permutation(n)
-    zy_u, truth = zy[shuffle], np.argsort(shuffle)
-    found = {"match_samples": match_samples(zx, zy_u, seed=seed).permutation}
-    if anchor is not None:
-        found["class-anchored"] = refine(zx, zy_u, anchor, seed=seed)
-    fits = {k: fit_of(zx, zy_u, p) for k, p in found.items()}
-    start = max(fits, key=lambda k: fits[k])
-    perm = found[start]
-    acc = float((perm == truth).mean())
+    perm, start, fit = find_matching(zx, zy[shuffle], seed=seed, anchor=anchor)
+    acc = float((perm == np.argsort(shuffle)).mean())
     return SampleMatch(
         n=n,
         accuracy=acc,
         chance=1.0 / n,
         times_chance=acc * n,
-        fit=fits[start],
+        fit=fit,
         start=start,
         seconds=time.perf_counter() - t0,
     )
+
+
+def reduce_pair(
+    x: np.ndarray, y: np.ndarray, dims: int, whiten: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
+    """Both sides by :func:`reduce_rows`, cut to one common ``k`` (the whole ``k``-dim embedding
+    is what the theorem says is shared)."""
+    zx, zy = reduce_rows(x, dims, whiten), reduce_rows(y, dims, whiten)
+    k = min(zx.shape[1], zy.shape[1])
+    return zx[:, :k], zy[:, :k]
 
 
 def pair_free(
@@ -340,9 +398,8 @@ def pair_free(
         raise InputError(f"need at least 4 scenes to match, got {len(x)}")
     if dims < 1:
         raise InputError(f"dims must be >= 1, got {dims}")
-    zx, zy = reduce_rows(x, dims, whiten), reduce_rows(y, dims, whiten)
-    k = min(zx.shape[1], zy.shape[1])  # one common k: the whole k-dim embedding is shared
-    zx, zy = zx[:, :k], zy[:, :k]
+    zx, zy = reduce_pair(x, y, dims, whiten)
+    k = zx.shape[1]
     labels = dict(labels or {})
     classes = {f: match_factor(zx, zy, f, lab, seed=seed) for f, lab in labels.items()}
     sample = None

@@ -137,6 +137,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="fit the map without pairs: shuffle the captions and recover the match (prh match)",
     )  # fmt: skip
     b.add_argument(
+        "--pair-free-classes", action="store_true",
+        help="with --pair-free: start the match from the rotation between class means (largest "
+        "object's shape and colour, each side labelled on its own; still no image-caption pair)",
+    )  # fmt: skip
+    b.add_argument(
         "--seed", type=seed, default=0, help="decoder seed (in [0, 2**32 - 1]; default 0)"
     )
 
@@ -175,6 +180,8 @@ def _check_build(args: argparse.Namespace) -> list[Path]:
             f"--n-pairs must be >= 4 and --decoder-scenes >= 2, got {args.n_pairs} and "
             f"{args.decoder_scenes}"
         )
+    if args.pair_free_classes and not args.pair_free:
+        raise InputError("--pair-free-classes needs --pair-free (it anchors the pair-free map)")
     lo, hi = IMAGE_SIZES
     if not lo <= args.image_size <= hi:
         raise InputError(f"--image-size must be {lo} to {hi} pixels, got {args.image_size}")
@@ -336,6 +343,7 @@ def _build(args: argparse.Namespace) -> int:
         threads=args.threads,
         image_features=args.image_features,
         pair_free=args.pair_free,
+        pair_free_classes=args.pair_free_classes,
         progress=not args.no_progress,
     )
     info = json.loads((out / "caption" / "caption.json").read_text())
@@ -345,7 +353,11 @@ def _build(args: argparse.Namespace) -> int:
         f"decoder loss {info['decoder_loss_final']:.3f}, {info['seconds']['total_s']:.0f} s"
     )
     if info.get("pair_free"):
-        print(f"pair-free match accuracy {info['pair_free']['accuracy']:.3f} (no pairs used)")
+        pf = info["pair_free"]
+        print(
+            f"pair-free match accuracy {pf['accuracy']:.3f} (chance {pf['chance']:.4f}; start "
+            f"{pf['start']}; no pairs used)"
+        )
     if args.json is not None:
         from prh.io import write_json
 
