@@ -86,3 +86,56 @@ def test_pair_free_classes_without_pair_free_is_refused(bad_input, tmp_path, tex
 
     with pytest.raises(InputError, match="needs --pair-free"):
         CaptionBuildConfig(pair_free_classes=True)
+
+
+def _result(n=4, refs=5, seed=0, decoder=0.5, nearest=0.4):
+    from prh.caption import CaptionEvalResult
+
+    scores = {"retrieval (nearest train caption)": {"CIDEr": nearest}}
+    if decoder is not None:
+        scores["decoder, greedy"] = {"CIDEr": decoder}
+    config = {"world_seed": seed, "refs": refs, "tokenizer": "simple"}
+    return CaptionEvalResult(n, ("CIDEr",), scores, config=config)
+
+
+def test_compare_captioners_rows_ratio_and_refusals():
+    from prh.caption import compare_captioners
+    from prh.errors import InputError
+
+    c = compare_captioners(_result(decoder=0.4), _result(decoder=0.5, nearest=0.45))
+    assert c["ratio"] == pytest.approx(0.8) and c["paired_beats_nearest"]
+    assert (c["zero_pair"], c["paired"], c["nearest_caption"]) == (0.4, 0.5, 0.45)
+    c = compare_captioners(_result(decoder=None, nearest=0.2), _result(nearest=0.6))
+    assert c["rows"]["zero_pair"].startswith("retrieval") and not c["paired_beats_nearest"]
+    with pytest.raises(InputError, match="different references"):
+        compare_captioners(_result(n=5), _result())
+    with pytest.raises(InputError, match="different references"):
+        compare_captioners(_result(seed=1), _result())
+
+
+def test_eval_against_a_paired_run_on_the_same_references(capsys, tmp_path, caption_run):
+    import shutil
+
+    from prh.cli import main
+
+    copy = tmp_path / "copy"
+    shutil.copytree(caption_run, copy)  # the same captioner: the same scores on each side
+    code = main(["caption", "--eval", "--run", str(copy), "--paired-run", str(caption_run),
+                 "--n", "4", "--beam", "2", "--tokenizer", "simple", "--no-progress",
+                 "--json", str(tmp_path / "e.json")])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    res = json.loads((tmp_path / "e.json").read_text())
+    cmp = res["comparison"]
+    assert cmp["zero_pair"] == cmp["paired"] and cmp["n"] == 4 and "paired captioner" in out
+    assert res["paired"]["scores"] == res["scores"]
+    assert cmp["nearest_caption"] == res["scores"]["retrieval (nearest train caption)"]["CIDEr"]
+
+
+def test_paired_run_refusals(bad_input, tmp_path, caption_run):
+    bad_input(["caption", "--run", caption_run, "--image", caption_run, "--paired-run",
+               caption_run], match="--paired-run goes with --eval")  # fmt: skip
+    bad_input(["caption", "--eval", "--run", caption_run, "--paired-run", caption_run],
+              match="the same run as --run")  # fmt: skip
+    bad_input(["caption", "--eval", "--run", caption_run, "--paired-run", tmp_path],
+              match="not a caption run")  # fmt: skip
