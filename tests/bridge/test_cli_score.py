@@ -103,3 +103,27 @@ def test_seeded_split_is_deterministic_and_layer_flag_used(files, capsys):
     l0 = json.loads((files / "l0.json").read_text())
     assert l0["layers"][0][1] == [0, 0] and l0["rotation"][0][1] != one["rotation"][0][1]
     assert l0["options"]["layer"] == 0
+
+
+def test_pair_free_pairs_with_world_labels(files, capsys):
+    d = files
+    tr = [d / f"{n}-train.safetensors" for n in "abc"]
+    te = [d / f"{n}-test.safetensors" for n in "abc"]
+    out = _run(["--files", *tr, "--test-files", *te, "--names", *"abc", "--pair-free", "a:b",
+                "--world-seed", "0",
+                "--match-dims", "8", "--json", d / "pf.json"], capsys)  # fmt: skip
+    assert "pair-free a ~ b: shape" in out and "samples" in out
+    doc = json.loads((d / "pf.json").read_text())
+    (pf,) = doc["pair_free"]
+    assert (pf["x"], pf["y"]) == ("a", "b") and set(pf["classes"]) == {"shape", "colour"}
+    assert pf["samples"]["n"] == N - 160 and pf["samples"]["chance"] == 1 / (N - 160)
+    from prh.world import CaveWorld, WorldConfig
+    from prh.world.factors import scene_factors
+
+    shape = scene_factors(CaveWorld(WorldConfig(seed=0)), range(160, N))["shape"]
+    assert pf["classes"]["shape"]["rows"] == int((shape >= 0).sum())
+    _run(["--files", *tr, "--test-files", *te, "--names", *"abc", "--pair-free", "--json",
+          d / "all.json"], capsys)  # fmt: skip
+    doc = json.loads((d / "all.json").read_text())
+    assert [(p["x"], p["y"]) for p in doc["pair_free"]] == [("a", "b"), ("a", "c"), ("b", "c")]
+    assert doc["pair_free"][0]["classes"] == {}

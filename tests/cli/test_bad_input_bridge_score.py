@@ -80,6 +80,10 @@ CASES = [
         "no such file",
     ),
     (lambda d: [*_ab(d), "--k", "30", "--bootstrap", "0"], "more than 30 held-out rows"),
+    (lambda d: [*_ab(d), "--world-seed", "0"], "give --pair-free too"),
+    (lambda d: [*_ab(d), "--pair-free", "a:zz"], "--pair-free a:zz: expected X:Y"),
+    (lambda d: [*_ab(d), "--pair-free", "a:a"], "two different names"),
+    (lambda d: [*_ab(d), "--pair-free", "ab"], "expected X:Y"),
 ]
 
 

@@ -140,3 +140,29 @@ def test_seed_gives_identical_results(models, tmp_path):
     for out in outs:
         assert run(xs[1], ys[0], "--null", 20, "--bootstrap", 20, "--seed", 7, "--json", out) == 0
     assert strict(outs[0])["results"] == strict(outs[1])["results"]
+
+
+def test_several_metrics_in_one_call_with_intervals_per_cell(models, tmp_path):
+    xs, ys, _, _ = models
+    both, one = tmp_path / "both.json", tmp_path / "one.json"
+    opts = ["--k", 5, "--bootstrap", 20, "--seed", 1]
+    assert run("--x", *xs, "--y", *ys, "--metric", "mutual_knn,cka,mutual_knn", *opts,
+               "--json", both) == 0  # fmt: skip
+    doc = strict(both)
+    assert doc["metrics"] == ["mutual_knn", "cka"]
+    for metric in ("mutual_knn", "cka"):
+        assert run("--x", *xs, "--y", *ys, "--metric", metric, *opts, "--json", one) == 0
+        alone = strict(one)["matrices"][metric]
+        assert doc["matrices"][metric] == alone
+        ci = np.array(alone["ci"])  # (X, Y, 2)
+        assert ci.shape == (3, 2, 2) and (ci[..., 0] <= np.array(alone["scores"])).all()
+        cells = [r for r in strict(one)["results"] if r["metric"] == metric]
+        assert [c["ci"] for c in cells] == ci.reshape(-1, 2).tolist()
+    assert run("--x", *xs, "--y", *ys, "--json", one) == 0
+    assert strict(one)["matrices"]["mutual_knn"]["ci"] is None  # no bootstrap, no interval
+
+
+def test_an_unknown_metric_in_a_list_is_one_line(models, bad_input):
+    xs, ys, _, _ = models
+    bad_input(["measure", xs[0], ys[0], "--metric", "mutual_knn,cca"], inputs=[xs[0], ys[0]],
+              match="unknown metric 'cca'")  # fmt: skip

@@ -80,6 +80,17 @@ class AlignmentMatrix:
             "rotation score (R^2)": self.rotation_r2,
         }
 
+    def heatmap_png(self) -> bytes:
+        """One heatmap panel per matrix (:func:`prh.metrics.heatmap.heatmap_png`); each cell
+        is annotated with the layer pair its metrics used (the fixed ``layer`` for the
+        rotation score)."""
+        from prh.metrics.heatmap import heatmap_png
+
+        scores = self.score_matrices()
+        fixed = np.broadcast_to(np.array([self.layer, self.layer]), self.layers.shape)
+        layers = {m: self.layers if m.startswith(("mutual", "cka")) else fixed for m in scores}
+        return heatmap_png(scores, layers, list(self.names), list(self.names))
+
     def to_dict(self) -> dict[str, Any]:
         def m(a: np.ndarray) -> list:
             return [[None if not np.isfinite(v) else float(v) for v in row] for row in a]

@@ -2,8 +2,8 @@
 
 Public API: :class:`Captioner`, :class:`CaptionResult`, :func:`load_captioner`,
 :func:`build_caption_run` (:mod:`.build`); :func:`evaluate_captioner`,
-:class:`CaptionEvalResult` (:mod:`.evaluate`); the decoder in :mod:`.decoder`. See
-``docs/caption.md``.
+:class:`CaptionEvalResult`, :func:`compare_captioners` (:mod:`.evaluate`); the decoder in
+:mod:`.decoder`. See ``docs/caption.md``.
 """
 
 from prh.caption.build import CaptionBuildConfig, build_caption_run
@@ -15,13 +15,14 @@ __all__ = [
     "CaptionResult",
     "Captioner",
     "build_caption_run",
+    "compare_captioners",
     "evaluate_captioner",
     "load_captioner",
 ]
 
 
 def __getattr__(name: str):
-    if name in ("CaptionEvalResult", "evaluate_captioner"):
+    if name in ("CaptionEvalResult", "compare_captioners", "evaluate_captioner"):
         from prh.caption import evaluate
 
         return getattr(evaluate, name)

@@ -72,6 +72,11 @@ class CaptionBuildConfig:
         recover the correspondence with :func:`prh.bridge.match_samples` between the whitened
         PCA image features and the normalised caption embeddings, and fit the map (and the
         noise) on the matched pairs. The matching accuracy is recorded.
+    pair_free_classes : bool
+        With ``pair_free``: also match the two sides' class means (the largest object's shape
+        and colour, each side labelled on its own; :func:`prh.world.factors.scene_factors`) and
+        start the sample match from the rotation between them
+        (:func:`prh.bridge.pair_free.anchor_rotation`). No image-caption pair is used.
     pair_scenes : tuple of int, optional
         The train scenes that fit the map (default the first ``n_pairs``, whose count it then
         replaces); with ``image_features``, a caller that has embedded some scenes already names
@@ -94,6 +99,7 @@ class CaptionBuildConfig:
     threads: int | None = None
     image_features: str | os.PathLike[str] | None = None
     pair_free: bool = False
+    pair_free_classes: bool = False
     pair_scenes: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
@@ -106,6 +112,8 @@ class CaptionBuildConfig:
                 f"need n_pairs >= 4, decoder_scenes >= 2 and decoder_steps >= 0, got "
                 f"{self.n_pairs}, {self.decoder_scenes}, {self.decoder_steps}"
             )
+        if self.pair_free_classes and not self.pair_free:
+            raise InputError("--pair-free-classes needs --pair-free (it anchors the pair-free map)")
         noise = self.noise
         if not (noise == "gap" or (isinstance(noise, int | float) and noise >= 0)):
             raise InputError(f"noise must be 'gap' or a number >= 0, got {noise!r}")
@@ -181,6 +189,44 @@ def stored_features(
     return np.asarray(unpad_layer(rows, fs.layers - 1, dims), dtype=np.float32)
 
 
+def pair_free_pairs(
+    x: np.ndarray,
+    y_cond: np.ndarray,
+    dims: int,
+    seed: int,
+    labels: Mapping[str, np.ndarray] | None = None,
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """Which caption row goes with which image row, found with no pairs.
+
+    ``y_cond (N, E)`` are the captions' conditions in an order unknown to this function. Both
+    sides are reduced to one common number of whitened principal components
+    (:func:`prh.bridge.pair_free.reduce_pair`), then matched one to one by
+    :func:`prh.bridge.pair_free.find_matching`: :func:`prh.bridge.match_samples` and, with
+    ``labels`` (factor -> ``(N,)`` class of each image row and ``(N,)`` of each caption row, as
+    a pair of arrays), the rotation between the class means matched at class level, each refined
+    by Wasserstein-Procrustes (assignment, Procrustes, repeat).
+
+    Returns
+    -------
+    perm : np.ndarray
+        ``(N,)``: image row ``i`` goes with caption row ``perm[i]``.
+    info : dict
+        The start that won, its fit, the class-level matches, the dimensions.
+    """
+    from prh.bridge.pair_free import anchor_rotation, find_matching, match_factor, reduce_pair
+
+    zx, zy = reduce_pair(x, y_cond, dims)
+    anchor, classes = None, {}
+    if labels:
+        lx = {f: ab[0] for f, ab in labels.items()}
+        ly = {f: ab[1] for f, ab in labels.items()}
+        found = {f: match_factor(zx, zy, f, lx[f], seed=seed, labels_y=ly[f]) for f in labels}
+        anchor = anchor_rotation(zx, zy, lx, found, labels_y=ly)
+        classes = {f: {"exact": m.exact, "accuracy": m.accuracy} for f, m in found.items()}
+    perm, start, fit = find_matching(zx, zy, seed=seed, anchor=anchor)
+    return perm, {"start": start, "fit": fit, "dims": int(zx.shape[1]), "classes": classes}
+
+
 def _pair_free(
     x: np.ndarray,
     y: np.ndarray,
@@ -188,20 +234,29 @@ def _pair_free(
     normalizer: ConditionNormalizer,
     dims: int,
     seed: int,
+    labels: Mapping[str, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-    """Shuffle the caption side, match it back without pairs; returns the matched pairs."""
-    from prh.bridge import match_samples
+    """Shuffle the caption side, match it back without pairs; returns the matched pairs.
 
+    ``labels`` (factor -> ``(N,)`` class of each scene) label each side on its own: the caption
+    side's labels are shuffled with the captions, so only class membership crosses over.
+    """
+    t0 = time.perf_counter()
     shuffle = np.random.default_rng([seed, 0xF4EE]).permutation(len(x))
     y_u, y_all_u = y[shuffle], y_all[shuffle]  # the pairing is now unknown to the matcher
-    k = min(dims, len(x) - 1, x.shape[1])
-    xc = x - x.mean(0)
-    u, _, _ = np.linalg.svd(xc, full_matrices=False)
-    xw = u[:, :k] * np.sqrt(len(x) - 1)  # whitened PCA scores (N, k)
-    res = match_samples(xw, normalizer.transform(y_u), truth=np.argsort(shuffle), seed=seed)
-    perm = res.permutation
-    info = {"accuracy": res.accuracy, "objective": res.objective, "seconds": res.seconds}
-    return x, y_u[perm], y_all_u[perm], info  # fmt: skip
+    both = {f: (np.asarray(v), np.asarray(v)[shuffle]) for f, v in (labels or {}).items()}
+    perm, info = pair_free_pairs(x, normalizer.transform(y_u), dims, seed, both)
+    truth = np.argsort(shuffle)
+    xc, yc = x - x.mean(0), y_u[perm] - y_u[perm].mean(0)
+    info = {
+        "accuracy": float((perm == truth).mean()),
+        "chance": 1.0 / len(x),
+        "objective": float(np.linalg.norm(xc.T @ yc) ** 2)
+        / max(float(np.linalg.norm(xc.T @ xc) * np.linalg.norm(yc.T @ yc)), 1e-300),
+        "seconds": time.perf_counter() - t0,
+        **info,
+    }
+    return x, y_u[perm], y_all_u[perm], info
 
 
 @dataclass(frozen=True, eq=False)
@@ -259,14 +314,18 @@ def fit_map(
     normalizer: ConditionNormalizer,
     cfg: CaptionBuildConfig,
     progress: bool,
+    labels: Mapping[str, np.ndarray] | None = None,
 ) -> MapFit:
-    """Step 3: the map on all pairs; the modality gap of a map fitted on 80 % of them, measured
-    on the other 20 %, sets the decoder's noise."""
+    """Step 3: the map on all pairs (with ``cfg.pair_free``: on the pairs matched without any;
+    ``labels`` anchor that match at class level); the modality gap of a map fitted on 80 % of
+    them, measured on the other 20 %, sets the decoder's noise."""
     y = y_all.mean(1)  # (N, E)
     n, per_scene, E = y_all.shape
     match_info = None
     if cfg.pair_free:
-        x, y, y_all, match_info = _pair_free(x, y, y_all, normalizer, cfg.vision_dims, cfg.seed)
+        x, y, y_all, match_info = _pair_free(
+            x, y, y_all, normalizer, cfg.vision_dims, cfg.seed, labels
+        )
         _say(progress, f"pair-free match: accuracy {match_info['accuracy']:.3f}")
     n_fit = max(2, int(0.8 * n))
     probe = VisionProjector(cfg.vision_dims, cfg.map_kind).fit(x[:n_fit], y[:n_fit])
@@ -425,7 +484,13 @@ def build_caption_run(
     timings["encode_images_s"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    fit = fit_map(x, y_all, normalizer, cfg, progress)
+    labels = None
+    if cfg.pair_free_classes:
+        from prh.world.factors import scene_factors
+
+        f = scene_factors(world, pair_scenes)
+        labels = {"shape": f["shape"], "colour": f["colour"]}
+    fit = fit_map(x, y_all, normalizer, cfg, progress, labels)
     timings["fit_map_s"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()

@@ -25,7 +25,10 @@ from typing import Any
 
 from prh.errors import InputError
 
-__all__ = ["CaptionEvalResult", "evaluate_captioner"]
+__all__ = ["CaptionEvalResult", "compare_captioners", "evaluate_captioner"]
+
+NEAREST_ROW = "retrieval (nearest train caption)"
+GREEDY_ROW = "decoder, greedy"
 
 
 @dataclass(frozen=True)
@@ -177,12 +180,12 @@ def evaluate_captioner(
     has_decoder = getattr(captioner, "kind", "decoder") == "decoder"  # else nearest caption only
     if has_decoder:
         t0 = time.perf_counter()
-        hyps["decoder, greedy"] = captioner.generate(cond, beam=1)
+        hyps[GREEDY_ROW] = captioner.generate(cond, beam=1)
         secs["greedy_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         hyps[f"decoder, beam {beam}"] = captioner.generate(cond, beam=beam)
         secs["beam_s"] = time.perf_counter() - t0
-    hyps["retrieval (nearest train caption)"] = [r[0][0] for r in captioner.nearest(cond, k=1)]
+    hyps[NEAREST_ROW] = [r[0][0] for r in captioner.nearest(cond, k=1)]
 
     recall: dict[str, float] = {}
     notes: list[str] = []
@@ -235,3 +238,45 @@ def evaluate_captioner(
         "notes": notes,
     }
     return CaptionEvalResult(n, metrics, scores, recall, examples, config, secs)
+
+
+def compare_captioners(
+    zero_pair: CaptionEvalResult, paired: CaptionEvalResult, metric: str = "CIDEr"
+) -> dict[str, Any]:
+    """A zero-pair captioner against the paired one and the nearest-caption baseline.
+
+    Both results must score the same scenes against the same references (same ``n``, world
+    seed, references per scene and tokenizer). Each captioner's row is its greedy decoder, or its
+    nearest-caption row when it has no decoder; the baseline is the paired run's nearest caption.
+
+    Returns
+    -------
+    dict
+        ``metric``; ``paired``, ``zero_pair``, ``nearest_caption`` (scores, x 1 as computed);
+        ``ratio`` = zero-pair / paired; ``paired_beats_nearest``; ``rows`` (which row each is);
+        ``n``, ``refs``.
+    """
+    keys = ("world_seed", "refs", "tokenizer")
+    a = {k: zero_pair.config.get(k) for k in keys} | {"n": zero_pair.n}
+    b = {k: paired.config.get(k) for k in keys} | {"n": paired.n}
+    if a != b:
+        raise InputError(f"the two evaluations scored different references: {a} vs {b}")
+    if metric not in paired.metrics or metric not in zero_pair.metrics:
+        raise InputError(f"metric {metric!r} was not computed in both evaluations")
+
+    def row(r: CaptionEvalResult) -> str:
+        return GREEDY_ROW if GREEDY_ROW in r.scores else NEAREST_ROW
+
+    z, p = zero_pair.scores[row(zero_pair)][metric], paired.scores[row(paired)][metric]
+    near = paired.scores[NEAREST_ROW][metric]
+    return {
+        "metric": metric,
+        "paired": p,
+        "zero_pair": z,
+        "nearest_caption": near,
+        "ratio": z / p if p > 0 else float("nan"),
+        "paired_beats_nearest": bool(p > near),
+        "rows": {"paired": row(paired), "zero_pair": row(zero_pair), "nearest": NEAREST_ROW},
+        "n": paired.n,
+        "refs": paired.config.get("refs"),
+    }

@@ -70,6 +70,27 @@ def add_parser(sub: Any) -> None:
         default=1000,
         help="bootstrap resamples of the mutual-kNN and rotation score intervals (default 1000)",
     )
+    p.add_argument(
+        "--pair-free",
+        nargs="*",
+        default=None,
+        metavar="X:Y",
+        help="also match these pairs of --names without pairs on the held-out rows (sample "
+        "level; class level with --world-seed); no value: every pair",
+    )
+    p.add_argument(
+        "--world-seed",
+        type=seed,
+        default=None,
+        help="cave world whose scenes the ids (scene_<i>) name: its largest object's shape and "
+        "colour label the pair-free class-level match",
+    )
+    p.add_argument(
+        "--match-dims",
+        type=positive_int,
+        default=32,
+        help="whitened principal dims per side before pair-free matching (default 32)",
+    )
     p.add_argument("--json", default=None, metavar="PATH", help="write the matrix here (JSON)")
     p.add_argument("--heatmap", default=None, metavar="PNG", help="write the heatmap here")
 
@@ -107,6 +128,14 @@ def _check_options(args: argparse.Namespace) -> None:
         )
     if args.heatmap and Path(args.heatmap).suffix.lower() != ".png":
         raise InputError(f"--heatmap {args.heatmap}: expected a .png file name")
+    if args.world_seed is not None and args.pair_free is None:
+        raise InputError("--world-seed labels the pair-free match: give --pair-free too")
+    for pair in args.pair_free or []:
+        x, sep, y = pair.partition(":")
+        if not sep or x == y or x not in names or y not in names:
+            raise InputError(
+                f"--pair-free {pair}: expected X:Y, two different names among {', '.join(names)}"
+            )
     if args.json and args.heatmap and Path(args.json).resolve() == Path(args.heatmap).resolve():
         raise InputError("--json and --heatmap name the same file")
     guard_outputs({"--json": args.json, "--heatmap": args.heatmap}, inputs=_inputs(args))
@@ -153,8 +182,9 @@ def _rows_of(ids: list[str] | None, wanted_path: str, flag: str) -> np.ndarray:
     return np.array([index[i] for i in wanted], dtype=np.int64)
 
 
-def _split(args: argparse.Namespace) -> tuple[dict, dict, list[Any], list[str]]:
-    """Training and held-out rows per name, the loaded sets, and the names."""
+def _split(args: argparse.Namespace) -> tuple[dict, dict, list[Any], list[str], list | None]:
+    """Training and held-out rows per name, the loaded sets, the names and the held-out rows'
+    ids (None when the files carry none)."""
     from prh.bridge.rotation_score import split_rows
     from prh.errors import InputError
 
@@ -169,7 +199,7 @@ def _split(args: argparse.Namespace) -> tuple[dict, dict, list[Any], list[str]]:
                     f"--test-files share {len(shared)} ids with --files (held-out rows must not "
                     f"be trained on), first {sorted(shared)[0]!r}"
                 )
-        return dict(zip(names, rows)), dict(zip(names, test_rows)), sets, names
+        return dict(zip(names, rows)), dict(zip(names, test_rows)), sets, names, test_ids
     if args.train_ids is not None:
         tr = _rows_of(ids, args.train_ids, "--train-ids")
         te = _rows_of(ids, args.test_ids, "--test-ids")
@@ -186,6 +216,7 @@ def _split(args: argparse.Namespace) -> tuple[dict, dict, list[Any], list[str]]:
         {n: r[te] for n, r in zip(names, rows, strict=True)},
         sets,
         names,
+        None if ids is None else [ids[i] for i in te],
     )
 
 
@@ -223,17 +254,51 @@ def _print(res: Any) -> None:
             )
 
 
+def _labels(ids: list | None, world_seed: int | None) -> dict[str, np.ndarray] | None:
+    """Shape and colour of each held-out scene's largest object (ties: undefined), from ids."""
+    if world_seed is None:
+        return None
+    from prh.errors import InputError
+    from prh.world import CaveWorld, WorldConfig
+    from prh.world.factors import scene_factors, scene_ids_of
+
+    if ids is None:
+        raise InputError("--world-seed: the held-out rows carry no ids (scene_<i>) to label")
+    world = CaveWorld(WorldConfig(seed=world_seed))
+    scenes = scene_ids_of(ids)
+    if scenes.max() >= world.num_scenes:
+        raise InputError(f"--world-seed {world_seed}: the world has no scene {scenes.max()}")
+    f = scene_factors(world, scenes)
+    return {"shape": f["shape"], "colour": f["colour"]}
+
+
+def _print_pair_free(ev: Any) -> None:
+    for (x, y), r in ev.pair_free.items():
+        parts = [
+            f"{f} {m.accuracy:.2f} of {len(m.classes)}{' (exact)' if m.exact else ''}"
+            for f, m in r.classes.items()
+        ]
+        s = r.samples
+        if s is not None:
+            parts.append(
+                f"samples {s.accuracy:.3f} (chance {s.chance:.4f}, {s.times_chance:.1f}x; "
+                f"start {s.start})"
+            )
+        print(f"  pair-free {x} ~ {y}: " + ", ".join(parts))
+
+
 def run(args: argparse.Namespace) -> int:
     """Check every option, load, compute the matrix, print, write what was asked."""
-    from prh.bridge.alignment import alignment_matrix
+    from prh.bridge.evidence import EvidenceConfig, modality_evidence
     from prh.io import atomic_write, write_json
     from prh.provenance import stamp
 
     _check_options(args)
-    train, test, sets, names = _split(args)
-    res = alignment_matrix(
-        train,
-        test,
+    train, test, sets, names, test_ids = _split(args)
+    pairs = None
+    if args.pair_free is not None:
+        pairs = [tuple(p.split(":", 1)) for p in args.pair_free] or "all"
+    cfg = EvidenceConfig(
         k=args.k,
         bootstrap=args.bootstrap,
         seed=args.seed,
@@ -241,19 +306,26 @@ def run(args: argparse.Namespace) -> int:
         common=not args.per_side_dims,
         layer=args.layer,
         best_layers=args.best_layers,
+        match_dims=args.match_dims,
+    )
+    ev = modality_evidence(
+        train,
+        test,
+        _labels(test_ids, args.world_seed),
+        pair_free_pairs=pairs,
+        config=cfg,
         layer_dims={n: fs.layer_dims for n, fs in zip(names, sets, strict=True)},
     )
+    res = ev.matrix
     _print(res)
+    _print_pair_free(ev)
     if args.json:
         head = stamp("bridge-score", inputs=_inputs(args), seed=args.seed, options=args)
-        write_json(args.json, {**head, **res.to_dict()})
+        body = res.to_dict()
+        if pairs is not None:
+            body["pair_free"] = ev.to_dict()["pair_free"]
+        write_json(args.json, {**head, **body})
     if args.heatmap:
-        from prh.metrics.heatmap import heatmap_png
-
-        scores = res.score_matrices()
-        lay = np.broadcast_to(np.array([args.layer, args.layer]), res.layers.shape)
-        layers = {m: (res.layers if m.startswith(("mutual", "cka")) else lay) for m in scores}
-        png = heatmap_png(scores, layers, list(names), list(names))
         with atomic_write(args.heatmap, "wb") as f:
-            f.write(png)
+            f.write(res.heatmap_png())
     return 0

@@ -85,6 +85,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     ev.add_argument("--meteor", action="store_true", help="also METEOR (starts Java; slow)")
     ev.add_argument(
+        "--paired-run", type=Path, default=None, metavar="RUN",
+        help="also score this captioner (built with pairs) on the same scenes and references and "
+        "report --run's CIDEr as a fraction of it, beside the nearest-caption baseline",
+    )  # fmt: skip
+    ev.add_argument(
         "--tokenizer", choices=("ptb", "simple"), default=None,
         help="caption tokenizer for scoring (default ptb when java is installed, else simple)",
     )  # fmt: skip
@@ -137,6 +142,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="fit the map without pairs: shuffle the captions and recover the match (prh match)",
     )  # fmt: skip
     b.add_argument(
+        "--pair-free-classes", action="store_true",
+        help="with --pair-free: start the match from the rotation between class means (largest "
+        "object's shape and colour, each side labelled on its own; still no image-caption pair)",
+    )  # fmt: skip
+    b.add_argument(
         "--seed", type=seed, default=0, help="decoder seed (in [0, 2**32 - 1]; default 0)"
     )
 
@@ -175,6 +185,8 @@ def _check_build(args: argparse.Namespace) -> list[Path]:
             f"--n-pairs must be >= 4 and --decoder-scenes >= 2, got {args.n_pairs} and "
             f"{args.decoder_scenes}"
         )
+    if args.pair_free_classes and not args.pair_free:
+        raise InputError("--pair-free-classes needs --pair-free (it anchors the pair-free map)")
     lo, hi = IMAGE_SIZES
     if not lo <= args.image_size <= hi:
         raise InputError(f"--image-size must be {lo} to {hi} pixels, got {args.image_size}")
@@ -195,7 +207,13 @@ def _check_run(args: argparse.Namespace) -> list[Path]:
         raise InputError(f"--beam for the --eval beam row must be >= 2, got {args.beam}")
     if args.eval and args.refs > MAX_REFS:
         raise InputError(f"--refs must be 1 to {MAX_REFS} references per scene, got {args.refs}")
+    if args.paired_run is not None and not args.eval:
+        raise InputError("--paired-run goes with --eval")
     inputs = _run_inputs(args.run, with_text_run=args.eval)
+    if args.paired_run is not None:
+        if args.paired_run.resolve() == args.run.resolve():
+            raise InputError(f"--paired-run {args.paired_run}: the same run as --run")
+        inputs += _run_inputs(args.paired_run, with_text_run=True)
     for path in args.image or ():
         _need_file(path, "--image", "an image file")
     return inputs + list(args.image or ())
@@ -238,7 +256,7 @@ def _run_inputs(run: Path, with_text_run: bool) -> list[Path]:
     return inputs
 
 
-def _captioner(args: argparse.Namespace, beam: int = 1):
+def _captioner(args: argparse.Namespace, beam: int = 1, run: Path | None = None):
     from prh.caption import load_captioner
 
     vision = None
@@ -246,7 +264,7 @@ def _captioner(args: argparse.Namespace, beam: int = 1):
         from prh.encoders import load_encoder
 
         vision = load_encoder(args.vision, efficientnet_layers="head", threads=args.threads)
-    return load_captioner(args.run, beam=beam, threads=args.threads, vision=vision)
+    return load_captioner(run or args.run, beam=beam, threads=args.threads, vision=vision)
 
 
 def read_image(path: Path, max_mb: int):
@@ -293,12 +311,10 @@ def _caption(args: argparse.Namespace) -> int:
 
 
 def _eval(args: argparse.Namespace) -> int:
-    from prh.caption import evaluate_captioner
+    from prh.caption import compare_captioners, evaluate_captioner
     from prh.provenance import stamped
 
-    captioner = _captioner(args)
-    res = evaluate_captioner(
-        captioner,
+    kw = dict(
         n=args.n,
         beam=args.beam or 3,
         refs=args.refs,
@@ -307,14 +323,28 @@ def _eval(args: argparse.Namespace) -> int:
         image_features=args.image_features,
         progress=not args.no_progress,
     )
+    res = evaluate_captioner(_captioner(args), **kw)
     print(res.table())
     for note in res.config.get("notes", []):
         print(f"note: {note}", file=sys.stderr)
+    out = res.to_dict()
+    if args.paired_run is not None:
+        paired = evaluate_captioner(_captioner(args, run=args.paired_run), **kw)
+        print(f"\npaired captioner ({args.paired_run}):\n{paired.table()}")
+        cmp = compare_captioners(res, paired)
+        print(
+            f"\nCIDEr x100: {args.run} {100 * cmp['zero_pair']:.1f} ({cmp['rows']['zero_pair']}), "
+            f"paired {100 * cmp['paired']:.1f} ({cmp['rows']['paired']}), nearest caption "
+            f"{100 * cmp['nearest_caption']:.1f}; ratio {cmp['ratio']:.3f}"
+        )
+        out |= {"paired": paired.to_dict(), "comparison": cmp}
     if args.json is not None:
-        from prh.io import write_json
+        from prh.io import json_safe, write_json
 
         inputs = [Path(args.run) / "caption" / "caption.json", args.image_features]
-        write_json(args.json, stamped("caption-eval", res.to_dict(), inputs=inputs, options=args))
+        if args.paired_run is not None:
+            inputs.append(Path(args.paired_run) / "caption" / "caption.json")
+        write_json(args.json, json_safe(stamped("caption-eval", out, inputs=inputs, options=args)))
     return 0
 
 
@@ -336,6 +366,7 @@ def _build(args: argparse.Namespace) -> int:
         threads=args.threads,
         image_features=args.image_features,
         pair_free=args.pair_free,
+        pair_free_classes=args.pair_free_classes,
         progress=not args.no_progress,
     )
     info = json.loads((out / "caption" / "caption.json").read_text())
@@ -345,7 +376,11 @@ def _build(args: argparse.Namespace) -> int:
         f"decoder loss {info['decoder_loss_final']:.3f}, {info['seconds']['total_s']:.0f} s"
     )
     if info.get("pair_free"):
-        print(f"pair-free match accuracy {info['pair_free']['accuracy']:.3f} (no pairs used)")
+        pf = info["pair_free"]
+        print(
+            f"pair-free match accuracy {pf['accuracy']:.3f} (chance {pf['chance']:.4f}; start "
+            f"{pf['start']}; no pairs used)"
+        )
     if args.json is not None:
         from prh.io import write_json
 

@@ -41,6 +41,18 @@ METRIC_CHOICES = (
 _NEGATIVE_OR_PAIR = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-?\d+,-?\d+$")
 
 
+def _metrics(text: str) -> tuple[str, ...]:
+    """``NAME[,NAME...]`` of :data:`METRIC_CHOICES`, duplicates dropped; ``all`` alone."""
+    names = tuple(dict.fromkeys(t.strip() for t in text.split(",")))
+    bad = [n for n in names if n not in METRIC_CHOICES]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown metric {bad[0] if bad else text!r}, expected one or more "
+            f"(comma-separated) of {', '.join(METRIC_CHOICES)}"
+        )
+    return names
+
+
 def _layer_pair(text: str) -> tuple[int, int]:
     parts = text.split(",")
     try:
@@ -67,7 +79,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--y", nargs="+", metavar="PATH", help="feature files or folders: the matrix's columns"
     )
     parser.add_argument(
-        "--metric", choices=METRIC_CHOICES, default="mutual_knn", help="metric (default mutual_knn)"
+        "--metric",
+        type=_metrics,
+        default=("mutual_knn",),
+        metavar="{" + ",".join(METRIC_CHOICES) + "}",
+        help="metric, several comma-separated (e.g. mutual_knn,cka: one matrix each in one call) "
+        "or all (default mutual_knn)",
     )
     parser.add_argument(
         "--k", type=positive_int, default=10, help="neighbours for kNN metrics (default 10)"
@@ -286,7 +303,7 @@ def run(args: argparse.Namespace) -> int:
     from prh.provenance import stamp
 
     xs, ys = _inputs(args)
-    names = METRICS if args.metric == "all" else (args.metric,)
+    names = METRICS if "all" in args.metric else args.metric
     npy = _npy_paths(args.npy, names)
     _check_outputs(args, xs, ys, npy)
     if args.backend == "torch":
@@ -307,6 +324,7 @@ def run(args: argparse.Namespace) -> int:
     caches = {m: {} for m in names if m in (*KNN_METRICS, "svcca")} if matrix else {}
     scores = {m: np.full((len(xs), len(ys)), np.nan) for m in names}  # (X, Y)
     best = {m: np.zeros((len(xs), len(ys), 2), dtype=np.int64) for m in names}  # (layer x, y)
+    cis = {m: np.full((len(xs), len(ys), 2), np.nan) for m in names}  # (X, Y, low/high)
     results = []
     files = _Files(args)
     for i, x in enumerate(xs):
@@ -334,6 +352,8 @@ def run(args: argparse.Namespace) -> int:
                     progress=not args.no_progress,
                 )
                 scores[name][i, j], best[name][i, j] = r.score, r.layers
+                if r.ci is not None:
+                    cis[name][i, j] = r.ci
                 if not matrix:
                     if results:
                         print()
@@ -354,7 +374,12 @@ def run(args: argparse.Namespace) -> int:
             "y": [str(p) for p in ys],
             "metrics": list(names),
             "matrices": {
-                m: {"scores": scores[m].tolist(), "layers": best[m].tolist()} for m in names
+                m: {
+                    "scores": scores[m].tolist(),
+                    "layers": best[m].tolist(),
+                    "ci": cis[m].tolist() if args.bootstrap else None,
+                }
+                for m in names
             },
             "results": results,
         }
