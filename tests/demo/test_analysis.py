@@ -317,3 +317,14 @@ def test_plots_and_html_embed_images(tmp_path):
     tag = _img(tmp_path / "c.png", "curves")
     assert tag.startswith('<img class=plot alt="curves" src="data:image/png;base64,iVBOR')
     assert "no figure" in _img(tmp_path / "missing.png", "x")
+
+
+def test_budget_rows_and_captions_per_method():
+    from prh.demo.report import budgets
+
+    got = {b["views"]: b for b in budgets(FULL.to_dict())}
+    assert got["good"]["rows"] == got["bad"]["rows"] == FULL.samples
+    assert got["good"]["captions"] == 2 * FULL.samples and got["bad"]["captions"] == FULL.samples
+    # 4x the rows, each a document of 4 captions: 8x the good-view run's text
+    assert got["next-token"]["rows"] == 4 * FULL.samples
+    assert got["next-token"]["captions"] == 16 * FULL.samples

@@ -150,6 +150,22 @@ def _n(x: float | None) -> str:
     return "never (within the budget)" if x is None else f"{x:,.0f}"
 
 
+def budgets(cfg: dict[str, Any]) -> list[dict[str, Any]]:
+    """Rows and captions each curve method read (:func:`prh.views.documents.budget_accounting`):
+    the budget unit is the row; a next-token document of ``doc_captions`` captions reads more
+    text than a good pair when ``doc_captions > 2``."""
+    from dataclasses import asdict
+
+    from prh.views.documents import budget_accounting
+
+    nt = cfg["samples"] * int(cfg.get("next_token_factor", 1))
+    return [
+        asdict(budget_accounting("good", cfg["samples"])),
+        asdict(budget_accounting("bad", cfg["samples"])),
+        asdict(budget_accounting("next-token", nt, doc_captions=int(cfg.get("doc_captions", 1)))),
+    ]
+
+
 def build_summary(ctx: Context, results: dict[str, Any]) -> dict[str, Any]:
     m = results["measure"]
     law = {k: v for k, v in results["law"].items() if k != "rows"}
@@ -161,6 +177,7 @@ def build_summary(ctx: Context, results: dict[str, Any]) -> dict[str, Any]:
         "alignment_detail": m,
         "sample_efficiency": results["sample_efficiency"],
         "word_order": results.get("word_order", {}).get("summary", {}),
+        "budget": budgets(results["config"]),
         "law": law,
         "prove": {k: prove.get(k) for k in ("passed", "n", "n_passed", "skipped") if k in prove},
         "bridge": bridge,
@@ -313,11 +330,15 @@ def render_html(summary: dict[str, Any], results: dict[str, Any], out: Path) -> 
         )
     )
     parts.append(_img(out / "alignment_bars.png", "alignment bars"))
+    read = "; ".join(
+        f"{b['views']} {b['rows']:,} rows = {b['captions']:,.0f} captions"
+        for b in summary.get("budget", [])
+    )
     parts.append(
         f"<p class=muted>Calibrated = score minus the 95% quantile of {cfg['null']} permutations "
         "(grey ticks); the interval is a bootstrap over scenes. Trained encoders saw "
-        f"{cfg['samples']:,} pairs (JEPA) or sequences (LM) of captions of "
-        f"{cfg['train_scenes']:,} training scenes.</p>"
+        f"captions of {cfg['train_scenes']:,} training scenes: {e(read)} (a row is a pair for a "
+        "JEPA, a document for the LM).</p>"
     )
 
     # efficiency
