@@ -209,3 +209,22 @@ def test_embed_progress_in_a_log_is_plain_lines_and_quiet_silences_it(
     argv[-1] = str(tmp_path / "q.safetensors")
     assert main([*argv, "--quiet"]) == 0
     assert "embed text" not in capsys.readouterr().err
+
+
+def test_quiet_third_party_turns_off_transformers_bars_and_leaves_the_environment():
+    import os
+
+    from transformers.utils import logging as hf_logging
+
+    from prh.progress import quiet_third_party
+
+    env = dict(os.environ)
+    hf_logging.enable_progress_bar()
+    try:
+        quiet_third_party()
+        assert not hf_logging.is_progress_bar_enabled()
+        assert hf_logging.get_verbosity() == hf_logging.ERROR
+        assert dict(os.environ) == env
+    finally:
+        hf_logging.enable_progress_bar()
+        hf_logging.set_verbosity_warning()

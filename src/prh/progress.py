@@ -226,3 +226,22 @@ def _isatty(stream: IO[str]) -> bool:
         return bool(stream.isatty())
     except (AttributeError, ValueError):
         return False
+
+
+def quiet_third_party() -> None:
+    """Silence transformers', huggingface_hub's and datasets' per-load progress bars and advice
+    (prh's commands report progress themselves), through their logging APIs: the environment is
+    left as it was. Packages that are not installed are skipped."""
+    import importlib
+
+    for module, calls in (
+        ("transformers.utils.logging", ("disable_progress_bar", "set_verbosity_error")),
+        ("huggingface_hub.utils", ("disable_progress_bars",)),
+        ("datasets.utils.logging", ("disable_progress_bar", "set_verbosity_error")),
+    ):
+        try:
+            lib = importlib.import_module(module)
+        except ImportError:  # optional packages; specs that need them say so
+            continue
+        for name in calls:
+            getattr(lib, name)()

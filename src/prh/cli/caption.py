@@ -166,6 +166,9 @@ def run(args: argparse.Namespace) -> int:
         _need_file(args.image_features, "--image-features", "a feature file")
         inputs.append(args.image_features)
     guard_outputs({"--json": args.json}, inputs=inputs)
+    from prh.progress import quiet_third_party
+
+    quiet_third_party()  # a vision model's "Loading weights" bar; prh reports its own progress
     if args.build:
         return _build(args)
     if args.eval:

@@ -63,6 +63,9 @@ def run(args: argparse.Namespace) -> int:
     except OSError as e:
         raise InputError(f"--out {out}: cannot create the folder ({e.strerror})") from None
     check_writable(out / "summary.json", "--out")
+    from prh.progress import quiet_third_party
+
+    quiet_third_party()  # MiniLM's "Loading weights" bar; the demo logs its own steps
     summary = run_demo(cfg, out, skip_prove=args.skip_prove)
     print(f"report: {out}/report.html")
     for c in summary["claims"]:

@@ -246,7 +246,9 @@ def run(args: argparse.Namespace) -> int:
         or args.model in ("minilm", "all-minilm-l6-v2")
         or args.model.startswith(("hf:", "hf-", "random:hf", "onnx:"))
     ):
-        _quiet_transformers()
+        from prh.progress import quiet_third_party
+
+        quiet_third_party()
     # Check the source before loading a model: a bad corpus, split or column fails in a second.
     if args.world:
         world, scene_ids, source = _world_scenes(args)
@@ -460,21 +462,3 @@ def _refuse_dataset_flags(args, source: str) -> None:
     if given:
         verb = "applies" if len(given) == 1 else "apply"
         raise InputError(f"{', '.join(given)} {verb} to --dataset only, not {source}")
-
-
-def _quiet_transformers() -> None:
-    """Silence transformers' and datasets' per-load progress bars and advice (the CLI reports
-    progress itself). Through their logging APIs: the environment is left as it was."""
-    import importlib
-
-    for module, calls in (
-        ("transformers.utils.logging", ("disable_progress_bar", "set_verbosity_error")),
-        ("huggingface_hub.utils", ("disable_progress_bars",)),
-        ("datasets.utils.logging", ("disable_progress_bar", "set_verbosity_error")),
-    ):
-        try:
-            lib = importlib.import_module(module)
-        except ImportError:  # optional packages; specs that need them say so
-            continue
-        for name in calls:
-            getattr(lib, name)()
