@@ -302,7 +302,7 @@ def render_html(summary: dict[str, Any], results: dict[str, Any], out: Path) -> 
     )
 
     # alignment table
-    parts.append("<h2>Alignment at equal samples</h2>")
+    parts.append("<h2>Alignment at the end of each run</h2>")
     rows = []
     for k, d in summary["alignment_detail"].items():
         ci = d.get("ci") or [None, None]
