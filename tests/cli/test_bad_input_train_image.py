@@ -124,7 +124,7 @@ def test_image_resume_refuses_flags_that_change_the_run(bad_input, stored_image_
         (["--scratch-branch"], r"--scratch-branch applies to a backbone run"),
         (["--backbone", "random:efficientnet-lite0", "--backbone-size", "300"],
          r"--backbone-size 300: expected 16..256"),
-        (["--backbone", "random:efficientnet-lite0", "--views", "mixture"],
+        (["--backbone", "random:efficientnet-lite0", "--views", "mixture", "--rho", "0.5"],
          r"not mixture"),
         (["--backbone", "random:efficientnet-lite0", "--views", "bad", "--render-views", "1"],
          r"need --render-views >= 2, got 1"),
