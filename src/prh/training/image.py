@@ -27,7 +27,7 @@ from torch import nn
 
 from prh.device import resolve_device
 from prh.errors import CheckpointError, InputError
-from prh.models import ImageEncoder, ModelConfig, layers_with_embedding
+from prh.models import BackboneEncoder, ImageEncoder, ModelConfig, layers_with_embedding
 from prh.training.config import TrainConfig, check_batch
 from prh.training.distributed import DistInfo, default_threads, gather_rows
 from prh.training.image_config import ImageConfig, check_image_run, image_model_config
@@ -56,8 +56,10 @@ def image_loss(
     a = batch["a"].to(dev, non_blocking=True)
     b = batch["b"].to(dev, non_blocking=True)
     x = torch.cat([a, b])  # (2b, 3, S, S): one forward for both sides (GroupNorm: per image)
+    # Backbone runs: the frozen trunk's cached maps of both sides (BatchNorm frozen: per image).
+    kw = {"maps": torch.cat([batch["ma"], batch["mb"]]).to(dev)} if "ma" in batch else {}
     with torch.autocast("cuda", dtype=torch.bfloat16, enabled=dev.type == "cuda"):
-        pooled = model(x).pooled  # (2b, E)
+        pooled = model(x, **kw).pooled  # (2b, E)
     n = a.shape[0]
     za = gather_rows(pooled[:n].float(), ctx.dist)  # (B, E) global
     zb = gather_rows(pooled[n:].float(), ctx.dist)  # (B, E) global
@@ -79,8 +81,11 @@ def image_dataset(
     info: DistInfo,
     barrier: Callable[[], None],
     workers: int = 1,
+    model: nn.Module | None = None,
 ) -> Any:
-    """This rank's pair dataset: cached views (rank 0 builds the cache) or renders on the fly."""
+    """This rank's pair dataset: cached views (rank 0 builds the cache) or renders on the fly;
+    for a backbone run (``model`` a :class:`BackboneEncoder`), cached views with their trunk
+    maps (:mod:`prh.training.backbone_data`)."""
     from prh.views.image import ImageViewDataset
     from prh.views.render_cache import CachedViewDataset, Prefetched, cache_key, load_or_build
     from prh.world import CaveWorld, WorldConfig
@@ -101,18 +106,61 @@ def image_dataset(
         load_or_build(folder, key, ids, workers)
     barrier()
     cache = load_or_build(folder, key, ids, workers)
+    if isinstance(model, BackboneEncoder):
+        return backbone_dataset(train, image, model, cache, folder / key.file_name, info, barrier)
     return CachedViewDataset(
         cache, ids, train.views, train.batch_size, train.seed, rho=train.rho,
         rank=info.rank, world_size=info.world_size,
     )  # fmt: skip
 
 
-def build_image_model(train: TrainConfig) -> tuple[ImageEncoder, ModelConfig]:
-    """The :class:`ImageEncoder` of ``train.preset``, initialised from ``train.seed``."""
+def backbone_dataset(
+    train: TrainConfig,
+    image: ImageConfig,
+    model: BackboneEncoder,
+    cache: np.ndarray,
+    cache_file: Path,
+    info: DistInfo,
+    barrier: Callable[[], None],
+) -> Any:
+    """Good pairs (distinct renders) or bad pairs (distinct crops of render 0) of the cache,
+    with the frozen trunk's maps, computed by rank 0 once and stored beside the cache."""
+    from prh.training.backbone_data import MapCachedDataset, bad_view_pool, load_or_build_maps
+
+    views = bad_view_pool(cache) if train.views == "bad" else cache
+    tag = f"{image.backbone.replace(':', '-')}-b{image.freeze_until}-{image.backbone_size}px"
+    path = cache_file.with_name(f"{cache_file.stem}-{train.views}-{tag}.maps.npy")
+    if info.is_main:
+        load_or_build_maps(path, model.trunk, views, build=True)
+    barrier()
+    maps = load_or_build_maps(path, model.trunk, views, build=False)
+    return MapCachedDataset(
+        views, maps, train_scene_ids(train), train.batch_size, train.seed,
+        rank=info.rank, world_size=info.world_size,
+    )  # fmt: skip
+
+
+def build_image_model(
+    train: TrainConfig, image: ImageConfig | None = None, pretrained: bool | None = None
+) -> tuple[nn.Module, ModelConfig]:
+    """The run's encoder, initialised from ``train.seed``: the :class:`ImageEncoder` of
+    ``train.preset``, or for ``image.backbone`` a :class:`BackboneEncoder` (``pretrained``:
+    load the backbone's weights; default ``image.pretrained``; ``False`` when a run's own
+    weights will be loaded over it)."""
     mcfg = image_model_config(train)
     check_batch(train, mcfg)
     torch.manual_seed(train.seed)
-    return ImageEncoder(mcfg), mcfg
+    if image is None or image.backbone == "none":
+        return ImageEncoder(mcfg), mcfg
+    from prh.encoders.efficientnet import build_efficientnet_lite0
+
+    real = image.pretrained if pretrained is None else pretrained
+    net = build_efficientnet_lite0(pretrained=real, seed=train.seed)
+    torch.manual_seed(train.seed)
+    model = BackboneEncoder(
+        mcfg, net, image.freeze_until, image.backbone_size, image.scratch_branch
+    )
+    return model, mcfg
 
 
 def read_image_config(run_dir: Path) -> tuple[TrainConfig, ImageConfig, dict[str, Any]]:
@@ -173,7 +221,7 @@ def train_image(
         )
     assert train is not None and image is not None
     check_image_run(train, image)
-    model, mcfg = build_image_model(train)  # refuses a batch too small before any work
+    model, mcfg = build_image_model(train, image)  # refuses a batch too small before any work
     if train.batch_size % info.world_size:
         raise InputError(f"batch size {train.batch_size} not divisible by {info.world_size} ranks")
     if info.is_main:
@@ -182,7 +230,7 @@ def train_image(
 
     folder = run_dir / "checkpoints"
     last, state = latest_state(folder, resume)  # fail before data work
-    dataset = image_dataset(train, image, run_dir, info, lambda: barrier(info), workers)
+    dataset = image_dataset(train, image, run_dir, info, lambda: barrier(info), workers, model)
     model.to(dev)
     optimizer = make_optimizer(model, train)
     start = restore(model, optimizer, last, state)
@@ -296,7 +344,7 @@ def encode_images(
 class LoadedImageRun:
     """A trained image/sketch run: model (eval mode), configs, ``step`` it was saved at."""
 
-    model: ImageEncoder
+    model: ImageEncoder | BackboneEncoder
     config: TrainConfig
     image: ImageConfig
     model_config: ModelConfig
@@ -326,7 +374,7 @@ def load_image_run(run_dir: str | os.PathLike[str], device: str | None = None) -
         mcfg = ModelConfig.from_dict(stored["model"])
     except (KeyError, TypeError, InputError) as e:
         raise CheckpointError(f"{run}: not a prh image run directory ({e})") from None
-    model = ImageEncoder(mcfg)
+    model = build_image_model(train, image, pretrained=False)[0]  # weights: the run's own
     step = load_trained(model, run, train.steps)
     dev = resolve_device(device)
     model.to(dev).eval()

@@ -18,6 +18,9 @@ MODALITIES = ("image", "sketch")
 IMAGE_VIEWS = ("good", "bad", "mixture")
 MIN_SIZE, MAX_SIZE = 16, 256
 DEFAULT_TRAIN_SCENES = 4000
+# Pretrained backbones (prh.models.BackboneEncoder); "random:" = the same net, seeded init.
+BACKBONES = ("none", "efficientnet-lite0", "random:efficientnet-lite0")
+BACKBONE_BLOCKS = {"efficientnet-lite0": 16}  # MBConv blocks: --freeze-until 0 .. blocks - 1
 
 # CNN widths per size dial (prh.models.ImageEncoder): a stride-2 stem and `image_stages` stages.
 IMAGE_PRESETS: dict[str, dict[str, int]] = {
@@ -42,12 +45,27 @@ class ImageConfig:
         image on the fly (unbounded nuisance, ~100x slower input).
     cache_dir : str or None
         Folder of the render cache (``None``: ``RUN/render_cache``); several runs may share one.
+    backbone : str
+        ``"none"`` (prh's from-scratch CNN of the preset), ``"efficientnet-lite0"`` (ImageNet
+        weights; needs the ``prh[encoders]`` packages) or ``"random:efficientnet-lite0"``.
+    freeze_until : int
+        Backbone runs: blocks ``0 .. freeze_until`` (and the stem) stay frozen and their maps
+        are computed once per cached view; later blocks, the head and the projection train.
+    backbone_size : int
+        Backbone runs: side in pixels the render is resized to before the backbone (16..256).
+    scratch_branch : bool
+        Backbone runs: also run the preset's from-scratch CNN on the render and concatenate its
+        pooled feature with the backbone's before the projection.
     """
 
     modality: str = "image"
     image_size: int = 64
     render_views: int = 4
     cache_dir: str | None = None
+    backbone: str = "none"
+    freeze_until: int = 10
+    backbone_size: int = 128
+    scratch_branch: bool = False
 
     def __post_init__(self) -> None:
         if self.modality not in MODALITIES:
@@ -58,6 +76,25 @@ class ImageConfig:
             )
         if self.render_views < 0:
             raise InputError(f"--render-views must be >= 0, got {self.render_views}")
+        if self.backbone not in BACKBONES:
+            known = ", ".join(BACKBONES)
+            raise InputError(f"--backbone {self.backbone!r}: expected one of {known}")
+        if self.backbone != "none":
+            blocks = BACKBONE_BLOCKS[self.backbone.removeprefix("random:")]
+            if not 0 <= self.freeze_until < blocks:
+                raise InputError(
+                    f"--freeze-until {self.freeze_until}: {self.backbone} has blocks "
+                    f"0..{blocks - 1}"
+                )
+            if not MIN_SIZE <= self.backbone_size <= MAX_SIZE:
+                raise InputError(
+                    f"--backbone-size {self.backbone_size}: expected {MIN_SIZE}..{MAX_SIZE} pixels"
+                )
+
+    @property
+    def pretrained(self) -> bool:
+        """Whether a backbone run loads real weights (``random:`` ones do not)."""
+        return not self.backbone.startswith("random:")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -83,6 +120,13 @@ def check_image_run(train: TrainConfig, image: ImageConfig) -> None:
         raise InputError("--render-views 1: good views need >= 2 cached views per scene")
     if image.render_views == 0 and train.views == "mixture":
         raise InputError("--views mixture needs the render cache (--render-views >= 2)")
+    if image.backbone != "none" and image.render_views < 2:
+        raise InputError(
+            f"--backbone {image.backbone}: the trunk's maps are cached per view; need "
+            f"--render-views >= 2, got {image.render_views}"
+        )
+    if image.backbone != "none" and train.views == "mixture":
+        raise InputError(f"--backbone {image.backbone} trains on --views good or bad, not mixture")
 
 
 def image_model_config(train: TrainConfig) -> ModelConfig:

@@ -63,7 +63,7 @@ def probe_run(
     from prh.world import CaveWorld, WorldConfig
 
     run = load_image_run(run_dir, "cpu")
-    model = build_image_model(run.config)[0] if random_init else run.model
+    model = build_image_model(run.config, run.image)[0] if random_init else run.model
     world = CaveWorld(WorldConfig(seed=run.config.world_seed))
     ids = world.split("test")[:n]
     feats = encode_images(model, draw_scenes(run.config, run.image, ids), run.image.image_size)
