@@ -42,6 +42,22 @@ def test_text_flag_on_an_image_run(bad_input, tmp_path):
     bad_input(_train(tmp_path, "--max-len", "16"), match=r"--max-len is text-only")
 
 
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["--world-themes", "6"],
+        ["--theme-strength", "3"],
+        ["--doc-captions", "4"],
+        ["--doc-style"],
+    ],
+)
+def test_text_world_flags_on_an_image_run(bad_input, tmp_path, extra):
+    # image runs render the plain world: a themed world or documents would be silently ignored
+    line = bad_input(_train(tmp_path, *extra), match=r"applies to text runs only")
+    assert line.split(": error: ")[-1].startswith(extra[0])
+    assert not (tmp_path / "run").exists()
+
+
 def test_batch_too_small_for_the_embedding(bad_input, tmp_path):
     # tiny image preset: E = 32 needs 2 x batch >= 128
     bad_input(_train(tmp_path, "--batch-size", "32"), match=r"batch size 32 too small")

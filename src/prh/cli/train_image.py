@@ -192,6 +192,14 @@ def image_configs(args: argparse.Namespace):
         )
     if args.max_len is not None:
         raise InputError(f"--max-len is text-only; --modality {m} reads images")
+    # text-world flags: refused unless left out or at the value that changes nothing
+    for flag, inert in (("world_themes", 0), ("theme_strength", None), ("doc_captions", 1),
+                        ("doc_style", None)):  # fmt: skip
+        if getattr(args, flag, None) not in (None, inert):
+            raise InputError(
+                f"--{flag.replace('_', '-')} applies to text runs only; --modality {m} trains on "
+                "the plain cave world's renders (themed worlds are not rendered yet)"
+            )
     views, rho = views_and_rho(args)
     given = {k: getattr(args, k) for k in ("image_size", "render_views", *BACKBONE_FLAGS)}
     if args.backbone is None:
