@@ -195,3 +195,38 @@ def test_renders_on_the_fly_prefetched_by_workers_train_like_one_process(tmp_pat
     a, b = one.state_dict(), two.state_dict()
     assert all(torch.equal(a[k], b[k]) for k in a)
     assert not (tmp_path / "one" / "render_cache").exists()
+
+
+def test_diverging_image_run_is_a_training_error_and_keeps_only_finite_checkpoints(tmp_path, cache):
+    from prh.errors import TrainingError
+
+    image = ImageConfig(modality="image", image_size=16, cache_dir=cache)
+    with pytest.raises(TrainingError, match=r"step \d+.*stopped"):
+        _train(tiny(lr=1e30, warmup_frac=0.0), image, tmp_path / "run")
+    assert not (tmp_path / "run" / "model.safetensors").exists()
+    good = latest_checkpoint(tmp_path / "run" / "checkpoints")
+    if good is not None:  # any checkpoint kept holds finite weights
+        tensors = load_file(str(good.with_suffix(".safetensors")))
+        assert all(torch.isfinite(v).all() for v in tensors.values())
+
+
+def test_weights_are_checked_before_every_checkpoint_and_the_final_model(
+    tmp_path, cache, monkeypatch
+):
+    import prh.training.image as image_mod
+    from prh.errors import TrainingError
+
+    seen = []
+
+    def check(model, step):  # a weight check that fails from step 8 on
+        seen.append(step)
+        if step >= 8:
+            raise TrainingError(f"non-finite weights (w) after step {step}")
+
+    monkeypatch.setattr(image_mod, "check_finite_weights", check)
+    image = ImageConfig(modality="image", image_size=16, cache_dir=cache)
+    with pytest.raises(TrainingError, match=r"after step 8.*last good checkpoint"):
+        _train(tiny(), image, tmp_path / "run")
+    assert seen[:2] == [4, 8]  # before the checkpoint of step 4, then of step 8
+    assert latest_checkpoint(tmp_path / "run" / "checkpoints").name.startswith("step_00000004")
+    assert not (tmp_path / "run" / "model.safetensors").exists()
