@@ -105,3 +105,15 @@ def test_save_load_roundtrip(tmp_path, rng, kind):
     (tmp_path / "junk.safetensors").write_bytes(b"not a map")
     with pytest.raises(InputError, match="not a readable safetensors map"):
         load_map(tmp_path / "junk.safetensors")
+
+
+def test_r2_is_undefined_on_a_constant_target():
+    import math
+
+    from prh.bridge import make_map
+
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((50, 4)), rng.standard_normal((50, 4))
+    m = make_map("semi-orthogonal").fit(x, y)
+    assert math.isnan(m.score(x, np.ones((50, 4))))
+    assert m.score(x, y) <= 1.0

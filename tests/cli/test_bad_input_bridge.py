@@ -66,7 +66,12 @@ FIT_CASES = {  # {t}: the fixture folder
     "alpha negative": (["--alpha", "-1"], r"--alpha: expected a finite number >= 0, got -1"),
     "rank 0": (["--rank", "0"], r"--rank: expected a positive integer"),
     "layer out of range": (["--layer-x", "2"], r"--layer-x 2: .* has 2 layers"),
-    "ridge on constant x": (["--kind", "ridge", "--x", "{t}/constant.npy"], r"X is the same on ev"),
+    "ridge on constant x": (
+        ["--kind", "ridge", "--x", "{t}/constant.npy"],
+        r"constant\.npy: every",
+    ),
+    # a constant Y used to give a meaningless R^2 (1 - resid / 1e-30) and a saved map
+    "constant y": (["--y", "{t}/constant.npy"], r"constant\.npy: every row is the same"),
     "ridge alpha 0, collinear x": (
         ["--kind", "ridge", "--alpha", "0", "--x", "{t}/collinear.npy"],
         r"ridge with alpha = 0: X\^T X is singular \(rank 6 < d_x = 8\); use alpha > 0",

@@ -106,11 +106,14 @@ class _LinearMap:
         return (z @ self.colour_y_ + self.mean_y_).astype(np.float32)
 
     def score(self, x: np.ndarray, y: np.ndarray) -> float:
-        """``R^2`` of the prediction: ``1 - ||Y - Y_hat||^2 / ||Y - mean(Y)||^2``."""
+        """``R^2`` of the prediction: ``1 - ||Y - Y_hat||^2 / ||Y - mean(Y)||^2``; NaN when ``Y``
+        is constant (R^2 is undefined there)."""
         x, y = _check_pair(x, y)
         resid = ((y - self.transform(x)) ** 2).sum()
         total = ((y - y.mean(0)) ** 2).sum()
-        return float(1.0 - resid / max(total, 1e-30))
+        if total <= 0:
+            return float("nan")
+        return float(1.0 - resid / total)
 
     def state_dict(self) -> dict[str, np.ndarray]:
         """The learned arrays (what :func:`save_map` writes)."""

@@ -143,6 +143,9 @@ def _fit(args: argparse.Namespace) -> int:
     a, b = paired_rows(fx, fy)
     x = pick_layer(replace(fx, features=a), args.layer_x, "--layer-x")
     y = pick_layer(replace(fy, features=b), args.layer_y, "--layer-y")
+    for path, arr in ((args.x, x), (args.y, y)):
+        if not (arr.std(0) > 1e-12).any():  # R^2 and any map to or from it are meaningless
+            raise InputError(f"{path}: every row is the same (constant features); nothing to map")
     if args.kind == "ridge":
         m = make_map("ridge", alpha=args.alpha)
     elif args.kind == "orthogonal":
