@@ -213,7 +213,7 @@ def test_diverging_image_run_is_a_training_error_and_keeps_only_finite_checkpoin
 def test_weights_are_checked_before_every_checkpoint_and_the_final_model(
     tmp_path, cache, monkeypatch
 ):
-    import prh.training.image as image_mod
+    import prh.training.lifecycle as lifecycle
     from prh.errors import TrainingError
 
     seen = []
@@ -223,7 +223,7 @@ def test_weights_are_checked_before_every_checkpoint_and_the_final_model(
         if step >= 8:
             raise TrainingError(f"non-finite weights (w) after step {step}")
 
-    monkeypatch.setattr(image_mod, "check_finite_weights", check)
+    monkeypatch.setattr(lifecycle, "check_finite_weights", check)
     image = ImageConfig(modality="image", image_size=16, cache_dir=cache)
     with pytest.raises(TrainingError, match=r"after step 8.*last good checkpoint"):
         _train(tiny(), image, tmp_path / "run")

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from prh.device import resolve_device
-from prh.errors import CheckpointError, InputError, TrainingError
+from prh.errors import CheckpointError, InputError
 from prh.models import CausalLM, ModelConfig, TextEncoder, layers_with_embedding, model_config
 from prh.training.config import TrainConfig, check_batch
 from prh.training.data import TOKENIZER_FILE, default_data_factory, eval_texts
@@ -22,7 +22,6 @@ from prh.training.distributed import DistInfo, default_threads
 from prh.training.lifecycle import (
     barrier,
     callbacks,
-    check_finite_weights,
     data_parallel,
     finish,
     latest_state,
@@ -32,7 +31,6 @@ from prh.training.lifecycle import (
     restore,
     run_steps,
     start_processes,
-    stopped,
 )
 from prh.training.loop import LossContext, make_optimizer, trim
 from prh.training.rundir import MODEL_FILE, clear_incomplete, read_meta, run_state
@@ -138,10 +136,7 @@ def _train(
     log = open_run_files(run_dir, stored, cfg, dev, threads, info, start, resume)
     ddp_model = data_parallel(model, info, dev)
     ctx = LossContext(cfg, info, dev, make_sigreg(cfg, dev))
-    on_checkpoint, on_log = callbacks(
-        folder, model, optimizer, cfg.to_dict(), log, info,
-        check=lambda step: check_finite_weights(model, step),
-    )  # fmt: skip
+    on_checkpoint, on_log = callbacks(folder, model, optimizer, cfg.to_dict(), log, info)
     on_eval = _make_eval(cfg, evals, model, tokenizer, dev, info) if evals else None
     step = run_steps(
         ddp_model, optimizer, dataset, start, ctx, folder, on_log,
@@ -149,10 +144,6 @@ def _train(
     )  # fmt: skip
     if step < cfg.steps:
         return run_dir, model  # stopped early (simulated kill)
-    try:
-        check_finite_weights(model, step)
-    except TrainingError as e:
-        raise stopped(e, folder, on_log) from None
     kind = "causal-lm" if cfg.is_lm else "text-encoder"
     finish(run_dir, model, kind, cfg, step, info, on_log, on_eval)
     return run_dir, model

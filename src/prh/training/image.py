@@ -26,7 +26,7 @@ import torch
 from torch import nn
 
 from prh.device import resolve_device
-from prh.errors import CheckpointError, InputError, TrainingError
+from prh.errors import CheckpointError, InputError
 from prh.models import BackboneEncoder, ImageEncoder, ModelConfig, layers_with_embedding
 from prh.training.config import TrainConfig, check_batch
 from prh.training.distributed import DistInfo, default_threads, gather_rows
@@ -34,7 +34,6 @@ from prh.training.image_config import ImageConfig, check_image_run, image_model_
 from prh.training.lifecycle import (
     barrier,
     callbacks,
-    check_finite_weights,
     data_parallel,
     finish,
     latest_state,
@@ -44,7 +43,6 @@ from prh.training.lifecycle import (
     restore,
     run_steps,
     start_processes,
-    stopped,
 )
 from prh.training.loop import LossContext, jepa_objective, make_optimizer
 from prh.training.rundir import MODEL_FILE, read_meta
@@ -245,10 +243,7 @@ def train_image(
     log = open_run_files(run_dir, stored, train, dev, threads, info, start, resume)
     ddp = data_parallel(model, info, dev)
     ctx = LossContext(train, info, dev, make_sigreg(train, dev), loss_fn=image_loss)
-    on_checkpoint, on_log = callbacks(
-        folder, model, optimizer, stored, log, info,
-        check=lambda step: check_finite_weights(model, step),
-    )  # fmt: skip
+    on_checkpoint, on_log = callbacks(folder, model, optimizer, stored, log, info)
     on_eval = make_image_eval(train, image, model, dev, info) if train.eval_features else None
     step = run_steps(
         ddp, optimizer, dataset, start, ctx, folder, on_log, on_checkpoint, on_eval, progress,
@@ -256,10 +251,6 @@ def train_image(
     )  # fmt: skip
     if step < train.steps:
         return run_dir, model  # stopped early (simulated kill)
-    try:
-        check_finite_weights(model, step)
-    except TrainingError as e:
-        raise stopped(e, folder, on_log) from None
     finish(run_dir, model, f"{image.modality}-encoder", train, step, info, on_log, on_eval)
     return run_dir, model
 

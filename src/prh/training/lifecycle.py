@@ -22,7 +22,7 @@ from prh.training import checkpoint as ckpt
 from prh.training.config import TrainConfig
 from prh.training.distributed import DistInfo, init_distributed
 from prh.training.loop import LossContext, run_loop
-from prh.training.rundir import MODEL_FILE, MODEL_FORMAT, MetricsLog, write_meta
+from prh.training.rundir import CHECKPOINTS, MODEL_FILE, MODEL_FORMAT, MetricsLog, write_meta
 
 Callback = Callable[[int], None]
 LogFn = Callable[[dict[str, Any]], None]
@@ -130,14 +130,13 @@ def callbacks(
     stored: dict[str, Any],
     log: MetricsLog,
     info: DistInfo,
-    check: Callback | None = None,
 ) -> tuple[Callback, LogFn]:
     """``(on_checkpoint, on_log)`` for :func:`run_loop`: rank 0 saves a checkpoint carrying
-    ``stored`` (after ``check(step)``, which may refuse) and writes the metrics log."""
+    ``stored`` (after :func:`check_finite_weights`, which refuses a diverged model, so every
+    checkpoint kept holds finite weights) and writes the metrics log."""
 
     def on_checkpoint(step: int) -> None:
-        if check is not None:
-            check(step)
+        check_finite_weights(model, step)
         if info.is_main:
             ckpt.save_checkpoint(folder, step, step, model, optimizer, stored)
         barrier(info)
@@ -192,7 +191,17 @@ def finish(
     on_eval: Callable[[int], dict[str, float]] | None,
 ) -> None:
     """Rank 0 writes the final ``model.safetensors`` (metadata ``kind``) and, unless the loop
-    just evaluated at ``step``, a last evaluation; then every rank waits."""
+    just evaluated at ``step``, a last evaluation; then every rank waits.
+
+    Raises
+    ------
+    TrainingError
+        Non-finite weights (logged, naming the last good checkpoint): no model is written.
+    """
+    try:
+        check_finite_weights(model, step)
+    except TrainingError as e:
+        raise stopped(e, run_dir / CHECKPOINTS, on_log) from None
     if info.is_main:
         from safetensors.torch import save
 
