@@ -23,20 +23,19 @@ def curve_arrays(evals: Sequence[tuple[int, float]]) -> tuple[np.ndarray, np.nda
     return np.array([s for s, _ in ev], float), np.array([y for _, y in ev], float)
 
 
-def seed_curves(per_seed: Sequence[Sequence[tuple[int, float]]], name: str, seeds=None):
+def seed_curves(per_seed: Sequence[Sequence[tuple[int, float]]], name: str):
     """:class:`prh.scaling.efficiency.Curves` of one method from its seeds' ``(samples, score)``
-    records, on the sample counts every seed has."""
-    from prh.scaling.efficiency import Curves
+    records (seed ``j`` = the ``j``-th curve), through
+    :func:`prh.scaling.efficiency.curves_from_rows`, which refuses a seed that lacks a sample
+    count another seed has."""
+    from prh.scaling.efficiency import curves_from_rows
 
-    arrays = [curve_arrays(ev) for ev in per_seed]
-    if not arrays:
-        raise InputError(f"demo: no {name} curves")
-    common = arrays[0][0]
-    for S, _ in arrays[1:]:
-        common = np.intersect1d(common, S)
-    y = np.stack([yy[np.isin(S, common)] for S, yy in arrays])
-    seeds = tuple(seeds) if seeds is not None else tuple(range(len(arrays)))
-    return Curves(common, y, seeds, name)
+    rows = [
+        {"views": name, "seed": j, "samples": float(s), "score": float(y)}
+        for j, ev in enumerate(per_seed)
+        for s, y in zip(*curve_arrays(ev))
+    ]
+    return curves_from_rows(rows, name)
 
 
 def efficiency_summary(
@@ -99,6 +98,20 @@ def efficiency_summary(
         "next-token": {"samples": b.S.tolist(), "mean": b.mean().tolist()},
     }
     return d
+
+
+def ratio_text(e: dict[str, Any]) -> str:
+    """The sample-efficiency ratio of :func:`efficiency_summary` as the report and the log print
+    it: ``"4.00x [3.10, 5.20]"``, ``">= 73.6x (a lower bound)"`` or ``"not defined"``.
+
+    >>> ratio_text({"ratio": None, "ratio_lower_bound": 73.56})
+    '>= 73.6x (a lower bound)'
+    """
+    r, lb = e.get("ratio"), e.get("ratio_lower_bound")
+    if r is not None:
+        ci = e.get("ci") or [None, None]
+        return f"{r:.2f}x" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if None not in ci else "")
+    return f">= {lb:.1f}x (a lower bound)" if lb else "not defined"
 
 
 # ----------------------------------------------------------------------------- law rows

@@ -101,7 +101,7 @@ def run_demo(
         ctx, 5, "measure", lambda: steps.step_measure(ctx, text, vision["test"])
     )
     results["word_order"] = _step(
-        ctx, 6, "word_order", lambda: steps.step_word_order(ctx, runs, vision["test"])
+        ctx, 6, "word_order", lambda: steps.step_word_order(ctx, runs, text, vision["test"])
     )
     results["sample_efficiency"] = _step(
         ctx, 7, "efficiency", lambda: steps.step_efficiency(ctx, train["runs"], results["measure"])

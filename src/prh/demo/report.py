@@ -55,6 +55,7 @@ def claims(summary: dict[str, Any]) -> list[dict[str, Any]]:
     Each entry has ``label`` (SHOWN, NOT SHOWN or INCONCLUSIVE), the rule's ``reason`` and
     ``rule`` text, the ``figures`` it read, and a one-line ``evidence`` with the demo's numbers.
     """
+    from prh.demo.analysis import ratio_text
     from prh.scaling.claims import judge_claim1, judge_claim2, judge_claim3
 
     m = summary["alignment_detail"]
@@ -85,23 +86,13 @@ def claims(summary: dict[str, Any]) -> list[dict[str, Any]]:
         heldout_rmse=float(law.get("heldout_rmse") or math.nan),
         seed_spread=float(law.get("seed_spread") or math.nan),
     )
-    r_, lb = e.get("ratio"), e.get("ratio_lower_bound")
-    ci = e.get("ci") or [None, None]
-    ratio_text = (
-        (f"{r_:.2f}x" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if None not in ci else ""))
-        if r_ is not None
-        else f">= {lb:.1f}x (a lower bound)"
-        if lb
-        else "not defined"
-    )
     cfg = summary["config"]
-    nt_budget = cfg["samples"] * int(cfg.get("next_token_factor", 1))
     evidence = (
         f"mutual-kNN good {g:.3f} vs bad {b:.3f} vs next-token {n:.3f} ({_POOL[nt]}) vs "
         f"random-init {r:.3f}; good and bad after {cfg['samples']:,} samples, next-token after "
-        f"{nt_budget:,} documents",
+        f"{_next_token_samples(cfg):,} documents",
         f"to reach {e['target']:.3f}: good views {_n(e.get('samples_good'))} samples, "
-        f"next-token {_n(e.get('samples_next_token'))}; ratio {ratio_text}"
+        f"next-token {_n(e.get('samples_next_token'))}; ratio {ratio_text(e)}"
         + (f" over {int(e['n_seeds'])} seeds" if int(e.get("n_seeds") or 1) > 1 else ""),
         f"{law['form']} law: held-out RMSE {law['heldout_rmse']:.4f} vs seed spread "
         f"{law['seed_spread']:.4f} ({law['n_fit']} fit points, {law['n_heldout']} held-out)"
@@ -150,6 +141,12 @@ def _n(x: float | None) -> str:
     return "never (within the budget)" if x is None else f"{x:,.0f}"
 
 
+def _next_token_samples(cfg: dict[str, Any]) -> int:
+    """Next-token's budget from a summary's config (:attr:`DemoConfig.nt_samples`; summaries
+    from before ``next_token_factor`` existed gave it ``samples``)."""
+    return int(cfg["samples"]) * int(cfg.get("next_token_factor", 1))
+
+
 def budgets(cfg: dict[str, Any]) -> list[dict[str, Any]]:
     """Rows and captions each curve method read (:func:`prh.views.documents.budget_accounting`):
     the budget unit is the row; a next-token document of ``doc_captions`` captions reads more
@@ -158,7 +155,7 @@ def budgets(cfg: dict[str, Any]) -> list[dict[str, Any]]:
 
     from prh.views.documents import budget_accounting
 
-    nt = cfg["samples"] * int(cfg.get("next_token_factor", 1))
+    nt = _next_token_samples(cfg)
     return [
         asdict(budget_accounting("good", cfg["samples"])),
         asdict(budget_accounting("bad", cfg["samples"])),

@@ -15,7 +15,7 @@ from typing import Any
 
 from prh.demo import protocol
 from prh.demo.context import Context
-from prh.demo.world import TEXT_ENCODERS, demo_world, scene_ids, text_encoder
+from prh.demo.world import RUN_OF, TEXT_ENCODERS, demo_world, scene_ids, text_encoder
 
 
 def step_prove(ctx: Context) -> dict[str, Any]:
@@ -111,8 +111,7 @@ def step_embed(ctx: Context, runs: dict[str, Path]) -> dict[str, dict[str, Path]
     test, train = scene_ids(cfg, world)
     out: dict[str, dict[str, Path]] = {}
     for name in TEXT_ENCODERS:
-        run = {"random-init": "good", "next-token-last": "next-token"}.get(name, name)
-        src = cfg.text_baseline if name == "minilm" else str(runs[run].name)
+        src = cfg.text_baseline if name == "minilm" else str(runs[RUN_OF.get(name, name)].name)
         h = hashlib.sha256(
             f"{name}|{src}|{cfg.digest('eval_scenes', 'bridge_scenes', 'world_seed')}".encode()
         ).hexdigest()[:10]
@@ -168,17 +167,20 @@ def step_measure(ctx: Context, text: dict[str, dict[str, Path]], vision_test: Pa
     return out
 
 
-def step_word_order(ctx: Context, runs: dict[str, Path], vision_test: Path) -> dict:
+def step_word_order(
+    ctx: Context, runs: dict[str, Path], text: dict[str, dict[str, Path]], vision_test: Path
+) -> dict:
     """The word-order test (:mod:`prh.demo.word_order`): per layer of the good-view JEPA, the
     next-token LM and the random-init control, alignment and largest-object probes on the
-    held-out captions as written and with their words shuffled, beside a bag of words."""
+    held-out captions as written (the ``embed`` step's ``test`` features of ``text``) and with
+    their words shuffled, beside a bag of words."""
     from prh.demo.word_order import bag_of_words, layer_profile, shuffle_words, summarise
     from prh.features import load_features
     from prh.world.factors import scene_factors
 
     cfg = ctx.cfg
     names = ("good", "next-token", "random-init")
-    key = "|".join(str(runs[n if n != "random-init" else "good"].name) for n in names)
+    key = "|".join(Path(text[n]["test"]).name for n in names)  # the written captions' features
     h = hashlib.sha256(f"{key}|{cfg.digest('eval_scenes', 'world_seed', 'k')}".encode())
 
     def go() -> dict:
@@ -191,11 +193,10 @@ def step_word_order(ctx: Context, runs: dict[str, Path], vision_test: Path) -> d
         vision = load_features(vision_test).features
         profiles = {"bag-of-words": layer_profile(bag_of_words(texts), vision, labels, cfg.k)}
         for name in names:
-            enc = text_encoder(cfg, name, runs)
-            for tag, tx in (("", texts), (" shuffled", shuffled)):
-                profiles[name + tag] = layer_profile(
-                    enc.encode_texts(tx, batch_size=256), vision, labels, cfg.k
-                )
+            written = load_features(text[name]["test"]).features
+            profiles[name] = layer_profile(written, vision, labels, cfg.k)
+            feats = text_encoder(cfg, name, runs).encode_texts(shuffled, batch_size=256)
+            profiles[name + " shuffled"] = layer_profile(feats, vision, labels, cfg.k)
         return {"profiles": profiles, "summary": summarise(profiles), "n": len(test)}
 
     value, _ = ctx.cached_json(f"word-order-{h.hexdigest()[:10]}", go)
@@ -210,7 +211,7 @@ def step_word_order(ctx: Context, runs: dict[str, Path], vision_test: Path) -> d
 
 def step_efficiency(ctx: Context, runs: list[dict], measure: dict) -> dict:
     """Samples good views and next-token need to reach the target, off their seeds' curves."""
-    from prh.demo.analysis import efficiency_summary
+    from prh.demo.analysis import efficiency_summary, ratio_text
 
     def curves(view: str) -> list:
         return [r["evals"] for r in runs if r["role"] == "curve" and r["views"] == view]
@@ -219,13 +220,9 @@ def step_efficiency(ctx: Context, runs: list[dict], measure: dict) -> dict:
     d = efficiency_summary(curves("good"), curves("next-token"), seed=ctx.cfg.seed,
                            control=control)  # fmt: skip
     sg, sn = d["samples_good"], d["samples_next_token"]
-    lb = d["ratio_lower_bound"]
-    ratio = f"{d['ratio']:.2f}" if d["ratio"] is not None else f">= {lb:.1f}" if lb else "none"
-    ci = d.get("ci") or [None, None]
-    ci_text = f" [{ci[0]:.2f}, {ci[1]:.2f}]" if None not in ci else ""
     ctx.log(
         f"  target {d['target']:.4f} ({d['target_rule']}): good {sg if sg is None else round(sg)}"
-        f" samples, next-token {sn if sn is None else round(sn)}, ratio {ratio}{ci_text}"
+        f" samples, next-token {sn if sn is None else round(sn)}, ratio {ratio_text(d)}"
         f" ({d['n_seeds']} seed(s))"
     )
     return d

@@ -12,6 +12,9 @@ TEXT_ENCODERS = ("good", "bad", "next-token", "next-token-last", "minilm", "rand
 tokens (how the PRH benchmark measures language models); ``next-token-last`` is the same run
 pooled by its last real token."""
 
+RUN_OF = {"random-init": "good", "next-token-last": "next-token"}
+"""The trained run a text encoder is made from, where it is not its own name (MiniLM has none)."""
+
 
 def demo_world(cfg: DemoConfig):
     """The cave world of ``cfg.world_seed``."""
@@ -50,9 +53,9 @@ def text_encoder(cfg: DemoConfig, name: str, runs: dict[str, Path]) -> Any:
     if name == "minilm":
         return load_encoder(cfg.text_baseline)
     if name == "random-init":
-        return random_init_encoder(runs["good"], cfg.seed)
+        return random_init_encoder(runs[RUN_OF[name]], cfg.seed)
     if name == "next-token-last":
         from prh.encoders.stored import RunEncoder
 
-        return RunEncoder(runs["next-token"], pool="last")
+        return RunEncoder(runs[RUN_OF[name]], pool="last")
     return load_encoder(str(runs[name]))
