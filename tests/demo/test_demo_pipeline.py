@@ -16,6 +16,17 @@ import pytest
 pytest.importorskip("torch")
 
 CAPTION = {"captioner": True, "decoder_steps": 0, "decoder_scenes": 16}
+# issue 13's step at toy size: two image/sketch encoders on a random-init backbone, the
+# evidence, the zero-pair captioner (nearest caption: decoder_steps = 0)
+MODALITIES = {
+    "modalities": ("image-good", "sketch-good"),
+    "backbone": "random:efficientnet-lite0",
+    "image_size": 16,
+    "backbone_size": 32,
+    "image_samples": 128,
+    "image_train_scenes": 24,
+    "zero_pair_captioner": True,
+}
 
 SUMMARY_KEYS = {
     "alignment": {"good", "bad", "next-token", "minilm", "random-init"},
@@ -114,7 +125,9 @@ def test_toy_demo_outputs_resume_and_idempotence(tmp_path, tiny_bert):
 
     out = tmp_path / "demo"
     lines: list[str] = []
-    summary = run_demo(toy_config(tiny_bert, **CAPTION), out, log=lines.append, skip_prove=True)
+    summary = run_demo(
+        toy_config(tiny_bert, **CAPTION, **MODALITIES), out, log=lines.append, skip_prove=True
+    )
 
     on_disk = json.loads((out / "summary.json").read_text())
     assert on_disk["format"] == "prh-demo-summary/1" and on_disk["options"] == on_disk["config"]
@@ -125,7 +138,8 @@ def test_toy_demo_outputs_resume_and_idempotence(tmp_path, tiny_bert):
         assert 0.0 <= v <= 1.0
     assert len(on_disk["claims"]) == 3
     assert set(on_disk["timings"]) == {
-        "vision", "train", "embed", "measure", "word_order", "efficiency", "law", "bridge"
+        "vision", "train", "embed", "measure", "word_order", "efficiency", "law", "bridge",
+        "modalities",
     }  # fmt: skip
 
     # the runs are one sweep: a results row per run, each with its whole curve
@@ -171,12 +185,42 @@ def test_toy_demo_outputs_resume_and_idempotence(tmp_path, tiny_bert):
     assert cap.kind == "nearest" and res.caption == res.nearest[0][0]
     assert res.caption in cap.gallery and "nearest-caption captioner:" in html
 
+    # issue 13's step: both encoders trained apart, every pair of the matrix with an interval
+    # and the rotation score both ways, pair-free matching, the targets, the captioners
+    mod = on_disk["modalities"]
+    assert set(mod["runs"]) == {"image-good", "sketch-good"}
+    names = {"text-good", "text-bad", "next-token", "minilm", "random-init",
+             "efficientnet-lite0", "image-good", "sketch-good"}  # fmt: skip
+    assert {p["x"] for p in mod["pairs"]} | {p["y"] for p in mod["pairs"]} == names
+    assert len(mod["pairs"]) == len(names) * (len(names) - 1) // 2
+    for p in mod["pairs"]:
+        lo, hi = p["mutual_knn_ci"]  # a percentile bootstrap of 10 resamples: ordered only
+        assert 0.0 <= lo <= hi <= 1.0 and 0.0 <= p["mutual_knn"] <= 1.0
+    assert [(p["x"], p["y"]) for p in mod["pair_free"]] == [
+        ("image-good", "text-good"), ("sketch-good", "text-good"),
+        ("image-good", "sketch-good"), ("efficientnet-lite0", "text-good"),
+    ]  # fmt: skip
+    for pf in mod["pair_free"]:
+        assert set(pf["classes"]) == {"shape", "colour"} and pf["samples"]["n"] == 24
+    assert any(
+        t["target"].startswith("rotation score image-good~text-good") for t in mod["targets"]
+    )
+    assert set(mod["probe"]["image-good"]) == {"shape", "colour", "count"}
+    cap = mod["captioners"]
+    assert cap["n"] == 24 and cap["ratio"] == pytest.approx(cap["zero_pair"] / cap["paired"])
+    assert "Three modalities trained apart" in html and (out / "modalities.png").is_file()
+
     # idempotent: a rerun trains nothing, reuses features and step results, same numbers
     weights = {p: os.stat(p).st_mtime_ns for p in out.glob("sweep-*/runs/*/model.safetensors")}
     assert len(weights) == 8
-    again = run_demo(toy_config(tiny_bert, **CAPTION), out, log=lines.append, skip_prove=True)
+    weights.update({p: os.stat(p).st_mtime_ns for p in out.glob("modalities/*/model.safetensors")})
+    assert len(weights) == 10
+    again = run_demo(
+        toy_config(tiny_bert, **CAPTION, **MODALITIES), out, log=lines.append, skip_prove=True
+    )
     assert again["alignment"] == summary["alignment"]
     assert again["runs"] == on_disk["runs"]
+    assert again["modalities"] == json.loads(json.dumps(summary["modalities"]))
     assert {p: os.stat(p).st_mtime_ns for p in weights} == weights
 
     # resumable: a killed demo (a run without its final weights, its row lost) retrains that
@@ -185,7 +229,9 @@ def test_toy_demo_outputs_resume_and_idempotence(tmp_path, tiny_bert):
     (sweep / lost["extra"]["run_dir"] / "model.safetensors").unlink()
     kept = [r for r in rows if r is not lost]
     (sweep / RESULTS).write_text("".join(json.dumps(r) + "\n" for r in kept))
-    third = run_demo(toy_config(tiny_bert, **CAPTION), out, log=lines.append, skip_prove=True)
+    third = run_demo(
+        toy_config(tiny_bert, **CAPTION, **MODALITIES), out, log=lines.append, skip_prove=True
+    )
     assert third["alignment"] == summary["alignment"]
     assert third["runs"] == on_disk["runs"]
     assert json.loads((out / "summary.json").read_text())["law"] == on_disk["law"]

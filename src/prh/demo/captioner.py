@@ -52,3 +52,71 @@ def demo_captioner(ctx: Context, good_run: Path, vision_train: Path) -> Any:
             progress=False,
         )
     return load_captioner(ctx.out)
+
+
+def zero_pair_captioners(
+    ctx: Context, good_run: Path, image_run: Path, features: dict[str, Path]
+) -> Any:
+    """Issue 13's captioner built with zero pairs, beside the paired one, on the image-good JEPA.
+
+    Two caption folders on the good text run and the image-good run (``OUT/modalities/
+    caption-paired/``, ``OUT/modalities/caption-zero-pair/``): the paired map is fitted on the
+    bridge scenes' (render, captions) pairs; the zero-pair map on the same scenes with the
+    correspondence forgotten and recovered by pair-free matching (``pair_free=True``, no class
+    labels either). Same text-only decoder recipe. Both are scored on the held-out scenes
+    against the same references; :func:`prh.caption.evaluate.compare_captioners` gives CIDEr of
+    each, of the nearest-caption baseline and the ratio zero-pair / paired. Cached in
+    ``OUT/steps/``.
+    """
+    import hashlib
+
+    from prh.caption import build_caption_run, load_captioner
+    from prh.caption.evaluate import compare_captioners, evaluate_captioner
+
+    cfg = ctx.cfg
+    fields = cfg.digest("decoder_steps", "decoder_scenes", "eval_scenes", "bridge_scenes", "seed")
+    key = f"{good_run.name}|{image_run.name}|{fields}"
+    h = hashlib.sha256(key.encode()).hexdigest()[:10]
+
+    def go() -> dict[str, Any]:
+        _, bridge = scene_ids(cfg, demo_world(cfg))
+        evals = {}
+        for kind in ("paired", "zero-pair"):
+            out = ctx.path("modalities", f"caption-{kind}-{h}", "x").parent
+            if not (out / "caption" / "caption.json").is_file():
+                shutil.rmtree(out / "caption", ignore_errors=True)  # a killed build: redo
+                ctx.log(f"  building the {kind} captioner on {image_run.name}")
+                build_caption_run(
+                    good_run,
+                    out,
+                    vision=str(image_run),
+                    pair_scenes=bridge,
+                    image_features=features["train"],
+                    decoder_scenes=cfg.decoder_scenes,
+                    decoder_steps=cfg.decoder_steps,
+                    seed=cfg.seed,
+                    threads=max(1, cfg.workers * cfg.threads),
+                    progress=False,
+                    pair_free=kind == "zero-pair",
+                )
+            evals[kind] = evaluate_captioner(
+                load_captioner(out),
+                n=cfg.eval_scenes,
+                image_features=features["test"],
+                text_run=good_run,
+            )
+        d = compare_captioners(evals["zero-pair"], evals["paired"])
+        d["match"] = json.loads(
+            (
+                ctx.out / "modalities" / f"caption-zero-pair-{h}" / "caption" / "caption.json"
+            ).read_text()
+        ).get("pair_free")
+        d["evaluations"] = {k: v.to_dict() for k, v in evals.items()}
+        return d
+
+    value, _ = ctx.cached_json(f"modalities-captioners-{h}", go)
+    ctx.log(
+        f"  CIDEr: paired {value['paired']:.1f}, zero-pair {value['zero_pair']:.1f} "
+        f"({100 * value['ratio']:.0f}% of paired), nearest caption {value['nearest_caption']:.1f}"
+    )
+    return value

@@ -23,6 +23,9 @@ from typing import Any
 
 from prh.errors import InputError
 
+MODALITY_RUNS = ("image-good", "image-bad", "sketch-good")
+"""The image/sketch encoders a demo can train (:data:`prh.demo.modalities.IMAGE_RUNS`)."""
+
 
 @dataclass(frozen=True)
 class DemoConfig:
@@ -84,6 +87,20 @@ class DemoConfig:
         decoder trained for ``decoder_steps`` steps on captions of ``decoder_scenes`` scenes; with
         ``decoder_steps = 0`` the nearest-caption (retrieval) captioner, no decoder (those
         captions are its gallery).
+    modalities : tuple of str
+        Image/sketch encoders trained apart on their own views (:data:`MODALITY_RUNS`:
+        ``image-good``, ``image-bad``, ``sketch-good``) and compared with every text encoder
+        (:mod:`prh.demo.modalities`); empty: the step is skipped.
+    image_samples, image_lr, image_size, image_train_scenes : int, float, int, int
+        Their recipe: pairs seen, learning rate, render side (px) and training scenes (2 cached
+        views each), batch ``batch_size``.
+    backbone, freeze_until, backbone_size, scratch_branch : str, int, int, bool
+        The pretrained backbone, its last frozen block, the side its input is resized to, and
+        whether a from-scratch CNN branch runs beside it (:mod:`prh.models.backbone`).
+    pair_free_samples : bool
+        Sample-level pair-free matching as well as class level (seconds per pair).
+    zero_pair_captioner : bool
+        Build and score the image-good captioner with zero pairs beside the paired one.
     """
 
     name: str = "default"
@@ -116,6 +133,17 @@ class DemoConfig:
     captioner: bool = True
     decoder_steps: int = 400
     decoder_scenes: int = 2000
+    modalities: tuple[str, ...] = ("image-good",)
+    image_samples: int = 25600
+    image_lr: float = 3e-4
+    image_size: int = 64
+    image_train_scenes: int = 1000
+    backbone: str = "efficientnet-lite0"
+    freeze_until: int = 10
+    backbone_size: int = 128
+    scratch_branch: bool = False
+    pair_free_samples: bool = True
+    zero_pair_captioner: bool = False
 
     def __post_init__(self) -> None:
         for f in ("seed", "world_seed", "decoder_steps"):
@@ -149,6 +177,28 @@ class DemoConfig:
             self.law_samples
         ):
             raise InputError("demo: more held-out points than fit points")
+        unknown = [m for m in self.modalities if m not in MODALITY_RUNS]
+        if unknown or len(set(self.modalities)) != len(self.modalities):
+            raise InputError(
+                f"demo: modalities {list(self.modalities)}: expected distinct names among "
+                f"{', '.join(MODALITY_RUNS)}"
+            )
+        if self.image_samples < 1 or self.image_samples % self.batch_size:
+            raise InputError(
+                f"demo: image_samples ({self.image_samples}) must be a positive multiple of the "
+                f"batch ({self.batch_size})"
+            )
+        if self.image_train_scenes < 2:
+            raise InputError(
+                f"demo: image_train_scenes must be >= 2, got {self.image_train_scenes}"
+            )
+        if self.modalities and self.world_seed != 0:
+            raise InputError(
+                f"demo: image and sketch runs train on world seed 0 (prh train has no world seed "
+                f"flag for them), got world_seed {self.world_seed}; set modalities=()"
+            )
+        if self.zero_pair_captioner and "image-good" not in self.modalities:
+            raise InputError("demo: zero_pair_captioner needs the image-good run in modalities")
         if self.eval_scenes <= self.k or self.bridge_scenes <= self.k:
             raise InputError(f"demo: need more than k = {self.k} scenes")
 
@@ -180,6 +230,8 @@ FULL = DemoConfig(
     next_token_factor=4,
     curve_seeds=3,
     heldout_runs=4,
+    modalities=("image-good", "image-bad", "sketch-good"),
+    zero_pair_captioner=True,
 )
 QUICK = DemoConfig(
     name="quick",
@@ -194,6 +246,7 @@ QUICK = DemoConfig(
     bootstrap=100,
     decoder_steps=0,  # a decoder alone would take most of the 5 minutes: nearest caption
     decoder_scenes=1000,
+    modalities=(),  # one image encoder alone takes about 6 minutes on 2 cores
 )
 
 

@@ -19,7 +19,10 @@ Steps (each logs one line with its wall and CPU time; each caches its result und
 8. ``law``: candidate laws fitted on the mixture runs' curves, judged on held-out runs.
 9. ``bridge``: image <-> caption retrieval through one map, zero-shot classes, pair-free class
    matching; the captioner (``OUT/caption/``).
-10. ``report``: ``OUT/summary.json``, ``OUT/report.html`` and the PNG plots.
+10. ``modalities``: image and sketch encoders trained apart on their own views; the alignment
+    matrix of every encoder pair, the rotation scores, pair-free matching and (``--full``) the
+    captioner built with zero pairs (:mod:`prh.demo.modalities`).
+11. ``report``: ``OUT/summary.json``, ``OUT/report.html`` and the PNG plots.
 
 A rerun reuses every finished result (sweep cells by id, features and step results by a hash of
 the settings they depend on), so a killed demo continues where it stopped and a finished one only
@@ -39,10 +42,11 @@ from prh.demo import steps
 from prh.demo.bridge import bridge_section
 from prh.demo.config import DemoConfig
 from prh.demo.context import Context, cpu_seconds
+from prh.demo.modalities import step_modalities
 from prh.demo.report import write_outputs
 from prh.io import write_json
 
-N_STEPS = 10
+N_STEPS = 11
 
 
 def _record_cost(ctx: Context, name: str, wall: float, cpu: float) -> None:
@@ -108,4 +112,7 @@ def run_demo(
     )
     results["law"] = _step(ctx, 8, "law", lambda: steps.step_law(ctx, train["runs"]))
     results["bridge"] = _step(ctx, 9, "bridge", lambda: bridge_section(ctx, text, vision, runs))
-    return _step(ctx, 10, "report", lambda: write_outputs(ctx, results))
+    results["modalities"] = _step(
+        ctx, 10, "modalities", lambda: step_modalities(ctx, text, vision, runs["good"])
+    )
+    return _step(ctx, 11, "report", lambda: write_outputs(ctx, results))

@@ -17,6 +17,7 @@ from typing import Any
 
 from prh.demo.context import Context, cpu_seconds
 from prh.demo.plots import plot_bars, plot_curves
+from prh.demo.report_modalities import modalities_html, modalities_summary
 from prh.io import atomic_write, write_json
 from prh.provenance import stamped
 
@@ -178,6 +179,7 @@ def build_summary(ctx: Context, results: dict[str, Any]) -> dict[str, Any]:
         "law": law,
         "prove": {k: prove.get(k) for k in ("passed", "n", "n_passed", "skipped") if k in prove},
         "bridge": bridge,
+        "modalities": modalities_summary(results.get("modalities")),
         "runs": [{k: v for k, v in r.items()} for r in results["runs"]],
         "config": results["config"],
         "timings": ctx.timings,
@@ -406,6 +408,8 @@ def render_html(summary: dict[str, Any], results: dict[str, Any], out: Path) -> 
 
     # bridge
     parts.append(_bridge_html(summary["bridge"], results["bridge"].get("samples", [])))
+
+    parts.append(modalities_html(results.get("modalities"), out))
 
     # prove
     p = results["prove"]

@@ -1,0 +1,464 @@
+"""The demo's modalities step: image and sketch encoders trained apart, one rotation, no pairs.
+
+Issue 13's experiment on the demo's world. Each image/sketch encoder of ``cfg.modalities`` is
+trained alone (``prh train --modality image|sketch``: EfficientNet-Lite0's early blocks frozen,
+its later blocks and a whitened-JEPA head fine-tuned, :mod:`prh.models.backbone`) on its own
+views of the training scenes: ``image-good`` two renders of one scene (independent nuisance),
+``image-bad`` two crops / colour jitters of one render, ``sketch-good`` two sketches of one
+scene. Then, on the held-out scenes, with the bridge scenes as the maps' training rows:
+
+- what each image encoder sees: leave-one-out kNN@k accuracy of the largest object's shape and
+  colour and of the object count, per layer (:mod:`prh.training.image_probe`);
+- the **modality evidence** (:func:`prh.bridge.evidence.modality_evidence`) of every feature set
+  (text JEPAs, next-token, MiniLM, the random-init control, EfficientNet-Lite0, the image and
+  sketch encoders): mutual-kNN@k with a bootstrap interval and linear CKA (best layer pair), the
+  rotation score of every ordered pair (JEPA embeddings, last layer) and pair-free matching of
+  the listed pairs, class level (shape, colour) and sample level;
+- issue 13's targets, each met or missed, from those figures (:func:`targets`).
+
+The runs go to ``OUT/modalities/<name>-<hash>/`` (the hash of what determines the run), the
+render caches to ``OUT/modalities/render_cache/``, the features to ``OUT/features/``; a rerun
+reuses finished runs and resumes unfinished ones.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from prh.demo.config import DemoConfig
+from prh.demo.context import Context
+from prh.demo.world import demo_world, scene_ids
+
+IMAGE_RUNS = {
+    "image-good": ("image", "good"),
+    "image-bad": ("image", "bad"),
+    "sketch-good": ("sketch", "good"),
+}
+"""Every image/sketch encoder the demo can train: name -> (modality, views)."""
+
+TEXT_SETS = {
+    "text-good": "good",
+    "text-bad": "bad",
+    "next-token": "next-token",
+    "minilm": "minilm",
+    "random-init": "random-init",
+}
+"""Evidence name -> the ``embed`` step's text encoder (next-token mean-pooled, as the PRH
+benchmark pools language models)."""
+
+VISION = "efficientnet-lite0"
+
+GOOD_PAIRS = (
+    ("image-good", "text-good"),
+    ("sketch-good", "text-good"),
+    ("image-good", "sketch-good"),
+)
+"""Pairs whose two sides were each trained on good views: the theorem's one-rotation pairs."""
+
+
+def run_flags(cfg: DemoConfig, name: str) -> list[str]:
+    """The ``prh train`` flags of one image/sketch run (without ``--out`` and ``--threads``)."""
+    modality, views = IMAGE_RUNS[name]
+    flags = [
+        "--modality",
+        modality,
+        "--views",
+        views,
+        "--backbone",
+        cfg.backbone,
+        "--freeze-until",
+        str(cfg.freeze_until),
+        "--backbone-size",
+        str(cfg.backbone_size),
+        "--samples",
+        str(cfg.image_samples),
+        "--batch-size",
+        str(cfg.batch_size),
+        "--lr",
+        str(cfg.image_lr),
+        "--image-size",
+        str(cfg.image_size),
+        "--train-scenes",
+        str(cfg.image_train_scenes),
+        "--render-views",
+        "2",
+        "--seed",
+        str(cfg.seed),
+        "--checkpoint-every",
+        "20",
+    ]
+    return [*flags, "--scratch-branch"] if cfg.scratch_branch else flags
+
+
+def run_dir(ctx: Context, name: str) -> Path:
+    """``OUT/modalities/<name>-<hash of its flags>``."""
+    h = hashlib.sha256(" ".join(run_flags(ctx.cfg, name)).encode()).hexdigest()[:10]
+    return ctx.path("modalities", f"{name}-{h}")
+
+
+def build_caches(ctx: Context) -> Path:
+    """Draw the render caches the runs read (one per modality), before the runs start in
+    parallel, so that no two runs draw the same cache."""
+    from prh.views.render_cache import cache_key, load_or_build
+
+    cfg = ctx.cfg
+    folder = ctx.path("modalities", "render_cache")
+    ids = demo_world(cfg).split("train")[: cfg.image_train_scenes]
+    for modality in sorted({IMAGE_RUNS[n][0] for n in cfg.modalities}):
+        key = cache_key(cfg.world_seed, modality, cfg.image_size, 2, ids)
+        if not (folder / key.file_name).is_file():
+            t = time.perf_counter()
+            load_or_build(folder, key, ids, workers=cfg.workers)
+            ctx.log(
+                f"  {modality} render cache: {len(ids)} scenes x 2 views in "
+                f"{time.perf_counter() - t:.0f}s"
+            )
+    return folder
+
+
+def train_runs(ctx: Context) -> dict[str, Path]:
+    """Train (or resume, or reuse) every run of ``cfg.modalities``, ``cfg.workers`` at a time
+    (one process each, ``cfg.threads`` threads; a lone run gets every thread)."""
+    cfg = ctx.cfg
+    names = list(cfg.modalities)
+    if not names:
+        return {}
+    cache = build_caches(ctx)
+    threads = cfg.threads if len(names) > 1 else cfg.workers * cfg.threads
+    dirs = {n: run_dir(ctx, n) for n in names}
+
+    def one(name: str) -> None:
+        d = dirs[name]
+        if (d / "model.safetensors").is_file():
+            ctx.log(f"  {name:<11} (finished run reused)")
+            return
+        resume = d.is_dir() and (d / "config.json").is_file()
+        argv = ["--resume", str(d)] if resume else [*run_flags(cfg, name), "--out", str(d)]
+        if not resume and d.is_dir():
+            d.rmdir()  # made by ctx.path's parent creation only when empty
+        t = time.perf_counter()
+        with open(d.with_suffix(".log"), "a") as log:
+            rc = subprocess.call(
+                [
+                    sys.executable,
+                    "-m",
+                    "prh",
+                    "train",
+                    *argv,
+                    "--render-cache",
+                    str(cache),
+                    "--threads",
+                    str(threads),
+                    "--render-workers",
+                    "1",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        if rc != 0:
+            from prh.errors import PrhError
+
+            raise PrhError(f"demo: the {name} run failed (exit {rc}); see {d.with_suffix('.log')}")
+        ctx.log(f"  {name:<11} trained in {time.perf_counter() - t:.0f}s ({d.name})")
+
+    with ThreadPoolExecutor(max_workers=max(1, min(cfg.workers, len(names)))) as pool:
+        list(pool.map(one, names))
+    return dirs
+
+
+def embed_runs(ctx: Context, runs: Mapping[str, Path]) -> dict[str, dict[str, Path]]:
+    """Every layer of each run on the held-out scenes (``test``) and the bridge scenes
+    (``train``), renders or sketches at nuisance seed 0, as the vision step draws them."""
+    import torch
+
+    from prh.features import save_features
+    from prh.training.image import draw_scenes, load_image_run
+
+    cfg = ctx.cfg
+    torch.set_num_threads(max(1, cfg.workers * cfg.threads))
+    test, train = scene_ids(cfg, demo_world(cfg))
+    out: dict[str, dict[str, Path]] = {}
+    for name, d in runs.items():
+        tag = f"{d.name[-10:]}-{cfg.digest('eval_scenes', 'bridge_scenes')}"
+        paths = {
+            s: ctx.path("features", f"{name}-{s}-{tag}.safetensors") for s in ("test", "train")
+        }
+        if not all(p.is_file() for p in paths.values()):
+            run = load_image_run(d, "cpu")
+            for split, ids in (("test", test), ("train", train)):
+                feats = run.encode_images(draw_scenes(run.config, run.image, ids))
+                meta = {
+                    "encoder": str(d),
+                    "modality": "image",
+                    "layer_dims": json.dumps(layer_widths(feats)),
+                }
+                save_features(paths[split], feats, ids=[f"scene_{i}" for i in ids], metadata=meta)
+        out[name] = paths
+    return out
+
+
+def probe(test: Mapping[str, Path], labels: Mapping[str, np.ndarray], k: int) -> dict:
+    """kNN@k accuracy of each factor at the embedding (last layer) and the best layer, with
+    chance, for every image/sketch feature set."""
+    from prh.features import load_features
+    from prh.metrics.probe import chance
+    from prh.training.image_probe import probe_table
+
+    out: dict[str, Any] = {"chance": {f: float(chance(y)) for f, y in labels.items()}}
+    for name, p in test.items():
+        table = probe_table(np.asarray(load_features(p).features), dict(labels), k)
+        out[name] = {
+            f: {"embedding": float(acc[-1]), "best": float(max(acc)), "layers": acc}
+            for f, acc in table.items()
+        }
+    return out
+
+
+def _first_layer_dims(path: Path) -> list[int] | None:
+    from prh.features import load_features
+
+    fs = load_features(path)
+    return list(fs.layer_dims) if getattr(fs, "layer_dims", None) else None
+
+
+def evidence_sets(
+    text: Mapping[str, Mapping[str, Path]],
+    vision: Mapping[str, Path],
+    images: Mapping[str, Mapping[str, Path]],
+) -> dict[str, dict[str, Path]]:
+    """Evidence name -> ``{"test", "train"}`` feature files: text sets, EfficientNet-Lite0,
+    image/sketch encoders."""
+    sets = {name: dict(text[src]) for name, src in TEXT_SETS.items() if src in text}
+    sets[VISION] = {"test": Path(vision["test"]), "train": Path(vision["train"])}
+    sets.update({n: dict(p) for n, p in images.items()})
+    return sets
+
+
+def pair_free_pairs(names: list[str]) -> list[tuple[str, str]]:
+    """The pairs matched without pairs: the good-view pairs present, then their controls
+    (EfficientNet-Lite0 and image-bad against the text JEPA)."""
+    want = [*GOOD_PAIRS, (VISION, "text-good"), ("image-bad", "text-good")]
+    return [(a, b) for a, b in want if a in names and b in names]
+
+
+def targets(ev: Mapping[str, Any], probes: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Issue 13's targets, each ``{"target", "figure", "met"}`` (``met`` None when the figures
+    it needs were not run), from the evidence dictionary and the probes."""
+    m = ev["matrix"]
+    names = m["names"]
+    rows: list[dict[str, Any]] = []
+
+    def cell(a: str, b: str) -> tuple[float, list[float]] | None:
+        if a not in names or b not in names:
+            return None
+        i, j = names.index(a), names.index(b)
+        return m["mutual_knn"][i][j], [m["mutual_knn_ci_low"][i][j], m["mutual_knn_ci_high"][i][j]]
+
+    def rotation(a: str, b: str) -> float | None:
+        if a not in names or b not in names:
+            return None
+        i, j = names.index(a), names.index(b)
+        s = [m["rotation"][i][j], m["rotation"][j][i]]
+        return None if any(v is None for v in s) else min(s)
+
+    for name in ("image-good", "sketch-good"):
+        if name in probes:
+            for f in ("shape", "colour") if name == "image-good" else ("shape",):
+                acc = probes[name][f]["embedding"]
+                rows.append(
+                    {
+                        "target": f"{name} kNN@10 {f} >= 0.6 (embedding)",
+                        "figure": f"{acc:.3f}",
+                        "met": acc >= 0.6,
+                    }
+                )
+        for control in (VISION, "image-bad"):
+            a, b = cell(name, "text-good"), cell(control, "text-good")
+            if a is None or b is None:
+                continue
+            rows.append(
+                {
+                    "target": f"{name}~text-good above {control}~text-good, intervals apart",
+                    "figure": f"{a[0]:.4f} [{a[1][0]:.4f}, {a[1][1]:.4f}] vs "
+                    f"{b[0]:.4f} [{b[1][0]:.4f}, {b[1][1]:.4f}]",
+                    "met": a[1][0] > b[1][1],
+                }
+            )
+    for a, b in GOOD_PAIRS:
+        r = rotation(a, b)
+        if a in names and b in names:
+            rows.append(
+                {
+                    "target": f"rotation score {a}~{b} >= 0.9 (lower of both ways)",
+                    "figure": "n/a" if r is None else f"{r:.3f}",
+                    "met": None if r is None else r >= 0.9,
+                }
+            )
+    for pf in ev["pair_free"]:
+        if (pf["x"], pf["y"]) not in GOOD_PAIRS:
+            continue
+        pair = f"{pf['x']}~{pf['y']}"
+        for f, c in (pf.get("classes") or {}).items():
+            rows.append(
+                {
+                    "target": f"pair-free {pair} {f} classes exact",
+                    "figure": f"{c['accuracy']:.2f}",
+                    "met": bool(c["exact"]),
+                }
+            )
+        s = pf.get("samples")
+        if s:
+            ratio = s["times_chance"]
+            rows.append(
+                {
+                    "target": f"pair-free {pair} samples >= 10x chance",
+                    "figure": f"{s['accuracy']:.4f} ({ratio:.1f}x chance {s['chance']:.4f})",
+                    "met": ratio >= 10,
+                }
+            )
+    return rows
+
+
+def layer_widths(features: np.ndarray) -> list[int]:
+    """True width of each zero-padded layer of ``features`` ``(N, L, D)``: one past its last
+    column that is non-zero in some row (a pooled activation or an embedding coordinate is never
+    exactly zero on every scene)."""
+    nz = np.abs(np.asarray(features)).max(0) > 0  # (L, D)
+    return [int(np.flatnonzero(row)[-1]) + 1 if row.any() else 1 for row in nz]
+
+
+def _load_sets(sets: Mapping[str, Mapping[str, Path]]) -> tuple[dict, dict, dict]:
+    from prh.features import load_features
+
+    train, test, dims = {}, {}, {}
+    for name, paths in sets.items():
+        for split, store in (("train", train), ("test", test)):
+            fs = load_features(paths[split])
+            store[name] = np.asarray(fs.features, dtype=np.float32)
+            if split == "test":
+                meta = fs.metadata.get("layer_dims")
+                dims[name] = json.loads(meta) if meta else layer_widths(store[name])
+    return train, test, dims
+
+
+def evidence(ctx: Context, sets: Mapping[str, Mapping[str, Path]]) -> dict[str, Any]:
+    """:func:`prh.bridge.evidence.modality_evidence` of ``sets`` (cached by their files), its
+    heatmap written to ``OUT/modalities.png``."""
+    from prh.bridge.evidence import EvidenceConfig, modality_evidence
+    from prh.world.factors import scene_factors
+
+    cfg = ctx.cfg
+    files = "|".join(f"{n}:{Path(p['test']).name}:{Path(p['train']).name}" for n, p in sets.items())
+    h = hashlib.sha256(
+        f"{files}|{cfg.digest('k', 'bootstrap', 'seed', 'pair_free_samples')}".encode()
+    ).hexdigest()[:10]
+
+    def go() -> dict[str, Any]:
+        world = demo_world(cfg)
+        test_ids, _ = scene_ids(cfg, world)
+        f = scene_factors(world, test_ids)
+        train, test, dims = _load_sets(sets)
+        ecfg = EvidenceConfig(
+            k=cfg.k, bootstrap=cfg.bootstrap, seed=cfg.seed, samples=cfg.pair_free_samples
+        )
+        ev = modality_evidence(
+            train,
+            test,
+            {"shape": f["shape"], "colour": f["colour"]},
+            pair_free_pairs=pair_free_pairs(list(sets)),
+            config=ecfg,
+            layer_dims=dims,
+        )
+        ctx.path("modalities.png").write_bytes(ev.heatmap_png())
+        return ev.to_dict()
+
+    value, _ = ctx.cached_json(f"modalities-evidence-{h}", go)
+    return value
+
+
+def step_modalities(
+    ctx: Context,
+    text: Mapping[str, Mapping[str, Path]],
+    vision: Mapping[str, Path],
+    good_run: Path,
+) -> dict[str, Any]:
+    """Train, embed, probe and compare (module docstring); ``{"runs", "probe", "evidence",
+    "targets", "captioners"}``, or ``{"skipped": reason}`` when the preset runs none."""
+    from prh.world.factors import scene_factors
+
+    cfg = ctx.cfg
+    if not cfg.modalities:
+        ctx.log("  no image or sketch encoder in this preset (the default demo trains one)")
+        return {"skipped": "no image or sketch encoder in this preset"}
+    runs = train_runs(ctx)
+    images = embed_runs(ctx, runs)
+    world = demo_world(cfg)
+    test_ids, _ = scene_ids(cfg, world)
+    probes = probe(
+        {**{n: p["test"] for n, p in images.items()}, VISION: Path(vision["test"])},
+        scene_factors(world, test_ids),
+        cfg.k,
+    )
+    for name in (*images, VISION):
+        p = probes[name]
+        ctx.log(
+            f"  {name:<18} kNN@{cfg.k} embedding: shape {p['shape']['embedding']:.3f} colour "
+            f"{p['colour']['embedding']:.3f} count {p['count']['embedding']:.3f}"
+        )
+    sets = evidence_sets(text, vision, images)
+    ev = evidence(ctx, sets)
+    _log_evidence(ctx, ev)
+    rows = targets(ev, probes)
+    for r in rows:
+        label = {True: "met", False: "MISSED", None: "not run"}[r["met"]]
+        ctx.log(f"  target {r['target']}: {r['figure']} ({label})")
+    out = {
+        "runs": {n: str(d.relative_to(ctx.out)) for n, d in runs.items()},
+        "settings": {n: run_flags(cfg, n) for n in runs},
+        "probe": probes,
+        "evidence": ev,
+        "targets": rows,
+        "heatmap": "modalities.png",
+        "captioners": None,
+    }
+    if cfg.zero_pair_captioner and "image-good" in runs:
+        from prh.demo.captioner import zero_pair_captioners
+
+        out["captioners"] = zero_pair_captioners(
+            ctx, good_run, runs["image-good"], images["image-good"]
+        )
+    return out
+
+
+def _log_evidence(ctx: Context, ev: Mapping[str, Any]) -> None:
+    m = ev["matrix"]
+    names = m["names"]
+    t = names.index("text-good") if "text-good" in names else None
+    if t is not None:
+        for i, n in enumerate(names):
+            if i == t:
+                continue
+            rot = m["rotation"][i][t]
+            ctx.log(
+                f"  {n:<18}~text-good mutual-kNN {m['mutual_knn'][i][t]:.4f} "
+                f"[{m['mutual_knn_ci_low'][i][t]:.4f}, {m['mutual_knn_ci_high'][i][t]:.4f}] "
+                f"CKA {m['cka'][i][t]:.3f} rotation {'n/a' if rot is None else f'{rot:.3f}'}"
+            )
+    for pf in ev["pair_free"]:
+        cls = ", ".join(
+            f"{f} {c['accuracy']:.2f}{' exact' if c['exact'] else ''}"
+            for f, c in (pf.get("classes") or {}).items()
+        )
+        s = pf.get("samples")
+        smp = "" if not s else f"; samples {s['accuracy']:.4f} ({s['times_chance']:.1f}x chance)"
+        ctx.log(f"  pair-free {pf['x']}~{pf['y']}: {cls}{smp}")
