@@ -1,0 +1,128 @@
+"""The demo's modalities step, its pure parts: settings refused, issue 13's targets judged from
+figures, layer widths of zero-padded features, the report's section. (End to end at toy size:
+``test_demo_pipeline.py``.)"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from prh.demo.config import MODALITY_RUNS, demo_config
+from prh.demo.modalities import IMAGE_RUNS, layer_widths, pair_free_pairs, run_flags, targets
+from prh.demo.report_modalities import modalities_html, modalities_summary
+from prh.errors import InputError
+
+
+def test_presets_and_refusals():
+    assert tuple(IMAGE_RUNS) == MODALITY_RUNS
+    assert demo_config("quick").modalities == ()
+    assert demo_config("default").modalities == ("image-good",)
+    full = demo_config("full")
+    assert set(full.modalities) == set(MODALITY_RUNS) and full.zero_pair_captioner
+    for bad in (
+        {"modalities": ("image-next-token",)},
+        {"modalities": ("image-good", "image-good")},
+        {"image_samples": 100},  # not a multiple of the batch (128)
+        {"image_train_scenes": 1},
+        {"modalities": ("sketch-good",), "zero_pair_captioner": True},
+        {"world_seed": 1},  # image runs train on world seed 0
+    ):
+        with pytest.raises(InputError, match="demo:"):
+            demo_config("default", **bad)
+    assert demo_config("default", world_seed=1, modalities=()).world_seed == 1
+
+
+def test_run_flags_name_the_recipe():
+    cfg = demo_config("full")
+    good, bad, sketch = (run_flags(cfg, n) for n in MODALITY_RUNS)
+    assert good[good.index("--views") + 1] == "good" and bad[bad.index("--views") + 1] == "bad"
+    assert sketch[sketch.index("--modality") + 1] == "sketch"
+    assert good[good.index("--samples") + 1] == str(cfg.image_samples)
+    assert "--scratch-branch" not in good
+    assert "--scratch-branch" in run_flags(demo_config("full", scratch_branch=True), "image-good")
+
+
+def test_pair_free_pairs_keep_present_names_in_order():
+    names = ["text-good", "efficientnet-lite0", "image-good"]
+    assert pair_free_pairs(names) == [
+        ("image-good", "text-good"),
+        ("efficientnet-lite0", "text-good"),
+    ]
+
+
+def test_layer_widths_find_the_padding():
+    x = np.zeros((5, 3, 8), dtype=np.float32)
+    x[:, 0, :8] = 1.0
+    x[2, 1, 4] = -0.5  # one scene non-zero in column 4: width 5
+    x[:, 2, :2] = np.arange(10).reshape(5, 2)  # a zero in some rows, not all
+    assert layer_widths(x) == [8, 5, 2]
+
+
+def _evidence(knn, lo, hi, rot, pf):
+    names = ["text-good", "efficientnet-lite0", "image-good", "image-bad"]
+    n = len(names)
+
+    def full(v):
+        return [[v] * n for _ in range(n)]
+
+    m = {"names": names, "mutual_knn": full(0.0), "mutual_knn_ci_low": full(0.0),
+         "mutual_knn_ci_high": full(0.0), "rotation": full(None), "cka": full(0.0)}  # fmt: skip
+    for name, (v, a, b) in {"efficientnet-lite0": (knn[0], lo[0], hi[0]),
+                            "image-good": (knn[1], lo[1], hi[1]),
+                            "image-bad": (knn[2], lo[2], hi[2])}.items():  # fmt: skip
+        i = names.index(name)
+        for key, val in (("mutual_knn", v), ("mutual_knn_ci_low", a), ("mutual_knn_ci_high", b)):
+            m[key][i][0] = m[key][0][i] = val
+    g = names.index("image-good")
+    m["rotation"][g][0], m["rotation"][0][g] = rot
+    return {"matrix": m, "pair_free": pf}
+
+
+PROBES = {"image-good": {f: {"embedding": v, "best": v} for f, v in
+                         (("shape", 0.64), ("colour", 0.27), ("count", 0.6))}}  # fmt: skip
+
+
+def test_targets_judge_intervals_rotation_and_pair_free():
+    pf = [{"x": "image-good", "y": "text-good",
+           "classes": {"shape": {"accuracy": 1.0, "exact": True},
+                       "colour": {"accuracy": 0.4, "exact": False}},
+           "samples": {"accuracy": 0.03, "chance": 0.002, "times_chance": 15.0}},
+          {"x": "efficientnet-lite0", "y": "text-good",  # a control: judged by no target
+           "classes": {"shape": {"accuracy": 1.0, "exact": True}}, "samples": None}]  # fmt: skip
+    ev = _evidence(knn=(0.09, 0.12, 0.05), lo=(0.08, 0.11, 0.04), hi=(0.10, 0.13, 0.06),
+                   rot=(0.95, 0.85), pf=pf)  # fmt: skip
+    got = {r["target"]: r["met"] for r in targets(ev, PROBES)}
+    assert got == {
+        "image-good kNN@10 shape >= 0.6 (embedding)": True,
+        "image-good kNN@10 colour >= 0.6 (embedding)": False,
+        "image-good~text-good above efficientnet-lite0~text-good, intervals apart": True,
+        "image-good~text-good above image-bad~text-good, intervals apart": True,
+        "rotation score image-good~text-good >= 0.9 (lower of both ways)": False,  # min 0.85
+        "pair-free image-good~text-good shape classes exact": True,
+        "pair-free image-good~text-good colour classes exact": False,
+        "pair-free image-good~text-good samples >= 10x chance": True,
+    }
+    # intervals that touch are not apart; a missing rotation score is "not run"
+    ev = _evidence(knn=(0.09, 0.12, 0.05), lo=(0.08, 0.10, 0.04), hi=(0.10, 0.13, 0.06),
+                   rot=(None, 1.0), pf=[])  # fmt: skip
+    got = {r["target"]: r["met"] for r in targets(ev, PROBES)}
+    assert got["image-good~text-good above efficientnet-lite0~text-good, intervals apart"] is False
+    assert got["rotation score image-good~text-good >= 0.9 (lower of both ways)"] is None
+
+
+def test_report_section_and_summary(tmp_path):
+    assert "Not run in this preset" in modalities_html({"skipped": "none"}, tmp_path)
+    ev = _evidence(knn=(0.09, 0.12, 0.05), lo=(0.08, 0.11, 0.04), hi=(0.10, 0.13, 0.06),
+                   rot=(0.95, 0.97), pf=[])  # fmt: skip
+    probe = {"chance": {"shape": 0.17, "colour": 0.13, "count": 0.5},
+             "image-good": {f: {"embedding": 0.5, "best": 0.6, "layers": [0.6, 0.5]}
+                            for f in ("shape", "colour", "count")}}  # fmt: skip
+    section = {"runs": {"image-good": "modalities/x"}, "probe": probe, "evidence": ev,
+               "targets": targets(ev, probe), "captioners": None}  # fmt: skip
+    html = modalities_html(section, tmp_path)
+    assert "Against the good-view text JEPA" in html and "0.9500" not in html
+    assert "0.950" in html and "0.1200 [0.1100, 0.1300]" in html
+    s = modalities_summary(section)
+    assert len(s["pairs"]) == 6 and s["probe"]["image-good"]["shape"] == 0.5
+    pair = next(p for p in s["pairs"] if {p["x"], p["y"]} == {"text-good", "image-good"})
+    assert pair["mutual_knn_ci"] == [0.11, 0.13] and pair["rotation_x_to_y"] == 0.97
