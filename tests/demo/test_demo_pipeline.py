@@ -189,7 +189,7 @@ def test_toy_demo_outputs_resume_and_idempotence(tmp_path, tiny_bert):
     # and the rotation score both ways, pair-free matching, the targets, the captioners
     mod = on_disk["modalities"]
     assert set(mod["runs"]) == {"image-good", "sketch-good"}
-    names = {"text-good", "text-bad", "next-token", "minilm", "random-init",
+    names = {"text-good", "text-good-s1", "text-bad", "next-token", "minilm", "random-init",
              "efficientnet-lite0", "image-good", "sketch-good"}  # fmt: skip
     assert {p["x"] for p in mod["pairs"]} | {p["y"] for p in mod["pairs"]} == names
     assert len(mod["pairs"]) == len(names) * (len(names) - 1) // 2

@@ -48,13 +48,16 @@ IMAGE_RUNS = {
 
 TEXT_SETS = {
     "text-good": "good",
+    "text-good-s1": "good-s1",
     "text-bad": "bad",
     "next-token": "next-token",
     "minilm": "minilm",
     "random-init": "random-init",
 }
 """Evidence name -> the ``embed`` step's text encoder (next-token mean-pooled, as the PRH
-benchmark pools language models)."""
+benchmark pools language models). ``text-good-s1``, the good-view JEPA's second seed (present
+when the preset runs several seeds), is the within-modality control: how far apart two
+encoders trained on the SAME views land."""
 
 VISION = "efficientnet-lite0"
 
@@ -390,7 +393,7 @@ def step_modalities(
     ctx: Context,
     text: Mapping[str, Mapping[str, Path]],
     vision: Mapping[str, Path],
-    good_run: Path,
+    text_runs: Mapping[str, Path],
 ) -> dict[str, Any]:
     """Train, embed, probe and compare (module docstring); ``{"runs", "probe", "evidence",
     "targets", "captioners"}``, or ``{"skipped": reason}`` when the preset runs none."""
@@ -402,6 +405,13 @@ def step_modalities(
         return {"skipped": "no image or sketch encoder in this preset"}
     runs = train_runs(ctx)
     images = embed_runs(ctx, runs)
+    text = dict(text)
+    if "good-s1" in text_runs:  # the within-modality control
+        from prh.demo.steps import embed_text
+        from prh.encoders import load_encoder
+
+        s1 = text_runs["good-s1"]
+        text["good-s1"] = embed_text(ctx, "good-s1", s1.name, lambda: load_encoder(str(s1)))
     world = demo_world(cfg)
     test_ids, _ = scene_ids(cfg, world)
     probes = probe(
@@ -435,7 +445,7 @@ def step_modalities(
         from prh.demo.captioner import zero_pair_captioners
 
         out["captioners"] = zero_pair_captioners(
-            ctx, good_run, runs["image-good"], images["image-good"]
+            ctx, text_runs["good"], runs["image-good"], images["image-good"]
         )
     return out
 

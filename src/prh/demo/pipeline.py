@@ -113,6 +113,6 @@ def run_demo(
     results["law"] = _step(ctx, 8, "law", lambda: steps.step_law(ctx, train["runs"]))
     results["bridge"] = _step(ctx, 9, "bridge", lambda: bridge_section(ctx, text, vision, runs))
     results["modalities"] = _step(
-        ctx, 10, "modalities", lambda: step_modalities(ctx, text, vision, runs["good"])
+        ctx, 10, "modalities", lambda: step_modalities(ctx, text, vision, runs)
     )
     return _step(ctx, 11, "report", lambda: write_outputs(ctx, results))

@@ -100,43 +100,47 @@ def step_train(ctx: Context) -> dict[str, Any]:
 def step_embed(ctx: Context, runs: dict[str, Path]) -> dict[str, dict[str, Path]]:
     """Text features per encoder: ``test`` (one caption per held-out scene, the wording the
     curves used) and ``train`` (5 captions averaged per bridge-fit scene)."""
+    cfg = ctx.cfg
+    out: dict[str, dict[str, Path]] = {}
+    for name in TEXT_ENCODERS:
+        src = cfg.text_baseline if name == "minilm" else str(runs[RUN_OF.get(name, name)].name)
+        out[name] = embed_text(ctx, name, src, lambda name=name: text_encoder(cfg, name, runs))
+    return out
+
+
+def embed_text(ctx: Context, name: str, src: str, make: Any) -> dict[str, Path]:
+    """One text encoder's ``test`` and ``train`` features (:func:`step_embed`), cached under a
+    hash of ``name``, ``src`` (what it is made from) and the scenes; ``make()`` builds it."""
     import torch
 
     from prh.encoders.embed import EmbedConfig, embed_world
     from prh.features import save_features
 
     cfg = ctx.cfg
+    h = hashlib.sha256(
+        f"{name}|{src}|{cfg.digest('eval_scenes', 'bridge_scenes', 'world_seed')}".encode()
+    ).hexdigest()[:10]
+    paths = {s: ctx.path("features", f"text-{name}-{s}-{h}.safetensors") for s in ("test", "train")}
+    if all(p.is_file() for p in paths.values()):
+        ctx.log(f"  {name:<11} (cached)")
+        return paths
     torch.set_num_threads(max(1, cfg.workers * cfg.threads))
     world = demo_world(cfg)
     test, train = scene_ids(cfg, world)
-    out: dict[str, dict[str, Path]] = {}
-    for name in TEXT_ENCODERS:
-        src = cfg.text_baseline if name == "minilm" else str(runs[RUN_OF.get(name, name)].name)
-        h = hashlib.sha256(
-            f"{name}|{src}|{cfg.digest('eval_scenes', 'bridge_scenes', 'world_seed')}".encode()
-        ).hexdigest()[:10]
-        paths = {
-            s: ctx.path("features", f"text-{name}-{s}-{h}.safetensors") for s in ("test", "train")
-        }
-        if all(p.is_file() for p in paths.values()):
-            ctx.log(f"  {name:<11} (cached)")
-            out[name] = paths
-            continue
-        t = time.perf_counter()
-        enc = text_encoder(cfg, name, runs)
-        for split, ids, ec in (
-            ("test", test, EmbedConfig(modality="text", caption_seed=cfg.world_seed + 1)),
-            (
-                "train",
-                train,
-                EmbedConfig(modality="text", captions_per_scene=5, caption_seed=cfg.world_seed),
-            ),
-        ):
-            feats, names = embed_world(enc, world, ids, ec)
-            save_features(paths[split], feats, ids=names, metadata={"encoder": name})
-        ctx.log(f"  {name:<11} {len(test)} + {len(train)} scenes in {time.perf_counter() - t:.0f}s")
-        out[name] = paths
-    return out
+    t = time.perf_counter()
+    enc = make()
+    for split, ids, ec in (
+        ("test", test, EmbedConfig(modality="text", caption_seed=cfg.world_seed + 1)),
+        (
+            "train",
+            train,
+            EmbedConfig(modality="text", captions_per_scene=5, caption_seed=cfg.world_seed),
+        ),
+    ):
+        feats, names = embed_world(enc, world, ids, ec)
+        save_features(paths[split], feats, ids=names, metadata={"encoder": name})
+    ctx.log(f"  {name:<11} {len(test)} + {len(train)} scenes in {time.perf_counter() - t:.0f}s")
+    return paths
 
 
 def step_measure(ctx: Context, text: dict[str, dict[str, Path]], vision_test: Path) -> dict:
