@@ -126,3 +126,36 @@ def test_report_section_and_summary(tmp_path):
     assert len(s["pairs"]) == 6 and s["probe"]["image-good"]["shape"] == 0.5
     pair = next(p for p in s["pairs"] if {p["x"], p["y"]} == {"text-good", "image-good"})
     assert pair["mutual_knn_ci"] == [0.11, 0.13] and pair["rotation_x_to_y"] == 0.97
+
+
+def test_same_scene_good_views_leave_the_rotation_free():
+    """Why the demo's modalities need not be one rotation apart: its good views are two
+    observations of the SAME scene, the state kernel Pi = diag(p), so T_Pi = I has no gap and the
+    theorem's condition fails. Checked exactly on a finite world: every state function is an
+    optimum (loss 0), and two modalities can take optima with disjoint supports, e_cca = 1."""
+    from prh.theory import generators as gen
+    from prh.theory.jepa import jepa_loss, solve_jepa
+    from prh.theory.measures import cross_modal_moment, misalignment
+    from prh.theory.views import good_views
+
+    rng = np.random.default_rng(0)
+    N, k = 10, 3
+    p = gen.random_prior(N, rng)
+    qa, qb = rng.dirichlet(np.ones(3), size=N), rng.dirichlet(np.ones(2), size=N)
+    Wa, Wb = good_views(np.diag(p), qa), good_views(np.diag(p), qb)
+    sol = solve_jepa(Wa, k)
+    assert np.allclose(sol.eigenvalues[:N], 1.0) and abs(sol.gap) < 1e-9 and sol.loss < 1e-9
+
+    def white_state_function(support: np.ndarray) -> np.ndarray:
+        g = rng.standard_normal((N, k)) * support[:, None]
+        g[support] -= p[support] @ g[support] / p[support].sum()  # E_p[g] = 0, support kept
+        c = g.T @ (p[:, None] * g)
+        w, v = np.linalg.eigh(c)
+        return g @ v @ np.diag(w**-0.5) @ v.T  # E_p[g g^T] = I
+
+    first = np.arange(N) < N // 2
+    ga, gb = white_state_function(first), white_state_function(~first)
+    Fa = np.repeat(ga[:, None, :], 3, axis=1)  # f_A(s, n) = g_A(s): nuisance ignored
+    Fb = np.repeat(gb[:, None, :], 2, axis=1)
+    assert jepa_loss(Wa, Fa.reshape(-1, k)) < 1e-9 and jepa_loss(Wb, Fb.reshape(-1, k)) < 1e-9
+    assert misalignment(cross_modal_moment(Fa, qa, Fb, qb, p)).e_cca > 1 - 1e-9  # >= 1/k

@@ -303,7 +303,7 @@ def targets(ev: Mapping[str, Any], probes: Mapping[str, Any]) -> list[dict[str, 
             rows.append(
                 {
                     "target": f"rotation score {a}~{b} >= 0.9 (lower of both ways)",
-                    "figure": "n/a" if r is None else f"{r:.3f}",
+                    "figure": ("n/a" if r is None else f"{r:.3f}") + _recall_note(m, a, b),
                     "met": None if r is None else r >= 0.9,
                 }
             )
@@ -387,6 +387,17 @@ def evidence(ctx: Context, sets: Mapping[str, Mapping[str, Path]]) -> dict[str, 
 
     value, _ = ctx.cached_json(f"modalities-evidence-{h}", go)
     return value
+
+
+def _recall_note(m: Mapping[str, Any], a: str, b: str) -> str:
+    """`` (R@1 orthonormal / ridge, chance)`` of the pair ``a -> b``: a score near 1 with both
+    maps near chance says the two maps are equally poor, not that the encoders are one
+    rotation apart."""
+    for p in m.get("pairs", []):
+        if (p["x"], p["y"]) == (a, b) and p.get("orthonormal") and p.get("ridge"):
+            o, r = p["orthonormal"]["r1"], p["ridge"]["r1"]
+            return f" (R@1 orthonormal {o:.3f} / ridge {r:.3f}, chance {p['chance_r1']:.3f})"
+    return ""
 
 
 def step_modalities(

@@ -97,6 +97,14 @@ def modalities_html(section: dict[str, Any] | None, out: Path) -> str:
         "<b>bad</b> views two crops / colour jitters of one render. Everything below is measured "
         "on the held-out scenes; maps are fitted on the bridge scenes.</p>"
     )
+    parts.append(
+        "<p class=muted>What the theorem predicts here. Its good views have the state kernel "
+        "Pi = diag(p) (two observations of the <i>same</i> scene), so T_Pi is the identity: every "
+        "eigenvalue is 1, there is no gap after the k-th, and by its own statement minimisers "
+        "exist that are misaligned by e_cca >= 1/k. Which k scene features each encoder keeps "
+        "is then left to its architecture and data, not fixed by the views; a rotation between "
+        "two modalities is what the theorem guarantees only for a kernel with a gap.</p>"
+    )
     probe = section["probe"]
     ch = probe["chance"]
     rows = [
