@@ -87,6 +87,8 @@ def test_targets_judge_intervals_rotation_and_pair_free():
            "classes": {"shape": {"accuracy": 1.0, "exact": True},
                        "colour": {"accuracy": 0.4, "exact": False}},
            "samples": {"accuracy": 0.03, "chance": 0.002, "times_chance": 15.0}},
+          {"x": "sketch-good", "y": "text-good",  # reported, not judged (no colour in a sketch)
+           "classes": {"colour": {"accuracy": 0.1, "exact": False}}, "samples": None},
           {"x": "efficientnet-lite0", "y": "text-good",  # a control: judged by no target
            "classes": {"shape": {"accuracy": 1.0, "exact": True}}, "samples": None}]  # fmt: skip
     ev = _evidence(knn=(0.09, 0.12, 0.05), lo=(0.08, 0.11, 0.04), hi=(0.10, 0.13, 0.06),
