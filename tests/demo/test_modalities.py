@@ -8,7 +8,14 @@ import numpy as np
 import pytest
 
 from prh.demo.config import MODALITY_RUNS, demo_config
-from prh.demo.modalities import IMAGE_RUNS, layer_widths, pair_free_pairs, run_flags, targets
+from prh.demo.modalities import (
+    IMAGE_RUNS,
+    captioner_targets,
+    layer_widths,
+    pair_free_pairs,
+    run_flags,
+    targets,
+)
 from prh.demo.report_modalities import modalities_html, modalities_summary
 from prh.errors import InputError
 
@@ -161,3 +168,12 @@ def test_same_scene_good_views_leave_the_rotation_free():
     Fb = np.repeat(gb[:, None, :], 2, axis=1)
     assert jepa_loss(Wa, Fa.reshape(-1, k)) < 1e-9 and jepa_loss(Wb, Fb.reshape(-1, k)) < 1e-9
     assert misalignment(cross_modal_moment(Fa, qa, Fb, qb, p)).e_cca > 1 - 1e-9  # >= 1/k
+
+
+def test_captioner_targets():
+    cap = {"metric": "CIDEr", "paired": 0.40, "zero_pair": 0.33, "nearest_caption": 0.35,
+           "ratio": 0.825, "paired_beats_nearest": True}  # fmt: skip
+    assert [r["met"] for r in captioner_targets(cap)] == [True, True]
+    assert captioner_targets(cap)[1]["figure"] == "33.0 vs 40.0 (82%)"
+    cap.update(zero_pair=0.2, ratio=0.5, paired_beats_nearest=False)
+    assert [r["met"] for r in captioner_targets(cap)] == [False, False]

@@ -116,7 +116,9 @@ def zero_pair_captioners(
 
     value, _ = ctx.cached_json(f"modalities-captioners-{h}", go)
     ctx.log(
-        f"  CIDEr: paired {value['paired']:.1f}, zero-pair {value['zero_pair']:.1f} "
-        f"({100 * value['ratio']:.0f}% of paired), nearest caption {value['nearest_caption']:.1f}"
+        f"  CIDEr (x100): paired {100 * value['paired']:.1f}, zero-pair "
+        f"{100 * value['zero_pair']:.1f} ({100 * value['ratio']:.0f}% of paired), nearest caption "
+        f"{100 * value['nearest_caption']:.1f}; pair-free match of the bridge scenes "
+        f"{(value.get('match') or {}).get('accuracy', float('nan')):.3f}"
     )
     return value

@@ -458,7 +458,28 @@ def step_modalities(
         out["captioners"] = zero_pair_captioners(
             ctx, text_runs["good"], runs["image-good"], images["image-good"]
         )
+        out["targets"] += captioner_targets(out["captioners"])
+        for r in out["targets"][-2:]:
+            ctx.log(f"  target {r['target']}: {r['figure']} ({'met' if r['met'] else 'MISSED'})")
     return out
+
+
+def captioner_targets(cap: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Issue 13's two captioner targets from :func:`prh.caption.evaluate.compare_captioners`."""
+    m = cap["metric"]
+    p, z, near = (100 * cap[k] for k in ("paired", "zero_pair", "nearest_caption"))
+    return [
+        {
+            "target": f"paired captioner beats the nearest caption ({m})",
+            "figure": f"{p:.1f} vs {near:.1f}",
+            "met": bool(cap["paired_beats_nearest"]),
+        },
+        {
+            "target": f"zero-pair captioner >= 80% of the paired one ({m})",
+            "figure": f"{z:.1f} vs {p:.1f} ({100 * cap['ratio']:.0f}%)",
+            "met": bool(cap["ratio"] >= 0.8),
+        },
+    ]
 
 
 def _log_evidence(ctx: Context, ev: Mapping[str, Any]) -> None:

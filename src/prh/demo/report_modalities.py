@@ -183,15 +183,20 @@ def modalities_html(section: dict[str, Any] | None, out: Path) -> str:
         parts.append("<h3>A captioner built with zero image-caption pairs</h3>")
         parts.append(
             _table(
-                ["captioner", cap["metric"]],
+                ["captioner", f"{cap['metric']} (x100)"],
                 [
-                    ["paired map + text-only decoder", _f(cap["paired"], 1)],
-                    ["zero-pair map + text-only decoder", _f(cap["zero_pair"], 1)],
-                    ["nearest caption (paired map)", _f(cap["nearest_caption"], 1)],
+                    ["paired map + text-only decoder", _f(100 * cap["paired"], 1)],
+                    ["zero-pair map + text-only decoder", _f(100 * cap["zero_pair"], 1)],
+                    ["nearest caption (paired map)", _f(100 * cap["nearest_caption"], 1)],
                 ],
             )
         )
         parts.append(
-            f"<p>Zero-pair / paired: {100 * cap['ratio']:.0f}% on {cap['n']} held-out scenes.</p>"
+            f"<p>Zero-pair / paired: {100 * cap['ratio']:.0f}% on {cap['n']} held-out scenes. "
+            f"The pair-free match of the bridge scenes that the zero-pair map was fitted on "
+            f"recovered {_f((cap.get('match') or {}).get('accuracy'))} of the true pairs (chance "
+            f"{_f((cap.get('match') or {}).get('chance'))}); the paired captioner "
+            f"{'beats' if cap['paired_beats_nearest'] else 'does not beat'} the nearest "
+            "caption.</p>"
         )
     return "\n".join(parts)
