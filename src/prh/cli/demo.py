@@ -24,7 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--full",
         action="store_true",
         help="3 seeds of the efficiency curves, next-token at 4x the budget, 12 held-out law "
-        "points (under an hour on 2 cores): what claims 2 and 3 need",
+        "points (what claims 2 and 3 need), three image/sketch encoders and the zero-pair "
+        "captioner (about 65 minutes on 2 cores)",
     )
     parser.add_argument(
         "--out", default="runs/demo", metavar="DIR", help="output folder (default runs/demo)"

@@ -1,17 +1,20 @@
 """What ``prh demo`` runs: one frozen dataclass and three presets.
 
 Budgets (2 cores, no GPU): ``quick`` within 5 minutes, ``default`` (what ``make demo`` runs)
-within 20 minutes, ``full`` within an hour. The sizes below were chosen from measured costs
+within 20 minutes, ``full`` about 65 minutes. The sizes below were chosen from measured costs
 (``docs/reproduce.md``, section "Demo"): a tiny-preset JEPA sample costs about 3.7 ms of CPU, a
 next-token document of four captions about 6.8 ms, EfficientNet-Lite0 about 0.15 CPU-seconds per
-224 px image.
+224 px image, an image/sketch encoder (fine-tuned EfficientNet-Lite0 tail, 25,600 pairs) about 11
+CPU-minutes.
 
 - ``quick``: claim 1 only has the figures it needs; claims 2 and 3 are INCONCLUSIVE by their
   rules (one seed, too few held-out points).
 - ``default``: every claim's figures at one seed; claims 2 and 3 stay INCONCLUSIVE for the same
-  reasons, and the report points to ``--full``.
+  reasons, and the report points to ``--full``; one image encoder (good views) against the text
+  encoders (issue 13's pair).
 - ``full``: 3 seeds of the good-view and next-token curves, next-token at 4x the good-view
-  budget, and 12 held-out law points with repeats: what claims 2 and 3 need.
+  budget, and 12 held-out law points with repeats: what claims 2 and 3 need; image-good,
+  image-bad and sketch-good encoders and the zero-pair captioner.
 """
 
 from __future__ import annotations
