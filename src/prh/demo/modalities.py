@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -148,7 +149,7 @@ def train_runs(ctx: Context) -> dict[str, Path]:
         resume = d.is_dir() and (d / "config.json").is_file()
         argv = ["--resume", str(d)] if resume else [*run_flags(cfg, name), "--out", str(d)]
         if not resume and d.is_dir():
-            d.rmdir()  # made by ctx.path's parent creation only when empty
+            shutil.rmtree(d)  # a run killed before it wrote its config: start it again
         t = time.perf_counter()
         with open(d.with_suffix(".log"), "a") as log:
             rc = subprocess.call(
