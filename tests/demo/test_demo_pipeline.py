@@ -120,6 +120,9 @@ def _wording_recall(run: Path, skip_train: bool) -> float:
 
 @pytest.mark.slow
 def test_toy_demo_outputs_resume_and_idempotence(tmp_path, tiny_bert):
+    import torch
+    from safetensors.torch import load_file
+
     from prh.demo import run_demo
     from prh.scaling.sweep import RESULTS, read_results
 
@@ -227,6 +230,10 @@ def test_toy_demo_outputs_resume_and_idempotence(tmp_path, tiny_bert):
     # run only, and gives the same numbers
     lost = next(r for r in rows if r["split"] == "repeat")
     (sweep / lost["extra"]["run_dir"] / "model.safetensors").unlink()
+    # and an image run killed before its final weights: trained again, the same weights
+    (image_model,) = out.glob("modalities/sketch-good-*/model.safetensors")
+    image_weights = load_file(image_model)
+    image_model.unlink()
     kept = [r for r in rows if r is not lost]
     (sweep / RESULTS).write_text("".join(json.dumps(r) + "\n" for r in kept))
     third = run_demo(
@@ -236,4 +243,10 @@ def test_toy_demo_outputs_resume_and_idempotence(tmp_path, tiny_bert):
     assert third["runs"] == on_disk["runs"]
     assert json.loads((out / "summary.json").read_text())["law"] == on_disk["law"]
     changed = [p for p in weights if os.stat(p).st_mtime_ns != weights[p]]
-    assert [p.parent.name for p in changed] == [lost["cell_id"]]
+    assert sorted(p.parent.name for p in changed) == sorted(
+        [lost["cell_id"], image_model.parent.name]
+    )
+    again_weights = load_file(image_model)  # safetensors orders its metadata keys at random
+    assert again_weights.keys() == image_weights.keys()
+    assert all(torch.equal(again_weights[k], image_weights[k]) for k in image_weights)
+    assert third["modalities"] == json.loads(json.dumps(summary["modalities"]))
