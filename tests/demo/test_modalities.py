@@ -177,3 +177,18 @@ def test_captioner_targets():
     assert captioner_targets(cap)[1]["figure"] == "33.0 vs 40.0 (82%)"
     cap.update(zero_pair=0.2, ratio=0.5, paired_beats_nearest=False)
     assert [r["met"] for r in captioner_targets(cap)] == [False, False]
+
+
+def test_rotation_target_shows_both_maps_recall():
+    ev = _evidence(knn=(0.09, 0.12, 0.05), lo=(0.08, 0.11, 0.04), hi=(0.10, 0.13, 0.06),
+                   rot=(1.25, 0.95), pf=[])  # fmt: skip
+    ev["matrix"]["pairs"] = [
+        {"x": x, "y": y, "chance_r1": 0.002, "orthonormal": {"r1": o}, "ridge": {"r1": r}}
+        for x, y, o, r in (("image-good", "text-good", 0.045, 0.036),
+                           ("text-good", "image-good", 0.055, 0.058))
+    ]  # fmt: skip
+    (row,) = [r for r in targets(ev, {}) if r["target"].startswith("rotation score")]
+    assert row["met"] is True and row["figure"] == (
+        "0.950 (R@1 orthonormal / ridge: image-good->text-good 0.045 / 0.036, "
+        "text-good->image-good 0.055 / 0.058; chance 0.002)"
+    )

@@ -391,14 +391,20 @@ def evidence(ctx: Context, sets: Mapping[str, Mapping[str, Path]]) -> dict[str, 
 
 
 def _recall_note(m: Mapping[str, Any], a: str, b: str) -> str:
-    """`` (R@1 orthonormal / ridge, chance)`` of the pair ``a -> b``: a score near 1 with both
-    maps near chance says the two maps are equally poor, not that the encoders are one
+    """`` (R@1 orthonormal / ridge: a->b .. / .., b->a .. / ..; chance ..)``: a score near 1 with
+    both maps near chance says the two maps are equally poor, not that the encoders are one
     rotation apart."""
+    got = {}
     for p in m.get("pairs", []):
-        if (p["x"], p["y"]) == (a, b) and p.get("orthonormal") and p.get("ridge"):
-            o, r = p["orthonormal"]["r1"], p["ridge"]["r1"]
-            return f" (R@1 orthonormal {o:.3f} / ridge {r:.3f}, chance {p['chance_r1']:.3f})"
-    return ""
+        if {p["x"], p["y"]} == {a, b} and p.get("orthonormal") and p.get("ridge"):
+            got[p["x"]] = p
+    if len(got) < 2:
+        return ""
+    parts = [
+        f"{x}->{y} {got[x]['orthonormal']['r1']:.3f} / {got[x]['ridge']['r1']:.3f}"
+        for x, y in ((a, b), (b, a))
+    ]
+    return f" (R@1 orthonormal / ridge: {', '.join(parts)}; chance {got[a]['chance_r1']:.3f})"
 
 
 def step_modalities(
