@@ -304,8 +304,8 @@ def test_claims_without_intervals_are_inconclusive():
 
 
 def test_plots_and_html_embed_images(tmp_path):
+    from prh.demo.html_parts import img_tag
     from prh.demo.plots import plot_bars, plot_curves
-    from prh.demo.report import _img
 
     s = _summary()
     runs = [
@@ -316,9 +316,9 @@ def test_plots_and_html_embed_images(tmp_path):
     plot_bars(s["alignment_detail"], tmp_path / "b.png")
     for p in ("c.png", "b.png"):
         assert (tmp_path / p).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    tag = _img(tmp_path / "c.png", "curves")
+    tag = img_tag(tmp_path / "c.png", "curves")
     assert tag.startswith('<img class=plot alt="curves" src="data:image/png;base64,iVBOR')
-    assert "no figure" in _img(tmp_path / "missing.png", "x")
+    assert "no figure" in img_tag(tmp_path / "missing.png", "x")
 
 
 def test_budget_rows_and_captions_per_method():

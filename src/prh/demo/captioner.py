@@ -59,13 +59,15 @@ def zero_pair_captioners(
 ) -> Any:
     """Issue 13's captioner built with zero pairs, beside the paired one, on the image-good JEPA.
 
-    Two caption folders on the good text run and the image-good run (``OUT/modalities/
-    caption-paired/``, ``OUT/modalities/caption-zero-pair/``): the paired map is fitted on the
-    bridge scenes' (render, captions) pairs; the zero-pair map on the same scenes with the
-    correspondence forgotten and recovered by pair-free matching (``pair_free=True``, no class
-    labels either). Same text-only decoder recipe. Both are scored on the held-out scenes
-    against the same references; :func:`prh.caption.evaluate.compare_captioners` gives CIDEr of
-    each, of the nearest-caption baseline and the ratio zero-pair / paired. Cached in
+    Two caption folders on the good text run and the image-good run
+    (``OUT/modalities/caption-paired-<hash>/``, ``OUT/modalities/caption-zero-pair-<hash>/``): the
+    paired map is fitted on the bridge scenes' (render, captions) pairs; the zero-pair map on the
+    same scenes with the correspondence forgotten and recovered by pair-free matching
+    (``pair_free=True``, no class labels either). Same text-only decoder recipe. Both are scored
+    on the held-out scenes against the same references;
+    :func:`prh.caption.evaluate.compare_captioners` gives CIDEr of each, of the nearest-caption
+    baseline and the ratio zero-pair / paired, and ``match`` the zero-pair build's matching
+    accuracy (its manifest's ``pair_free``). Cached in
     ``OUT/steps/``.
     """
     import hashlib
@@ -80,9 +82,9 @@ def zero_pair_captioners(
 
     def go() -> dict[str, Any]:
         _, bridge = scene_ids(cfg, demo_world(cfg))
-        evals = {}
+        evals, infos = {}, {}
         for kind in ("paired", "zero-pair"):
-            out = ctx.path("modalities", f"caption-{kind}-{h}", "x").parent
+            out = ctx.out / "modalities" / f"caption-{kind}-{h}"
             if not (out / "caption" / "caption.json").is_file():
                 shutil.rmtree(out / "caption", ignore_errors=True)  # a killed build: redo
                 ctx.log(f"  building the {kind} captioner on {image_run.name}")
@@ -99,18 +101,13 @@ def zero_pair_captioners(
                     progress=False,
                     pair_free=kind == "zero-pair",
                 )
+            captioner = load_captioner(out)
+            infos[kind] = captioner.info
             evals[kind] = evaluate_captioner(
-                load_captioner(out),
-                n=cfg.eval_scenes,
-                image_features=features["test"],
-                text_run=good_run,
+                captioner, n=cfg.eval_scenes, image_features=features["test"], text_run=good_run
             )
         d = compare_captioners(evals["zero-pair"], evals["paired"])
-        d["match"] = json.loads(
-            (
-                ctx.out / "modalities" / f"caption-zero-pair-{h}" / "caption" / "caption.json"
-            ).read_text()
-        ).get("pair_free")
+        d["match"] = infos["zero-pair"].get("pair_free")
         d["evaluations"] = {k: v.to_dict() for k, v in evals.items()}
         return d
 

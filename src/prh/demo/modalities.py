@@ -228,13 +228,6 @@ def probe(test: Mapping[str, Path], labels: Mapping[str, np.ndarray], k: int) ->
     return out
 
 
-def _first_layer_dims(path: Path) -> list[int] | None:
-    from prh.features import load_features
-
-    fs = load_features(path)
-    return list(fs.layer_dims) if getattr(fs, "layer_dims", None) else None
-
-
 def evidence_sets(
     text: Mapping[str, Mapping[str, Path]],
     vision: Mapping[str, Path],
@@ -447,28 +440,26 @@ def step_modalities(
     ev = evidence(ctx, sets)
     _log_evidence(ctx, ev)
     rows = targets(ev, probes)
+    captioners = None
+    if cfg.zero_pair_captioner and "image-good" in runs:
+        from prh.demo.captioner import zero_pair_captioners
+
+        captioners = zero_pair_captioners(
+            ctx, text_runs["good"], runs["image-good"], images["image-good"]
+        )
+        rows += captioner_targets(captioners)
     for r in rows:
         label = {True: "met", False: "MISSED", None: "not run"}[r["met"]]
         ctx.log(f"  target {r['target']}: {r['figure']} ({label})")
-    out = {
+    return {
         "runs": {n: str(d.relative_to(ctx.out)) for n, d in runs.items()},
         "settings": {n: run_flags(cfg, n) for n in runs},
         "probe": probes,
         "evidence": ev,
         "targets": rows,
         "heatmap": "modalities.png",
-        "captioners": None,
+        "captioners": captioners,
     }
-    if cfg.zero_pair_captioner and "image-good" in runs:
-        from prh.demo.captioner import zero_pair_captioners
-
-        out["captioners"] = zero_pair_captioners(
-            ctx, text_runs["good"], runs["image-good"], images["image-good"]
-        )
-        out["targets"] += captioner_targets(out["captioners"])
-        for r in out["targets"][-2:]:
-            ctx.log(f"  target {r['target']}: {r['figure']} ({'met' if r['met'] else 'MISSED'})")
-    return out
 
 
 def captioner_targets(cap: Mapping[str, Any]) -> list[dict[str, Any]]:

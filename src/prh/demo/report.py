@@ -6,7 +6,6 @@ tables, the plots (embedded as base64 PNG, so the file reads offline), and the c
 
 from __future__ import annotations
 
-import base64
 import html
 import math
 import os
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from prh.demo.context import Context, cpu_seconds
+from prh.demo.html_parts import cell, img_tag, table
 from prh.demo.plots import plot_bars, plot_curves
 from prh.demo.report_modalities import modalities_html, modalities_summary
 from prh.io import atomic_write, write_json
@@ -248,27 +248,6 @@ code{background:#f3f3f3;padding:0 .25em}
 """
 
 
-def _img(path: Path, alt: str) -> str:
-    if not path.is_file():
-        return f"<p class=muted>({html.escape(alt)}: no figure)</p>"
-    b = base64.b64encode(path.read_bytes()).decode()
-    return f'<img class=plot alt="{html.escape(alt)}" src="data:image/png;base64,{b}">'
-
-
-def _f(x: Any, nd: int = 3) -> str:
-    if x is None:
-        return "&ndash;"
-    if isinstance(x, float):
-        return f"{x:.{nd}f}"
-    return html.escape(str(x))
-
-
-def _table(head: list[str], rows: list[list[Any]]) -> str:
-    h = "".join(f"<th>{html.escape(c)}</th>" for c in head)
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
-    return f"<table><tr>{h}</tr>{body}</table>"
-
-
 def render_html(summary: dict[str, Any], results: dict[str, Any], out: Path) -> str:
     cfg = summary["config"]
     e = html.escape
@@ -291,7 +270,7 @@ def render_html(summary: dict[str, Any], results: dict[str, Any], out: Path) -> 
             f"<span class=muted>{e(c['evidence'])}</span><br>"
             f"<span class=muted>rule (fixed before the run): {e(c['rule'])}</span></div>"
         )
-    parts.append(_img(out / "alignment_curves.png", "alignment vs samples"))
+    parts.append(img_tag(out / "alignment_curves.png", "alignment vs samples"))
     parts.append(
         "<p class=muted>Each curve is one run evaluated every "
         f"{cfg['eval_every']:,} samples against the frozen image features of "
@@ -308,15 +287,15 @@ def render_html(summary: dict[str, Any], results: dict[str, Any], out: Path) -> 
         rows.append(
             [
                 e(NAMES.get(k, k)),
-                _f(d["score"], 4),
-                _f(d["calibrated"], 4),
-                f"[{_f(ci[0], 4)}, {_f(ci[1], 4)}]",
-                _f(d.get("p_value"), 3),
+                cell(d["score"], 4),
+                cell(d["calibrated"], 4),
+                f"[{cell(ci[0], 4)}, {cell(ci[1], 4)}]",
+                cell(d.get("p_value"), 3),
                 e(str(d.get("layers"))),
             ]
         )
     parts.append(
-        _table(
+        table(
             [
                 "text encoder",
                 "mutual-kNN@10",
@@ -328,7 +307,7 @@ def render_html(summary: dict[str, Any], results: dict[str, Any], out: Path) -> 
             rows,
         )
     )
-    parts.append(_img(out / "alignment_bars.png", "alignment bars"))
+    parts.append(img_tag(out / "alignment_bars.png", "alignment bars"))
     read = "; ".join(
         f"{b['views']} {b['rows']:,} rows = {b['captions']:,.0f} captions"
         for b in summary.get("budget", [])
@@ -344,7 +323,7 @@ def render_html(summary: dict[str, Any], results: dict[str, Any], out: Path) -> 
     s = summary["sample_efficiency"]
     parts.append("<h2>Sample efficiency</h2>")
     parts.append(
-        _table(
+        table(
             [
                 "target alignment",
                 "samples (good views)",
@@ -355,13 +334,13 @@ def render_html(summary: dict[str, Any], results: dict[str, Any], out: Path) -> 
             ],
             [
                 [
-                    _f(s["target"], 4),
+                    cell(s["target"], 4),
                     _n(s["samples_good"]),
                     _n(s["samples_next_token"]),
-                    _f(s.get("ratio"), 2)
+                    cell(s.get("ratio"), 2)
                     if s.get("ratio") is not None
-                    else f">= {_f(s.get('ratio_lower_bound'), 1)}",
-                    "[{}, {}]".format(*(_f(x, 2) for x in (s.get("ci") or [None, None]))),
+                    else f">= {cell(s.get('ratio_lower_bound'), 1)}",
+                    "[{}, {}]".format(*(cell(x, 2) for x in (s.get("ci") or [None, None]))),
                     str(s.get("n_seeds", 1)),
                 ]
             ],
@@ -390,21 +369,21 @@ def render_html(summary: dict[str, Any], results: dict[str, Any], out: Path) -> 
         [
             e(f["form"]) + (" (chosen)" if f["form"] == law.get("form") else ""),
             "yes" if f.get("converged") else "no",
-            _f(f.get("train_rmse"), 4),
-            _f(f.get("heldout_rmse"), 4),
+            cell(f.get("train_rmse"), 4),
+            cell(f.get("heldout_rmse"), 4),
         ]
         for f in law.get("forms", [])
     ]
-    parts.append(_table(["form", "converged", "train RMSE", "held-out RMSE"], rows))
+    parts.append(table(["form", "converged", "train RMSE", "held-out RMSE"], rows))
     parts.append(
-        f"<p>Seed spread {_f(law.get('seed_spread'), 4)} over {law.get('n_pairs')} repeat pairs; "
-        f"held-out RMSE / spread = {_f(law.get('ratio'), 2)}. Backend: the cave world (real "
+        f"<p>Seed spread {cell(law.get('seed_spread'), 4)} over {law.get('n_pairs')} repeat pairs; "
+        f"held-out RMSE / spread = {cell(law.get('ratio'), 2)}. Backend: the cave world (real "
         f"training runs): fit points are rho in {{0, {', '.join(f'{r:g}' for r in cfg['law_rhos'])}"
         f", 1}} x samples {cfg['law_samples']}; held-out runs at random off-grid rho with fresh "
         f"seeds, read at samples {cfg['heldout_samples']}, each with a repeat seed. The rho = 0 "
         "and rho = 1 points are the bad and good runs above.</p>"
     )
-    parts.append(_img(out / "law_fit.png", "law predicted vs measured"))
+    parts.append(img_tag(out / "law_fit.png", "law predicted vs measured"))
 
     # bridge
     parts.append(_bridge_html(summary["bridge"], results["bridge"].get("samples", [])))
@@ -422,27 +401,27 @@ def render_html(summary: dict[str, Any], results: dict[str, Any], out: Path) -> 
                 e(c["name"]),
                 "PASS" if c["passed"] else "<b>FAIL</b>",
                 e(c["statement"]),
-                _f(c["seconds"], 1),
+                cell(c["seconds"], 1),
             ]
             for c in p["checks"]
         ]
-        parts.append(_table(["check", "result", "statement", "seconds"], rows))
+        parts.append(table(["check", "result", "statement", "seconds"], rows))
 
     parts.append(_caveats(summary))
     cost = summary.get("compute_cost") or {}
     rows = [
         [
             e(k),
-            _f(v["wall_s"], 1),
-            _f(v["cpu_s"], 1),
-            _f(cost.get(k, {}).get("wall_s"), 1),
-            _f(cost.get(k, {}).get("cpu_s"), 1),
+            cell(v["wall_s"], 1),
+            cell(v["cpu_s"], 1),
+            cell(cost.get(k, {}).get("wall_s"), 1),
+            cell(cost.get(k, {}).get("cpu_s"), 1),
         ]
         for k, v in summary["timings"].items()
     ]
     parts.append("<h2>Where the time went</h2>")
     parts.append(
-        _table(
+        table(
             [
                 "step",
                 "wall s (this run)",
@@ -475,22 +454,22 @@ def _bridge_html(b: dict[str, Any], samples: list[dict]) -> str:
         r, z, p = d["retrieval"], d["zero_shot"], d["pair_free"]
         rows.append(
             [e(NAMES.get(k, k))]
-            + [_f(r["img_to_txt"][f"R@{j}"]) for j in (1, 5, 10)]
-            + [_f(r["txt_to_img"][f"R@{j}"]) for j in (1, 5, 10)]
+            + [cell(r["img_to_txt"][f"R@{j}"]) for j in (1, 5, 10)]
+            + [cell(r["txt_to_img"][f"R@{j}"]) for j in (1, 5, 10)]
             + [
-                _f(z["shape"]["top1"]),
-                _f(z["colour"]["top1"]),
-                _f(p["shape"]["accuracy"], 2),
-                _f(p["colour"]["accuracy"], 2),
+                cell(z["shape"]["top1"]),
+                cell(z["colour"]["top1"]),
+                cell(p["shape"]["accuracy"], 2),
+                cell(p["colour"]["accuracy"], 2),
             ]
         )
     rows.append(
         ["<i>chance</i>"]
-        + [_f(ch["retrieval"][f"R@{j}"]) for j in (1, 5, 10)] * 2
-        + [_f(ch["shape"]), _f(ch["colour"]), _f(ch["shape"], 2), _f(ch["colour"], 2)]
+        + [cell(ch["retrieval"][f"R@{j}"]) for j in (1, 5, 10)] * 2
+        + [cell(ch["shape"]), cell(ch["colour"]), cell(ch["shape"], 2), cell(ch["colour"], 2)]
     )
     parts.append(
-        _table(
+        table(
             [
                 "text encoder",
                 "img→txt R@1",
@@ -553,16 +532,16 @@ def _word_order_html(w: dict[str, Any]) -> str:
         [
             html.escape(name),
             str(r["best_layer"]),
-            _f(r["best_mutual_knn"], 4),
-            _f(r["last_mutual_knn"], 4),
-            _f(r.get("shape_max"), 2),
-            _f(r.get("colour_max"), 2),
+            cell(r["best_mutual_knn"], 4),
+            cell(r["last_mutual_knn"], 4),
+            cell(r.get("shape_max"), 2),
+            cell(r.get("colour_max"), 2),
         ]
         for name, r in w.items()
     ]
     return (
         "<h2>Does the world reward context? (word-order test)</h2>"
-        + _table(
+        + table(
             [
                 "text features",
                 "best layer",

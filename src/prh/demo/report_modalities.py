@@ -2,30 +2,21 @@
 
 from __future__ import annotations
 
-import base64
 import html
 from pathlib import Path
 from typing import Any
 
-
-def _f(x: Any, nd: int = 3) -> str:
-    return "&ndash;" if x is None else f"{x:.{nd}f}"
-
-
-def _table(head: list[str], rows: list[list[str]]) -> str:
-    h = "".join(f"<th>{html.escape(c)}</th>" for c in head)
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
-    return f"<table><tr>{h}</tr>{body}</table>"
+from prh.demo.html_parts import cell, img_tag, table
 
 
 def _probe_cell(p: dict[str, Any]) -> str:
-    return f"{_f(p['embedding'])} <span class=muted>(best layer {_f(p['best'])})</span>"
+    return f"{cell(p['embedding'])} <span class=muted>(best layer {cell(p['best'])})</span>"
 
 
 def _samples_cell(s: dict[str, Any]) -> str:
     if not s:
         return "&ndash;"
-    return f"{_f(s.get('accuracy'), 4)} ({_f(s.get('times_chance'), 1)}x chance)"
+    return f"{cell(s.get('accuracy'), 4)} ({cell(s.get('times_chance'), 1)}x chance)"
 
 
 def modalities_summary(section: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -112,13 +103,12 @@ def modalities_html(section: dict[str, Any] | None, out: Path) -> str:
         for n, p in probe.items()
         if n != "chance"
     ]
-    rows.append(["chance"] + [_f(ch[f]) for f in ("shape", "colour", "count")])
+    rows.append(["chance"] + [cell(ch[f]) for f in ("shape", "colour", "count")])
     parts.append("<h3>What each image encoder sees (kNN@10 accuracy, largest object)</h3>")
-    parts.append(_table(["encoder", "shape", "colour", "object count"], rows))
+    parts.append(table(["encoder", "shape", "colour", "object count"], rows))
     heat = out / section.get("heatmap", "modalities.png")
     if heat.is_file():
-        b = base64.b64encode(heat.read_bytes()).decode()
-        parts.append(f'<img class=plot alt="alignment matrix" src="data:image/png;base64,{b}">')
+        parts.append(img_tag(heat, "alignment matrix"))
     m = section["evidence"]["matrix"]
     names = m["names"]
     if "text-good" in names:
@@ -130,16 +120,16 @@ def modalities_html(section: dict[str, Any] | None, out: Path) -> str:
             rows.append(
                 [
                     e(n),
-                    f"{_f(m['mutual_knn'][i][t], 4)} [{_f(m['mutual_knn_ci_low'][i][t], 4)}, "
-                    f"{_f(m['mutual_knn_ci_high'][i][t], 4)}]",
-                    _f(m["cka"][i][t]),
-                    _f(m["rotation"][i][t]),
-                    _f(m["rotation"][t][i]),
+                    f"{cell(m['mutual_knn'][i][t], 4)} [{cell(m['mutual_knn_ci_low'][i][t], 4)}, "
+                    f"{cell(m['mutual_knn_ci_high'][i][t], 4)}]",
+                    cell(m["cka"][i][t]),
+                    cell(m["rotation"][i][t]),
+                    cell(m["rotation"][t][i]),
                 ]
             )
         parts.append("<h3>Against the good-view text JEPA</h3>")
         parts.append(
-            _table(
+            table(
                 [
                     "encoder",
                     "mutual-kNN@10 [95% CI]",
@@ -164,7 +154,7 @@ def modalities_html(section: dict[str, Any] | None, out: Path) -> str:
                 [
                     e(f"{pf['x']} ~ {pf['y']}"),
                     *[
-                        f"{_f(cl[f]['accuracy'], 2)}{' (exact)' if cl[f]['exact'] else ''}"
+                        f"{cell(cl[f]['accuracy'], 2)}{' (exact)' if cl[f]['exact'] else ''}"
                         if f in cl
                         else "&ndash;"
                         for f in ("shape", "colour")
@@ -173,29 +163,29 @@ def modalities_html(section: dict[str, Any] | None, out: Path) -> str:
                 ]
             )
         parts.append("<h3>Matched with no pairs at all</h3>")
-        parts.append(_table(["pair", "shape classes", "colour classes", "samples"], rows))
+        parts.append(table(["pair", "shape classes", "colour classes", "samples"], rows))
     label = {True: "met", False: "<b>missed</b>", None: "not run"}
     rows = [[e(r["target"]), e(r["figure"]), label[r["met"]]] for r in section["targets"]]
     parts.append("<h3>Issue 13's targets</h3>")
-    parts.append(_table(["target", "measured", ""], rows))
+    parts.append(table(["target", "measured", ""], rows))
     cap = section.get("captioners")
     if cap:
         parts.append("<h3>A captioner built with zero image-caption pairs</h3>")
         parts.append(
-            _table(
+            table(
                 ["captioner", f"{cap['metric']} (x100)"],
                 [
-                    ["paired map + text-only decoder", _f(100 * cap["paired"], 1)],
-                    ["zero-pair map + text-only decoder", _f(100 * cap["zero_pair"], 1)],
-                    ["nearest caption (paired map)", _f(100 * cap["nearest_caption"], 1)],
+                    ["paired map + text-only decoder", cell(100 * cap["paired"], 1)],
+                    ["zero-pair map + text-only decoder", cell(100 * cap["zero_pair"], 1)],
+                    ["nearest caption (paired map)", cell(100 * cap["nearest_caption"], 1)],
                 ],
             )
         )
         parts.append(
             f"<p>Zero-pair / paired: {100 * cap['ratio']:.0f}% on {cap['n']} held-out scenes. "
             f"The pair-free match of the bridge scenes that the zero-pair map was fitted on "
-            f"recovered {_f((cap.get('match') or {}).get('accuracy'))} of the true pairs (chance "
-            f"{_f((cap.get('match') or {}).get('chance'))}); the paired captioner "
+            f"recovered {cell((cap.get('match') or {}).get('accuracy'))} of the true pairs (chance "
+            f"{cell((cap.get('match') or {}).get('chance'))}); the paired captioner "
             f"{'beats' if cap['paired_beats_nearest'] else 'does not beat'} the nearest "
             "caption.</p>"
         )
