@@ -64,7 +64,7 @@ def write_corpus(world, path: Path, rng) -> None:
 
 
 def write_cache(world, folder: Path, rng, size: int = 64, views: int = 4) -> None:
-    from prh.io import write_json
+    from prh.io import atomic_write, write_json
     from prh.views.render_cache import cache_key
     from prh.world.factors import scene_factors
 
@@ -80,7 +80,8 @@ def write_cache(world, folder: Path, rng, size: int = 64, views: int = 4) -> Non
         for j in range(len(ids))
     ])  # fmt: skip
     folder.mkdir(parents=True, exist_ok=True)
-    np.save(path, arr)
+    with atomic_write(path, "wb") as f:  # a killed run leaves no half cache to be read back
+        np.save(f, arr)
     write_json(
         path.with_suffix(".json"), {"kernel": "same largest shape", "shape": list(arr.shape)}
     )
