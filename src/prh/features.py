@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from prh.errors import InputError
-from prh.io import atomic_write
+from prh.io import atomic_write, canonical_safetensors
 
 SUFFIXES = (".npy", ".npz", ".safetensors", ".pt")
 _PICKLE_PROTO = 0x80  # first byte of a pickle of protocol >= 2 (a legacy torch.save file)
@@ -138,7 +138,7 @@ def save_features(
             meta = {k: str(v) for k, v in (metadata or {}).items()}
             if ids is not None:
                 meta["ids"] = json.dumps(ids)
-            f.write(save({"features": arr}, metadata=meta))
+            f.write(canonical_safetensors(save({"features": arr}, metadata=meta)))
 
 
 def save_platonic_rep(

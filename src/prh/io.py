@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from prh.errors import CheckpointError, InputError
+from prh.locks import hold_output
 
 
 def check_writable(path: str | os.PathLike[str], what: str = "output") -> Path:
@@ -81,8 +82,9 @@ def refuse_input_overwrite(
         ``None`` entries (an output that was not asked for) are skipped.
     inputs : iterable of path-like or None
         Every file the command reads, including files inside an input run folder (a caption
-        run's manifest, say). A folder given here protects itself and every file under it that
-        exists now: a command that reads a folder may read any of them.
+        run's manifest, say). A folder given here protects itself and every path under it,
+        existing or not: a command that reads a folder may read any file in it, and an output
+        written there would change the input the next reader sees.
 
     Raises
     ------
@@ -95,11 +97,10 @@ def refuse_input_overwrite(
             continue
         o = Path(out)
         for i in ins:
-            inside = i.is_dir() and o.exists() and _is_under(o, i)
-            if _same_file(o, i) or inside:
-                raise InputError(
-                    f"{what} {o}: would overwrite the input {i}; choose another output path"
-                )
+            same = _same_file(o, i)
+            if same or (i.is_dir() and _is_under(o, i)):
+                why = "would overwrite the input" if same else "lies inside the input folder"
+                raise InputError(f"{what} {o}: {why} {i}; choose another output path")
 
 
 def _is_under(path: Path, folder: Path) -> bool:
@@ -109,15 +110,20 @@ def _is_under(path: Path, folder: Path) -> bool:
 def guard_outputs(
     outputs: Mapping[str, PathLike | None], inputs: Iterable[PathLike | None] = ()
 ) -> None:
-    """:func:`refuse_input_overwrite`, then :func:`check_writable` on each output file."""
+    """:func:`refuse_input_overwrite`, :func:`check_writable` on each output file, then each
+    output's lock (:func:`prh.locks.hold_output`: a second writer is refused in one line)."""
     refuse_input_overwrite(outputs, inputs)
     for what, out in outputs.items():
         if out is not None:
             check_writable(out, what)
+    for what, out in outputs.items():
+        if out is not None:
+            hold_output(out, what)
 
 
 def check_output_dir(path: PathLike, what: str = "--out") -> Path:
-    """Fail early if ``path`` cannot be used (or created) as an output folder.
+    """Fail early if ``path`` cannot be used (or created) as an output folder, then take its
+    lock (:func:`prh.locks.hold_output`: a second writer is refused in one line).
 
     The folder itself need not exist; its nearest existing ancestor must be a writable folder.
 
@@ -139,6 +145,7 @@ def check_output_dir(path: PathLike, what: str = "--out") -> Path:
         raise InputError(f"{what} {p}: {probe} is a file, so the folder cannot be created")
     if not os.access(probe, os.W_OK | os.X_OK):
         raise InputError(f"{what} {p}: folder {probe} is not writable")
+    hold_output(p, what)
     return p
 
 
@@ -149,9 +156,9 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[A
     On any exception the temporary file is removed and ``path`` is left untouched.
     """
     p = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent or Path("."))
+    tmp = _temp_beside(p)
     try:
-        with os.fdopen(fd, mode) as f:
+        with _named_errors(p), open(tmp, mode) as f:
             yield f
             f.flush()
             os.fsync(f.fileno())
@@ -159,6 +166,65 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[A
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        raise
+
+
+def _temp_beside(p: Path) -> str:
+    """A new empty file beside ``p`` with the mode a plain ``open`` would give (the umask's)."""
+    with _named_errors(p):
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent or Path("."))
+    os.close(fd)
+    os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it 0600, a plain file would not be
+    return tmp
+
+
+def _umask() -> int:
+    """This process's umask, read without changing it (``os.umask`` sets it, racing threads)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0o022
+
+
+@contextlib.contextmanager
+def _named_errors(p: Path) -> Iterator[None]:
+    """An ``OSError`` without a file name (a full disk during ``write``) gets ``p`` as its name,
+    so the one-line message says which output could not be written."""
+    try:
+        yield
+    except OSError as e:
+        if e.filename is None or str(e.filename).endswith(".tmp"):
+            raise OSError(e.errno, e.strerror or str(e), str(p)) from None
+        raise
+
+
+def write_all(files: Mapping[PathLike, bytes]) -> None:
+    """Write several files as one output: all of them, or none.
+
+    Every file is written whole to a temporary name first; only when all are on disk are they
+    renamed into place. A failure (a full disk, say) removes every temporary file and leaves each
+    path as it was; the error names the file that could not be written.
+    """
+    temps: list[tuple[str, Path]] = []
+    try:
+        for path, blob in files.items():
+            p = Path(path)
+            tmp = _temp_beside(p)
+            temps.append((tmp, p))
+            with _named_errors(p), open(tmp, "wb") as f:
+                f.write(blob)
+                f.flush()
+                os.fsync(f.fileno())
+        for tmp, p in temps:
+            os.replace(tmp, p)
+    except BaseException:
+        for tmp, _ in temps:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
         raise
 
 
@@ -174,11 +240,32 @@ def json_safe(obj: Any) -> Any:
     return obj
 
 
+def json_bytes(obj: Any, indent: int = 2) -> bytes:
+    """``obj`` as the UTF-8 JSON text :func:`write_json` writes."""
+    return (json.dumps(obj, indent=indent, sort_keys=False, default=_json_default) + "\n").encode()
+
+
 def write_json(path: str | os.PathLike[str], obj: Any, indent: int = 2) -> None:
     """Write ``obj`` as JSON, atomically (whole or not at all)."""
-    text = json.dumps(obj, indent=indent, sort_keys=False, default=_json_default) + "\n"
-    with atomic_write(path, "w") as f:
-        f.write(text)
+    with atomic_write(path, "wb") as f:
+        f.write(json_bytes(obj, indent))
+
+
+def canonical_safetensors(blob: bytes) -> bytes:
+    """``blob`` (safetensors bytes) with its JSON header's keys sorted, the metadata's included.
+
+    safetensors writes ``__metadata__`` from a hash map whose order changes from process to
+    process, so one model saved twice gave two files with one content and two sha256s. Sorting
+    moves no tensor data (offsets are relative to the data section) and keeps the header's length
+    (same keys and values, compact JSON), so the result is a valid file, byte-identical for equal
+    tensors and metadata.
+    """
+    n = int.from_bytes(blob[:8], "little")
+    header = json.loads(blob[8 : 8 + n])
+    text = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
+    if len(text) > n:  # cannot happen for safetensors' own compact header; keep it as it was
+        return blob
+    return blob[:8] + text + b" " * (n - len(text)) + blob[8 + n :]
 
 
 def write_tensors(
@@ -190,7 +277,7 @@ def write_tensors(
 
     blob = save({k: np.ascontiguousarray(v) for k, v in tensors.items()}, metadata=metadata)
     with atomic_write(path, "wb") as f:
-        f.write(blob)
+        f.write(canonical_safetensors(blob))
 
 
 def read_tensors(path: str | os.PathLike[str]) -> dict[str, Any]:

@@ -52,6 +52,10 @@ CASES = {  # {run}: the caption run, {manifest}: its caption.json, {text}: its t
         ["--eval", "--run", "{run}", "--json", "{text}/config.json"],
         r"config\.json: would overwrite the input",
     ),
+    "json is in the text run (image)": (
+        ["--run", "{run}", "--image", "{png}", "--json", "{text}/config.json"],
+        r"config\.json: would overwrite the input",
+    ),
     "json is in the text run (build)": (
         ["--build", "--text-run", "{text}", "--out", "{tmp}/new", "--json", "{text}/config.json"],
         r"config\.json: would overwrite the input",
@@ -107,14 +111,16 @@ def test_caption_refuses(bad_input, fill, args, match):
     assert not (fill["tmp"] / "new").exists()  # --build refused before it made its folder
 
 
-def test_eval_may_write_a_new_file_inside_the_run(fill):
-    """Only files the command reads are protected: a new file in the run folder passes the guard
-    (here the command then stops on --n, a check made after the run is loaded)."""
+def test_no_output_inside_an_input_folder(fill, capsys):
+    """A folder given as input is an input as a whole: a new file written inside it would change
+    what the next reader of that folder sees, so it is refused like an overwrite."""
     from prh.cli import main
 
     out = fill["run"] / "eval.json"
-    assert main(["caption", "--eval", "--run", str(fill["run"]), "--json", str(out), "--n",
-                 "100000000", "--no-progress"]) == 2  # fmt: skip
+    assert main(["caption", "--eval", "--run", str(fill["run"]), "--json", str(out),
+                 "--no-progress"]) == 2  # fmt: skip
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "eval.json: lies inside the input folder" in err
     assert not out.exists()
 
 

@@ -192,3 +192,56 @@ def test_rotation_target_shows_both_maps_recall():
         "0.950 (R@1 orthonormal / ridge: image-good->text-good 0.045 / 0.036, "
         "text-good->image-good 0.055 / 0.058; chance 0.002)"
     )
+
+
+def test_a_constant_encoder_runs_to_its_report_with_undefined_figures(tmp_path):
+    """A constant encoder (a random-init EfficientNet's maps are constant to 1e-7) has undefined
+    figures: the log lines, the targets and the report say so, on any CPU's rounding."""
+    from prh.bridge.evidence import EvidenceConfig, modality_evidence
+    from prh.demo.modalities import _log_evidence
+
+    rng = np.random.default_rng(0)
+    n_train, n_test, d = 48, 32, 12
+    scenes = rng.standard_normal((n_train + n_test, d))
+    text = scenes + 0.3 * rng.standard_normal(scenes.shape)
+    feats = {
+        "text-good": text,
+        "efficientnet-lite0": scenes @ rng.standard_normal((d, d)),
+        # constant up to float32 noise far below any signal: the CKA is undefined whatever the
+        # rounding, and no figure of the run may depend on how the noise falls
+        "image-good": (np.ones_like(scenes) + 1e-9 * rng.standard_normal(scenes.shape)),
+    }
+    train = {k: v[:n_train].astype(np.float32) for k, v in feats.items()}
+    test = {k: v[n_train:].astype(np.float32) for k, v in feats.items()}
+    cfg = EvidenceConfig(k=5, bootstrap=20, dims=8, match_dims=4, samples=False)
+    ev = modality_evidence(train, test, pair_free_pairs=None, config=cfg).to_dict()
+    m = ev["matrix"]
+    g, t = m["names"].index("image-good"), m["names"].index("text-good")
+    assert m["cka"][g][t] is None and m["cka"][t][g] is None  # undefined, not rounding noise
+    e = m["names"].index("efficientnet-lite0")
+    assert m["cka"][e][t] is not None and m["cka"][e][t] > 0.5
+
+    lines: list[str] = []
+    ctx = type("Ctx", (), {"log": staticmethod(lines.append)})()
+    _log_evidence(ctx, ev)
+    (line,) = [x for x in lines if x.lstrip().startswith("image-good")]
+    assert "CKA undefined" in line
+    probe = {
+        "chance": {"shape": 0.17, "colour": 0.13, "count": 0.5},
+        "image-good": {
+            f: {"embedding": None, "best": None, "layers": [None]}
+            for f in ("shape", "colour", "count")
+        },
+    }
+    rows = {r["target"]: r for r in targets(ev, probe)}
+    shape = rows["image-good kNN@10 shape >= 0.6 (embedding)"]
+    assert shape["met"] is None and shape["figure"] == "undefined"
+    section = {"runs": {"image-good": "modalities/x"}, "probe": probe, "evidence": ev,
+               "targets": list(rows.values()), "captioners": None}  # fmt: skip
+    assert "Against the good-view text JEPA" in modalities_html(section, tmp_path)
+    pair = next(
+        p
+        for p in modalities_summary(section)["pairs"]
+        if {p["x"], p["y"]} == {"text-good", "image-good"}
+    )
+    assert pair["cka"] is None

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from prh.bridge.rotation_score import RotationScore, rotation_score
+from prh.bridge.rotation_score import RotationScore, is_constant, rotation_score
 from prh.errors import InputError
 from prh.io import json_safe
 
@@ -49,7 +49,8 @@ class AlignmentMatrix:
     rotation_ci : np.ndarray
         ``(E, E, 2)`` bootstrap interval of the rotation score (NaN when ``bootstrap = 0``).
     pairs : dict
-        ``(i, j) -> RotationScore`` for every ordered pair ``i != j``.
+        ``(i, j) -> RotationScore`` for every ordered pair ``i != j`` whose sides both vary on
+        the training rows (a constant side has no map: its cells are NaN, and no entry here).
     k, n_train, n_test, bootstrap, dims, layer : int
     common : bool
     """
@@ -184,6 +185,7 @@ def alignment_matrix(
     rot, rot_r2 = np.full((e, e), np.nan), np.full((e, e), np.nan)
     rot_ci = np.full((e, e, 2), np.nan)
     pairs: dict[tuple[int, int], RotationScore] = {}
+    constant = [is_constant(_layer_of(tr[n], layer, n)) for n in names]
     fixed = None if best_layers else (layer, layer)
     dims_of = dict(layer_dims or {})
     caches: dict[str, dict[Any, Any]] = {"mutual_knn": {}, "cka": {}}
@@ -215,8 +217,8 @@ def alignment_matrix(
             layers[i, j], layers[j, i] = r.layers, r.layers[::-1]
     for i in range(e):
         for j in range(e):
-            if i == j:
-                continue
+            if i == j or constant[i] or constant[j]:
+                continue  # a constant side has no map to fit: its rotation score is undefined
             s = rotation_score(
                 _layer_of(tr[names[i]], layer, names[i]),
                 _layer_of(tr[names[j]], layer, names[j]),

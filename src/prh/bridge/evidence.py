@@ -112,8 +112,8 @@ class ModalityEvidence:
             "mutual_knn_ci": m.mutual_knn_ci[i, j].tolist(),
             "cka": float(m.cka[i, j]),
             "layers": m.layers[i, j].tolist(),
-            "rotation_x_to_y": m.pairs[i, j].to_dict(),
-            "rotation_y_to_x": m.pairs[j, i].to_dict(),
+            "rotation_x_to_y": m.pairs[i, j].to_dict() if (i, j) in m.pairs else None,
+            "rotation_y_to_x": m.pairs[j, i].to_dict() if (j, i) in m.pairs else None,
             "pair_free": pf.to_dict() if pf is not None else None,
         }
         return json_safe(out)

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from prh.errors import InputError
-from prh.io import atomic_write, write_json
+from prh.io import canonical_safetensors, json_bytes, write_all
 from prh.linalg import procrustes_rotation, zca_whitener
 
 __all__ = [
@@ -302,6 +302,20 @@ class RidgeMap(_LinearMap):
 _CLASSES = {"orthogonal": OrthogonalMap, "semi-orthogonal": SemiOrthogonalMap, "ridge": RidgeMap}
 
 
+def fit_memory_bytes(kind: str, n: int, d_x: int, d_y: int, whiten: bool = False) -> int:
+    """Estimated peak bytes of ``fit`` plus :func:`save_map` for ``n`` pairs of ``d_x``/``d_y``
+    features (float64): the centred copies, the ``d x d`` whiteners (identities when not
+    whitening), the ``d_x x d_y`` cross-covariance with its SVD factors (ridge: the Gram and
+    its solve), and the tensors' copy on save. An upper estimate, within a factor of about 2."""
+    rows = 2 * n * (d_x + d_y)
+    side = (d_x * d_x + 2 * d_y * d_y) * (3 if whiten else 2)
+    if kind == "ridge":
+        core = 3 * d_x * d_x + 3 * d_x * d_y
+    else:
+        core = 3 * d_x * d_y + min(d_x, d_y) * (d_x + d_y)
+    return 8 * (rows + side + core)
+
+
 def make_map(kind: str, **params: Any) -> _LinearMap:
     """Build an unfitted map by kind (``orthogonal``, ``semi-orthogonal``, ``ridge``)."""
     if kind not in _CLASSES:
@@ -336,10 +350,8 @@ def save_map(
         "extra": extra or {},
     }
     tensors = {k: np.ascontiguousarray(v) for k, v in m.state_dict().items()}
-    blob = save(tensors, metadata={"prh_map": json.dumps(config)})
-    with atomic_write(p, "wb") as f:
-        f.write(blob)
-    write_json(_sidecar(p), config)
+    blob = canonical_safetensors(save(tensors, metadata={"prh_map": json.dumps(config)}))
+    write_all({p: blob, _sidecar(p): json_bytes(config)})  # the map and its sidecar, or neither
 
 
 def _check_state(m: _LinearMap) -> None:

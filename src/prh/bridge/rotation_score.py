@@ -176,6 +176,19 @@ def split_rows(n: int, test_fraction: float = 0.5, seed: int = 0) -> tuple[np.nd
     return np.sort(perm[n_test:]), np.sort(perm[:n_test])
 
 
+# A side whose centred spread is below this fraction of its raw size is constant up to rounding
+# (float32 resolves ~6e-8 of a value): its "principal directions" would be rounding noise.
+CONSTANT_RTOL = 1e-5
+
+
+def is_constant(x: np.ndarray) -> bool:
+    """True when rows ``x (N, D)`` are one point up to rounding: ``||x - mean||_F <=
+    CONSTANT_RTOL * ||x||_F`` (all-zero rows included)."""
+    x = np.asarray(x, dtype=np.float64)
+    total = float(np.linalg.norm(x))
+    return not float(np.linalg.norm(x - x.mean(0))) > CONSTANT_RTOL * total
+
+
 def pca_basis(x: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Mean ``(D,)`` and top principal directions ``(k', D)`` of rows ``x (N, D)``.
 

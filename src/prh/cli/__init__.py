@@ -14,6 +14,7 @@ from typing import NoReturn
 
 from prh import __version__
 from prh.errors import PrhError
+from prh.locks import released
 
 # name -> (module, one-line help). Order is the order of ``prh --help``.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -70,7 +71,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args._run(args) or 0)
+        with released():  # every output lock the command took
+            return int(args._run(args) or 0)
     except PrhError as e:
         print(f"prh {args._command}: error: {e}", file=sys.stderr)
         return 2

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 
 # Seeds feed numpy's SeedSequence and torch.manual_seed; one range keeps them interchangeable.
 MAX_SEED = 2**32 - 1
@@ -32,6 +33,26 @@ def bounded_int(hi: int, what: str):
         return value
 
     return parse
+
+
+def cpu_count() -> int:
+    """CPUs this process may run on (its affinity mask; the whole machine's count elsewhere)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def local_workers(text: str) -> int:
+    """A count of local worker processes: 1 to this machine's CPUs (never clamped in silence;
+    a pool larger than the cores only queues work and can start a process storm)."""
+    value = positive_int(text)
+    cpus = cpu_count()
+    if value > cpus:
+        raise argparse.ArgumentTypeError(
+            f"expected 1 to {cpus} worker processes (this machine's CPUs), got {value:,}"
+        )
+    return value
 
 
 def nonnegative_int(text: str) -> int:

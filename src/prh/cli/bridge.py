@@ -131,9 +131,11 @@ def _fit(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from prh.bridge import make_map, retrieval, save_map
+    from prh.bridge.procrustes import fit_memory_bytes
     from prh.errors import InputError
     from prh.features import load_features
     from prh.io import guard_outputs
+    from prh.memory import check_fits
 
     outputs = {"--out": args.out, "--out (its .json sidecar)": _sidecar(args.out)}
     guard_outputs(outputs, inputs=[args.x, args.y])
@@ -146,6 +148,9 @@ def _fit(args: argparse.Namespace) -> int:
     for path, arr in ((args.x, x), (args.y, y)):
         if not (arr.std(0) > 1e-12).any():  # R^2 and any map to or from it are meaningless
             raise InputError(f"{path}: every row is the same (constant features); nothing to map")
+    whiten = args.kind != "ridge" and args.whiten
+    need = fit_memory_bytes(args.kind, len(x), x.shape[1], y.shape[1], whiten=whiten)
+    check_fits(need, f"a {args.kind} map from d_x = {x.shape[1]:,} to d_y = {y.shape[1]:,}")
     if args.kind == "ridge":
         m = make_map("ridge", alpha=args.alpha)
     elif args.kind == "orthogonal":

@@ -235,7 +235,11 @@ def _print(res: Any) -> None:
         print()
     print("columns: " + ", ".join(f"{j} = {n}" for j, n in enumerate(names)))
     print(f"\nrotation score per pair (maps fitted on {res.n_train} rows, k <= {res.dims}):")
-    for (i, j), r in sorted(res.pairs.items()):
+    for i, j in ((i, j) for i in range(len(names)) for j in range(len(names)) if i != j):
+        if (i, j) not in res.pairs:
+            print(f"  {names[i]} -> {names[j]}: undefined (a side is constant on training rows)")
+            continue
+        r = res.pairs[i, j]
         note = "" if r.ridge_above_chance else "  (ridge at chance: undefined)"
         ci = f" [{_fmt(r.score_ci[0])}, {_fmt(r.score_ci[1])}]" if r.score_ci else ""
         print(

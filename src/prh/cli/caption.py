@@ -212,7 +212,7 @@ def _check_run(args: argparse.Namespace) -> list[Path]:
         raise InputError(f"--refs must be 1 to {MAX_REFS} references per scene, got {args.refs}")
     if args.paired_run is not None and not args.eval:
         raise InputError("--paired-run goes with --eval")
-    inputs = _run_inputs(args.run, with_text_run=args.eval)
+    inputs = _run_inputs(args.run, with_text_run=True)
     if args.paired_run is not None:
         if args.paired_run.resolve() == args.run.resolve():
             raise InputError(f"--paired-run {args.paired_run}: the same run as --run")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-from prh.cli._args import positive_int, seed
+from prh.cli._args import local_workers, positive_int, seed
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=seed, default=None, help="base seed (integer; default 0)")
     parser.add_argument(
         "--workers",
-        type=positive_int,
+        type=local_workers,
         default=None,
         metavar="N",
         help="parallel training processes (count; default 2)",

@@ -41,7 +41,13 @@ def _fmt(x: float) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from prh.errors import InputError
-    from prh.io import check_output_dir, check_writable, refuse_input_overwrite, write_json
+    from prh.io import (
+        check_output_dir,
+        check_writable,
+        guard_outputs,
+        refuse_input_overwrite,
+        write_json,
+    )
     from prh.provenance import stamped
     from prh.scaling.fit import fit_laws, law_data_from_rows
     from prh.scaling.plot import plot_predicted_vs_measured
@@ -59,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     refuse_input_overwrite(outputs, inputs=[args.results])
     json_in_out = args.json and Path(args.json).parent.resolve() == out.resolve()
     if args.json and not json_in_out:  # else checked once the folder exists
-        check_writable(args.json, "--json")
+        guard_outputs({"--json": args.json})
     rows, places = read_rows(args.results)
     fit_data, heldout, pairs = law_data_from_rows(rows, args.metric, places)
     out.mkdir(parents=True, exist_ok=True)  # only once the rows are known to be good

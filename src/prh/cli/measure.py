@@ -16,6 +16,7 @@ recomputes the same statistic (layer search included) for a p-value and a calibr
 from __future__ import annotations
 
 import argparse
+import io
 import math
 import re
 import sys
@@ -296,7 +297,7 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from prh.features import join_by_ids
-    from prh.io import atomic_write, json_safe, write_json
+    from prh.io import json_bytes, json_safe, write_all
     from prh.metrics import METRICS, MetricOptions, measure
     from prh.metrics.api import KNN_METRICS
     from prh.metrics.knn import torch_device
@@ -306,8 +307,8 @@ def run(args: argparse.Namespace) -> int:
     names = METRICS if "all" in args.metric else args.metric
     npy = _npy_paths(args.npy, names)
     _check_outputs(args, xs, ys, npy)
-    if args.backend == "torch":
-        torch_device(args.device)  # refuse an absent CUDA before any work
+    if args.backend == "torch" or str(args.device).strip().lower().startswith("cuda"):
+        torch_device(args.device)  # refuse an absent CUDA before any work, whatever the backend
     options = MetricOptions(
         k=args.k,
         kernel=args.kernel,
@@ -367,6 +368,7 @@ def run(args: argparse.Namespace) -> int:
             k = args.k if name in (*KNN_METRICS, "cknna") else None
             _print_matrix(name, k, scores[name], xs, ys)
         print("\ncolumns: " + ", ".join(f"{j} = {y}" for j, y in enumerate(ys)))
+    files: dict[Any, bytes] = {}
     if args.json:
         doc = {
             **stamp("measure", inputs=[*xs, *ys], seed=args.seed, options=_options(args)),
@@ -383,19 +385,19 @@ def run(args: argparse.Namespace) -> int:
             },
             "results": results,
         }
-        write_json(args.json, json_safe(doc))
+        files[args.json] = json_bytes(json_safe(doc))
     for name, path in npy.items():
         # platonic-rep's layout: np.save of a dict; indices[i, j] = (layer of Y_j, layer of X_i),
         # because its compute_alignment calls compute_score(y_feats, x_feats).
         blob = {"scores": scores[name], "indices": best[name][:, :, ::-1].astype(np.float64)}
-        with atomic_write(path, "wb") as f:
-            np.save(f, np.array(blob, dtype=object), allow_pickle=True)
+        buf = io.BytesIO()
+        np.save(buf, np.array(blob, dtype=object), allow_pickle=True)
+        files[path] = buf.getvalue()
     if args.heatmap:
         from prh.metrics.heatmap import heatmap_png
 
-        png = heatmap_png(scores, best, [p.stem for p in xs], [p.stem for p in ys])
-        with atomic_write(args.heatmap, "wb") as f:
-            f.write(png)
+        files[args.heatmap] = heatmap_png(scores, best, [p.stem for p in xs], [p.stem for p in ys])
+    write_all(files)  # the outputs are one result: all written, or none
     return 0
 
 

@@ -65,7 +65,7 @@ def format_row(result) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from prh.errors import InputError
-    from prh.io import check_writable, write_json
+    from prh.io import guard_outputs, write_json
     from prh.prove import ProveConfig, run_checks, select_checks
     from prh.provenance import stamped
 
@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--worlds must be 1 to {MAX_WORLDS}, got {args.worlds}")
     names = select_checks(args.only)
     if args.json is not None:
-        check_writable(args.json, "--json")
+        guard_outputs({"--json": args.json})
     worlds = args.worlds if args.worlds is not None else (60 if args.quick else 300)
     config = ProveConfig(worlds=worlds, seed=args.seed, quick=args.quick)
     print(f"{'check':<12} {'result':<5} {'time':>7}  statement / measured figures")

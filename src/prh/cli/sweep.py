@@ -17,9 +17,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from prh.cli._args import positive_int, seed
+from prh.cli._args import cpu_count, positive_int, seed
 
 DEFAULT_WORKERS = 2
+# --executor ray --address: cells in flight at once (a cluster may have more CPUs than this host)
+MAX_IN_FLIGHT = 10_000
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -84,12 +86,22 @@ def _executor(args: argparse.Namespace):
     from prh.errors import InputError
     from prh.scaling.executors import RayExecutor
 
+    if args.executor == "local" and args.address is not None:
+        raise InputError("--address needs --executor ray")
+    cpus = cpu_count()
+    local = args.executor == "local" or args.address is None
+    if local and args.workers is not None and args.workers > cpus:
+        where = "local worker processes" if args.executor == "local" else "CPUs of local Ray"
+        raise InputError(f"--workers {args.workers:,}: expected 1 to {cpus} {where} (this "
+                         "machine's CPUs; a cluster given by --address may take more)")  # fmt: skip
+    if args.workers is not None and args.workers > MAX_IN_FLIGHT:
+        raise InputError(f"--workers {args.workers:,}: expected at most {MAX_IN_FLIGHT:,} cells "
+                         "in flight")  # fmt: skip
+    workers = args.workers or min(DEFAULT_WORKERS, cpus)
     if args.executor == "local":
-        if args.address is not None:
-            raise InputError("--address needs --executor ray")
-        return None, args.workers or DEFAULT_WORKERS
+        return None, workers
     if args.address is None:
-        return RayExecutor(local_cpus=args.workers or DEFAULT_WORKERS), 1
+        return RayExecutor(local_cpus=workers), 1
     return RayExecutor(address=args.address, max_in_flight=args.workers), 1
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from prh.cli._args import nonnegative_int, positive_int
+from prh.cli._args import local_workers, nonnegative_int, positive_int
 from prh.cli.train_flags import (
     check_resume_flags,
     check_resume_out,
@@ -60,7 +60,7 @@ def add_image_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--render-workers",
-        type=positive_int,
+        type=local_workers,
         default=None,
         metavar="N",
         help="image/sketch runs: processes that draw the render cache (default: the CPUs)",
@@ -139,7 +139,9 @@ def run_image(args: argparse.Namespace) -> int:
     if not args.out:
         raise InputError("give --out RUN (a new folder) or --resume RUN")
     from prh.io import check_output_dir
+    from prh.training.image import train_scene_ids
 
+    train_scene_ids(train)  # --train-scenes beyond the world's split: refused, never clamped
     check_output_dir(args.out)
     if args.eval_features and not Path(args.eval_features).is_file():
         raise InputError(f"--eval-features {args.eval_features}: no such file")

@@ -92,7 +92,7 @@ def _pick_scenes(world, split: str, n: int) -> list[int]:
 
 def _check_outputs(args: argparse.Namespace) -> None:
     """Every output problem, before the world is built or anything is drawn."""
-    from prh.io import check_output_dir, check_writable
+    from prh.io import check_output_dir, guard_outputs
 
     if args.action == "sample":
         check_output_dir(args.out, "--out")
@@ -114,7 +114,7 @@ def _check_outputs(args: argparse.Namespace) -> None:
             raise InputError(f"--out {out}: {out.parent} is a file, expected a folder")
         check_output_dir(out.parent, "--out folder")
         if out.parent.is_dir():
-            check_writable(out, "--out")
+            guard_outputs({"--out": out})
 
 
 def run(args: argparse.Namespace) -> int:

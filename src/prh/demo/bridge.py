@@ -27,6 +27,7 @@ import numpy as np
 from prh.demo.analysis import chance_recall, class_centroids, main_object
 from prh.demo.captioner import demo_captioner
 from prh.demo.context import Context
+from prh.demo.figures import fig
 from prh.demo.world import TEXT_ENCODERS, demo_world, scene_ids, text_encoder
 
 TEMPLATES = ("a {}", "a photo of a {}", "there is a {}", "an image showing a {}")
@@ -76,11 +77,11 @@ def bridge_section(
     value, cached = ctx.cached_json(key, go)
     for name, r in value["encoders"].items():
         ctx.log(
-            f"  {name:<11} R@1 img->txt {r['retrieval']['img_to_txt']['R@1']:.3f} "
-            f"txt->img {r['retrieval']['txt_to_img']['R@1']:.3f} | zero-shot shape "
-            f"{r['zero_shot']['shape']['top1']:.3f} colour {r['zero_shot']['colour']['top1']:.3f}"
-            f" | pair-free shape {r['pair_free']['shape']['accuracy']:.2f} colour "
-            f"{r['pair_free']['colour']['accuracy']:.2f}" + (" (cached)" if cached else "")
+            f"  {name:<11} R@1 img->txt {fig(r['retrieval']['img_to_txt']['R@1'])} "
+            f"txt->img {fig(r['retrieval']['txt_to_img']['R@1'])} | zero-shot shape "
+            f"{fig(r['zero_shot']['shape']['top1'])} colour {fig(r['zero_shot']['colour']['top1'])}"
+            f" | pair-free shape {fig(r['pair_free']['shape']['accuracy'], '.2f')} colour "
+            f"{fig(r['pair_free']['colour']['accuracy'], '.2f')}" + (" (cached)" if cached else "")
         )
     value["samples"] = _samples(ctx, runs, vision)
     return value

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from prh.demo.context import Context
+from prh.demo.figures import fig
 from prh.demo.world import demo_world, scene_ids
 
 
@@ -113,9 +114,9 @@ def zero_pair_captioners(
 
     value, _ = ctx.cached_json(f"modalities-captioners-{h}", go)
     ctx.log(
-        f"  CIDEr (x100): paired {100 * value['paired']:.1f}, zero-pair "
-        f"{100 * value['zero_pair']:.1f} ({100 * value['ratio']:.0f}% of paired), nearest caption "
-        f"{100 * value['nearest_caption']:.1f}; pair-free match of the bridge scenes "
-        f"{(value.get('match') or {}).get('accuracy', float('nan')):.3f}"
+        f"  CIDEr (x100): paired {fig(value['paired'], '.1f', 100)}, zero-pair "
+        f"{fig(value['zero_pair'], '.1f', 100)} ({fig(value['ratio'], '.0f', 100)}% of paired), "
+        f"nearest caption {fig(value['nearest_caption'], '.1f', 100)}; pair-free match of the "
+        f"bridge scenes {fig((value.get('match') or {}).get('accuracy'))}"
     )
     return value

@@ -38,6 +38,7 @@ import numpy as np
 
 from prh.demo.config import DemoConfig
 from prh.demo.context import Context
+from prh.demo.figures import above, at_least, fig, interval
 from prh.demo.world import demo_world, scene_ids
 
 IMAGE_RUNS = {
@@ -275,8 +276,8 @@ def targets(ev: Mapping[str, Any], probes: Mapping[str, Any]) -> list[dict[str, 
                 rows.append(
                     {
                         "target": f"{name} kNN@10 {f} >= 0.6 (embedding)",
-                        "figure": f"{acc:.3f}",
-                        "met": acc >= 0.6,
+                        "figure": fig(acc),
+                        "met": at_least(acc, 0.6),
                     }
                 )
         for control in (VISION, "image-bad"):
@@ -286,9 +287,9 @@ def targets(ev: Mapping[str, Any], probes: Mapping[str, Any]) -> list[dict[str, 
             rows.append(
                 {
                     "target": f"{name}~text-good above {control}~text-good, intervals apart",
-                    "figure": f"{a[0]:.4f} [{a[1][0]:.4f}, {a[1][1]:.4f}] vs "
-                    f"{b[0]:.4f} [{b[1][0]:.4f}, {b[1][1]:.4f}]",
-                    "met": a[1][0] > b[1][1],
+                    "figure": f"{fig(a[0], '.4f')} {interval(*a[1])} vs "
+                    f"{fig(b[0], '.4f')} {interval(*b[1])}",
+                    "met": above(a[1][0], b[1][1]),
                 }
             )
     for a, b in GOOD_PAIRS:
@@ -297,8 +298,8 @@ def targets(ev: Mapping[str, Any], probes: Mapping[str, Any]) -> list[dict[str, 
             rows.append(
                 {
                     "target": f"rotation score {a}~{b} >= 0.9 (lower of both ways)",
-                    "figure": ("n/a" if r is None else f"{r:.3f}") + _recall_note(m, a, b),
-                    "met": None if r is None else r >= 0.9,
+                    "figure": fig(r) + _recall_note(m, a, b),
+                    "met": at_least(r, 0.9),
                 }
             )
     for pf in ev["pair_free"]:
@@ -309,7 +310,7 @@ def targets(ev: Mapping[str, Any], probes: Mapping[str, Any]) -> list[dict[str, 
             rows.append(
                 {
                     "target": f"pair-free {pair} {f} classes exact",
-                    "figure": f"{c['accuracy']:.2f}",
+                    "figure": fig(c["accuracy"], ".2f"),
                     "met": bool(c["exact"]),
                 }
             )
@@ -319,8 +320,9 @@ def targets(ev: Mapping[str, Any], probes: Mapping[str, Any]) -> list[dict[str, 
             rows.append(
                 {
                     "target": f"pair-free {pair} samples >= 10x chance",
-                    "figure": f"{s['accuracy']:.4f} ({ratio:.1f}x chance {s['chance']:.4f})",
-                    "met": ratio >= 10,
+                    "figure": f"{fig(s['accuracy'], '.4f')} ({fig(ratio, '.1f')}x chance "
+                    f"{fig(s['chance'], '.4f')})",
+                    "met": at_least(ratio, 10),
                 }
             )
     return rows
@@ -394,10 +396,10 @@ def _recall_note(m: Mapping[str, Any], a: str, b: str) -> str:
     if len(got) < 2:
         return ""
     parts = [
-        f"{x}->{y} {got[x]['orthonormal']['r1']:.3f} / {got[x]['ridge']['r1']:.3f}"
+        f"{x}->{y} {fig(got[x]['orthonormal']['r1'])} / {fig(got[x]['ridge']['r1'])}"
         for x, y in ((a, b), (b, a))
     ]
-    return f" (R@1 orthonormal / ridge: {', '.join(parts)}; chance {got[a]['chance_r1']:.3f})"
+    return f" (R@1 orthonormal / ridge: {', '.join(parts)}; chance {fig(got[a]['chance_r1'])})"
 
 
 def step_modalities(
@@ -433,8 +435,8 @@ def step_modalities(
     for name in (*images, VISION):
         p = probes[name]
         ctx.log(
-            f"  {name:<18} kNN@{cfg.k} embedding: shape {p['shape']['embedding']:.3f} colour "
-            f"{p['colour']['embedding']:.3f} count {p['count']['embedding']:.3f}"
+            f"  {name:<18} kNN@{cfg.k} embedding: shape {fig(p['shape']['embedding'])} colour "
+            f"{fig(p['colour']['embedding'])} count {fig(p['count']['embedding'])}"
         )
     sets = evidence_sets(text, vision, images)
     ev = evidence(ctx, sets)
@@ -449,7 +451,7 @@ def step_modalities(
         )
         rows += captioner_targets(captioners)
     for r in rows:
-        label = {True: "met", False: "MISSED", None: "not run"}[r["met"]]
+        label = {True: "met", False: "MISSED", None: "undefined"}[r["met"]]
         ctx.log(f"  target {r['target']}: {r['figure']} ({label})")
     return {
         "runs": {n: str(d.relative_to(ctx.out)) for n, d in runs.items()},
@@ -469,13 +471,13 @@ def captioner_targets(cap: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [
         {
             "target": f"paired captioner beats the nearest caption ({m})",
-            "figure": f"{p:.1f} vs {near:.1f}",
+            "figure": f"{fig(p, '.1f')} vs {fig(near, '.1f')}",
             "met": bool(cap["paired_beats_nearest"]),
         },
         {
             "target": f"zero-pair captioner >= 80% of the paired one ({m})",
-            "figure": f"{z:.1f} vs {p:.1f} ({100 * cap['ratio']:.0f}%)",
-            "met": bool(cap["ratio"] >= 0.8),
+            "figure": f"{fig(z, '.1f')} vs {fig(p, '.1f')} ({fig(cap['ratio'], '.0f', 100)}%)",
+            "met": at_least(cap["ratio"], 0.8),
         },
     ]
 
@@ -488,17 +490,20 @@ def _log_evidence(ctx: Context, ev: Mapping[str, Any]) -> None:
         for i, n in enumerate(names):
             if i == t:
                 continue
-            rot = m["rotation"][i][t]
+            ci = interval(m["mutual_knn_ci_low"][i][t], m["mutual_knn_ci_high"][i][t])
             ctx.log(
-                f"  {n:<18}~text-good mutual-kNN {m['mutual_knn'][i][t]:.4f} "
-                f"[{m['mutual_knn_ci_low'][i][t]:.4f}, {m['mutual_knn_ci_high'][i][t]:.4f}] "
-                f"CKA {m['cka'][i][t]:.3f} rotation {'n/a' if rot is None else f'{rot:.3f}'}"
+                f"  {n:<18}~text-good mutual-kNN {fig(m['mutual_knn'][i][t], '.4f')} {ci} "
+                f"CKA {fig(m['cka'][i][t])} rotation {fig(m['rotation'][i][t])}"
             )
     for pf in ev["pair_free"]:
         cls = ", ".join(
-            f"{f} {c['accuracy']:.2f}{' exact' if c['exact'] else ''}"
+            f"{f} {fig(c['accuracy'], '.2f')}{' exact' if c['exact'] else ''}"
             for f, c in (pf.get("classes") or {}).items()
         )
         s = pf.get("samples")
-        smp = "" if not s else f"; samples {s['accuracy']:.4f} ({s['times_chance']:.1f}x chance)"
+        smp = (
+            ""
+            if not s
+            else f"; samples {fig(s['accuracy'], '.4f')} ({fig(s['times_chance'], '.1f')}x chance)"
+        )
         ctx.log(f"  pair-free {pf['x']}~{pf['y']}: {cls}{smp}")

@@ -15,6 +15,7 @@ from typing import Any
 
 from prh.demo import protocol
 from prh.demo.context import Context
+from prh.demo.figures import fig, interval
 from prh.demo.world import RUN_OF, TEXT_ENCODERS, demo_world, scene_ids, text_encoder
 
 
@@ -165,8 +166,8 @@ def step_measure(ctx: Context, text: dict[str, dict[str, Path]], vision_test: Pa
         out[name], _ = ctx.cached_json(key, go)
         d = out[name]
         ctx.log(
-            f"  {name:<11} mutual-kNN {d['score']:.4f}  calibrated {d['calibrated']:.4f}  "
-            f"95% CI [{d['ci'][0]:.4f}, {d['ci'][1]:.4f}]"
+            f"  {name:<11} mutual-kNN {fig(d['score'], '.4f')}  calibrated "
+            f"{fig(d['calibrated'], '.4f')}  95% CI {interval(*(d['ci'] or (None, None)))}"
         )
     return out
 

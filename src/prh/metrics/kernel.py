@@ -180,8 +180,22 @@ def cka_from_sides(
     kl = _hsic(_cross_sum(a, b, perm), a.diag, db, a.rowsum, rb, n, unbiased)
     kk = _hsic(a.self_s, a.diag, a.diag, a.rowsum, a.rowsum, n, unbiased)
     ll = _hsic(b.self_s, b.diag, b.diag, b.rowsum, b.rowsum, n, unbiased)
-    denom = np.sqrt(kk * ll) + eps if kk * ll > 0 else np.nan
-    return float(kl / denom)
+    if _no_variance(kk, a.self_s, n, unbiased) or _no_variance(ll, b.self_s, n, unbiased):
+        return float("nan")
+    return float(kl / (np.sqrt(kk * ll) + eps))
+
+
+# HSIC(K, K) below this fraction of sum(K_ij^2) is rounding, not variance: the centred kernel of
+# constant features is exactly 0 and comes out as +-1e-16 of the raw kernel's size, either sign
+# (float32 inputs resolve a relative spread of ~6e-8, a relative variance of ~4e-15).
+_VARIANCE_RTOL = 1e-10
+
+
+def _no_variance(h: float, s: float, n: int, unbiased: bool) -> bool:
+    """True when ``HSIC(K, K) = h`` is zero up to rounding (``s = sum_ij K_ij^2``): CKA is then
+    undefined, for the biased and the unbiased estimator alike."""
+    scale = s / (n * (n - 3)) if unbiased else s
+    return not h > _VARIANCE_RTOL * scale
 
 
 def cka(

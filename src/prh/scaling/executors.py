@@ -253,17 +253,43 @@ def check_ray_address(address: str) -> tuple[str, int] | None:
     return host.strip("[]"), int(port)
 
 
-def probe_head(host: str, port: int, timeout: float = 10.0) -> None:
-    """Fail fast when nothing listens at ``host:port`` (``ray.init`` would retry for minutes)."""
+# HTTP/2's client preface and an empty SETTINGS frame: a Ray head's GCS is a gRPC (HTTP/2)
+# server and answers with a SETTINGS frame of its own (RFC 9113, section 3.4).
+_H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+_H2_SETTINGS = 0x04
+
+
+def probe_head(host: str, port: int, timeout: float = 5.0) -> None:
+    """Fail fast, in one line, when no Ray head answers at ``host:port``: nothing listens there,
+    or something that is not a gRPC server does (``ray.init`` would retry for minutes and print
+    a page of warnings)."""
+    start = f"start one with `ray start --head --port {port}` on that machine"
     try:
-        with socket.create_connection((host, port), timeout=timeout):
-            pass
+        with socket.create_connection((host, port), timeout=timeout) as s:
+            s.settimeout(timeout)
+            s.sendall(_H2_PREFACE)
+            frame = _recv_exactly(s, 9)  # a frame header: length (3), type (1), flags, stream
     except OSError as e:
         why = e.strerror or type(e).__name__
         raise InputError(
-            f"--address {host}:{port}: no Ray head answers there ({why}); start one with "
-            f"`ray start --head --port {port}` on that machine"
+            f"--address {host}:{port}: no Ray head answers there ({why}); {start}"
         ) from None
+    if len(frame) < 9 or frame[3] != _H2_SETTINGS:
+        raise InputError(
+            f"--address {host}:{port}: something listens there but it is not a Ray head (it "
+            f"does not answer as a gRPC server); give the head's GCS port (default 6379) or {start}"
+        )
+
+
+def _recv_exactly(s: socket.socket, n: int) -> bytes:
+    """Up to ``n`` bytes (fewer when the peer closes first); ``TimeoutError`` if it is silent."""
+    data = b""
+    while len(data) < n:
+        chunk = s.recv(n - len(data))
+        if not chunk:
+            break
+        data += chunk
+    return data
 
 
 @dataclass(frozen=True)
@@ -327,9 +353,12 @@ class RayExecutor:
             kw.update(address=self.address)
         try:
             ray.init(**kw)
-        except (ConnectionError, RuntimeError, ValueError, TimeoutError) as e:
+        except (Exception, SystemExit) as e:  # Ray exits or raises its own types when it fails
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise InputError(f"ray: cannot start or reach {self.describe()}: {first}") from None
+            logs = "" if self.address else " (Ray's logs: /tmp/ray/session_latest/logs)"
+            raise InputError(
+                f"ray: cannot start or reach {self.describe()}: {first}{logs}"
+            ) from None
 
     @contextlib.contextmanager
     def session(self) -> Iterator[RunCells]:

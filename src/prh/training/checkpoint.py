@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from prh.errors import CheckpointError
-from prh.io import atomic_write, write_json
+from prh.io import atomic_write, canonical_safetensors, write_json
 
 FORMAT = "prh-checkpoint/1"
 _NAME = re.compile(r"^step_(\d{8})\.json$")
@@ -100,7 +100,7 @@ def save_checkpoint(
     tensors.update(opt_tensors)
     stem = folder / f"step_{step:08d}"
     with atomic_write(stem.with_suffix(".safetensors"), "wb") as f:
-        f.write(save(tensors, metadata={"format": FORMAT}))
+        f.write(canonical_safetensors(save(tensors, metadata={"format": FORMAT})))
     sidecar = {
         "format": FORMAT,
         "step": step,

@@ -32,9 +32,7 @@ def build_corpus(cfg: TrainConfig) -> Any:
     """The training :class:`prh.data.CaptionCorpus` of a config (fixed by the world seed)."""
     if cfg.world is not None:
         world = build_world(cfg)
-        ids = world.split("train")
-        if cfg.train_scenes:
-            ids = ids[: cfg.train_scenes]
+        ids = world.train_scenes(cfg.train_scenes)
         return world.corpus(ids, captions_per_scene=cfg.captions_per_scene, seed=cfg.world_seed)
     from prh.data import load_corpus
 
@@ -78,9 +76,7 @@ def default_data_factory(
             from prh.views.documents import StyledDocumentSource
 
             world = build_world(cfg)
-            ids = world.split("train")
-            if cfg.train_scenes:
-                ids = ids[: cfg.train_scenes]
+            ids = world.train_scenes(cfg.train_scenes)
             source = StyledDocumentSource(world, ids, wordings=cfg.captions_per_scene)
         elif cfg.doc_captions > cfg.captions_per_scene:
             raise InputError(

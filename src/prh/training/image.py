@@ -70,8 +70,7 @@ def train_scene_ids(train: TrainConfig) -> np.ndarray:
     """The world's training scenes a run draws from (the first ``train_scenes``; 0 = all)."""
     from prh.world import CaveWorld, WorldConfig
 
-    ids = CaveWorld(WorldConfig(seed=train.world_seed)).split("train")
-    return ids[: train.train_scenes] if train.train_scenes else ids
+    return CaveWorld(WorldConfig(seed=train.world_seed)).train_scenes(train.train_scenes)
 
 
 def image_dataset(

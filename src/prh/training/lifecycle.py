@@ -17,7 +17,7 @@ from torch import nn
 
 from prh.device import resolve_device
 from prh.errors import CheckpointError, TrainingError
-from prh.io import atomic_write, write_json
+from prh.io import atomic_write, canonical_safetensors, write_json
 from prh.training import checkpoint as ckpt
 from prh.training.config import TrainConfig
 from prh.training.distributed import DistInfo, init_distributed
@@ -210,7 +210,7 @@ def finish(
             metadata={"format": MODEL_FORMAT, "kind": kind},
         )
         with atomic_write(run_dir / MODEL_FILE, "wb") as f:
-            f.write(blob)
+            f.write(canonical_safetensors(blob))
         if on_eval is not None and (not cfg.eval_every or step % cfg.eval_every):
             on_log({"step": step, "samples": step * cfg.batch_size, **on_eval(step)})
     barrier(info)

@@ -196,6 +196,22 @@ class CaveWorld:
             raise InputError(f"world: unknown split {name!r}; expected one of {', '.join(SPLITS)}")
         return self._splits[name].copy()
 
+    def train_scenes(self, n: int = 0) -> np.ndarray:
+        """The first ``n`` scenes of the train split (``0``: all of them).
+
+        Raises
+        ------
+        InputError
+            ``n`` larger than the split (``--train-scenes`` is refused, never clamped).
+        """
+        ids = self.split("train")
+        if n > len(ids):
+            raise InputError(
+                f"--train-scenes {n:,}: the world has {len(ids):,} training scenes "
+                f"(0 = all of them)"
+            )
+        return ids[:n] if n else ids
+
     @staticmethod
     def image_id(i: int) -> str:
         """The id of scene ``i`` in corpora and feature files: ``"scene_{i}"``."""
