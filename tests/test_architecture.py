@@ -1,13 +1,19 @@
-"""The package's import graph points down only.
+"""The package's import graph points down only, and ``docs/architecture.md`` is its output.
 
 Builds the graph of ``src/prh`` from the source with :mod:`ast` (module-level and function-level
 imports alike: a late import inside a function still ties the two modules together) and fails on
-any cycle, printing it, and on any private name (``_name``) imported from another prh module.
+any cycle between modules or between packages, printing it, and on any private name (``_name``)
+imported from another prh module.
+
+``python tests/test_architecture.py`` prints the layer table; ``--write`` puts it into
+``docs/architecture.md`` between its markers, and a test fails when the two differ.
 """
 
 from __future__ import annotations
 
 import ast
+import re
+import sys
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -137,16 +143,23 @@ def cycle_path(graph: dict[str, set[str]], comp: set[str]) -> list[str]:
     return sorted(comp)
 
 
-def layers(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Subpackages in layers: each imports only from layers listed before it."""
+def pkg(m: str) -> str:
+    """The subpackage (or top-level module) of ``prh`` that module ``m`` belongs to."""
+    parts = m.split(".")
+    return ".".join(parts[:2]) if len(parts) > 1 else m
 
-    def pkg(m: str) -> str:
-        parts = m.split(".")
-        return ".".join(parts[:2]) if len(parts) > 1 else m
 
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Subpackage -> the subpackages its modules import."""
     deps: dict[str, set[str]] = {}
     for m, targets in graph.items():
         deps.setdefault(pkg(m), set()).update(pkg(t) for t in targets if pkg(t) != pkg(m))
+    return deps
+
+
+def layers(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Subpackages in layers: each imports only from layers listed before it."""
+    deps = package_graph(graph)
     out: list[list[str]] = []
     placed: set[str] = set()
     while len(placed) < len(deps):
@@ -157,6 +170,49 @@ def layers(graph: dict[str, set[str]]) -> list[list[str]]:
         out.append(ready)
         placed.update(ready)
     return out
+
+
+BEGIN, END = "<!-- layers: begin (generated) -->", "<!-- layers: end -->"
+DOC = SRC.parent / "docs" / "architecture.md"
+
+
+def summary(name: str) -> str:
+    """First line of the docstring of package or module ``name`` (``prh.x``)."""
+    base = SRC / Path(*name.split("."))
+    path = base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
+    doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+    first = doc.strip().split("\n\n")[0].replace("\n", " ").replace("``", "`")
+    return re.sub(r":\w+:`~?([^`]+)`", r"`\1`", first)  # Sphinx roles as plain code
+
+
+def layer_table(graph: dict[str, set[str]]) -> str:
+    """The Markdown table of ``docs/architecture.md``: layer, package, what it is, imports."""
+    deps = package_graph(graph)
+    rows = ["| layer | package | what it is | imports |", "| --- | --- | --- | --- |"]
+    for n, layer in enumerate(layers(graph)):
+        for p in layer:
+            if p in (PACKAGE, f"{PACKAGE}.__main__"):
+                continue
+            imports = ", ".join(d.removeprefix("prh.") for d in sorted(deps[p])) or "(nothing)"
+            rows.append(f"| {n} | `{p.removeprefix('prh.')}` | {summary(p)} | {imports} |")
+    return "\n".join(rows)
+
+
+def test_architecture_doc_is_the_generated_table() -> None:
+    text = DOC.read_text()
+    assert BEGIN in text and END in text, f"{DOC}: the layer table's markers are missing"
+    got = text.split(BEGIN, 1)[1].split(END, 1)[0].strip()
+    assert got == layer_table(import_graph()), (
+        "docs/architecture.md's layer table is out of date: run "
+        "`python tests/test_architecture.py --write`"
+    )
+
+
+def test_packages_form_no_cycle() -> None:
+    """Between packages too (prh.training and prh.encoders imported each other behind a
+    function-level import until the EfficientNet builder moved to prh.models)."""
+    cycles = find_cycles(package_graph(import_graph()))
+    assert not cycles, "package cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
 
 
 def test_import_graph_has_no_cycle() -> None:
@@ -201,6 +257,18 @@ def test_cycle_finder_finds_a_planted_cycle() -> None:
     assert layers({"p.a": {"p.b"}, "p.b": set()}) == [["p.b"], ["p.a"]]
 
 
-if __name__ == "__main__":  # prints the layer list used in docs/architecture.md
-    for i, layer in enumerate(layers(import_graph())):
-        print(f"{i}: {', '.join(layer)}")
+def main(argv: list[str]) -> int:
+    """Print the layer table; with ``--write``, put it into docs/architecture.md."""
+    table = layer_table(import_graph())
+    if "--write" not in argv:
+        print(table)
+        return 0
+    text = DOC.read_text()
+    head, rest = text.split(BEGIN, 1)
+    tail = rest.split(END, 1)[1]
+    DOC.write_text(f"{head}{BEGIN}\n{table}\n{END}{tail}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -22,13 +22,15 @@ def test_refuses_the_same_file_by_any_name(tmp_path):
     assert a.read_bytes() == b"x"
 
 
-def test_refuses_an_existing_file_inside_an_input_folder_but_not_a_new_one(tmp_path):
+def test_refuses_any_output_inside_an_input_folder(tmp_path):
     run = tmp_path / "run"
     (run / "caption").mkdir(parents=True)
     (run / "caption" / "caption.json").write_text("{}")
     with pytest.raises(InputError, match="would overwrite the input"):
         refuse_input_overwrite({"--json": run / "caption" / "caption.json"}, [run])
-    refuse_input_overwrite({"--json": run / "caption" / "eval.json"}, [run])
+    with pytest.raises(InputError, match=r"eval\.json: lies inside the input folder .*run;"):
+        refuse_input_overwrite({"--json": run / "caption" / "eval.json"}, [run])
+    refuse_input_overwrite({"--json": tmp_path / "eval.json"}, [run])  # beside it: fine
 
 
 def test_distinct_and_missing_outputs_pass(tmp_path):

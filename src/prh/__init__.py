@@ -11,6 +11,53 @@ Subpackages, one per concern (pure functions under thin wrappers under thin orch
 - ``prh.scaling``: sample efficiency and the scaling law.
 - ``prh.bridge``: one rotation between frozen encoders, with pairs and without.
 - ``prh.cli``: the ``prh`` command.
+
+The main path, from the top level (each name is imported on first use, so ``import prh`` stays
+light)::
+
+    world = prh.make_world("cave", seed=0)                       # a world by name and seed
+    run = prh.train(prh.train_config("tiny", samples=4096), "runs/good")   # a text JEPA
+    text, _ = prh.embed_world(prh.load_encoder(str(run)), world, ids, prh.EmbedConfig("text"))
+    prh.measure(text, image, metric="mutual_knn", k=10).score    # alignment
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
 __version__ = "0.1.0"
+
+# public name -> the module that defines it
+_API = {
+    "make_world": "prh.world",
+    "World": "prh.world",
+    "train": "prh.training",
+    "train_config": "prh.training",
+    "TrainConfig": "prh.training",
+    "load_run": "prh.training",
+    "load_encoder": "prh.encoders",
+    "embed_world": "prh.encoders.embed",
+    "EmbedConfig": "prh.encoders.embed",
+    "load_features": "prh.features",
+    "save_features": "prh.features",
+    "measure": "prh.metrics",
+    "make_map": "prh.bridge",
+    "save_map": "prh.bridge",
+    "load_map": "prh.bridge",
+}
+
+__all__ = ["__version__", *_API]
+
+
+def __getattr__(name: str) -> Any:
+    """The public API, imported on first use (PEP 562)."""
+    if name not in _API:
+        raise AttributeError(f"module 'prh' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_API[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

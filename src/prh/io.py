@@ -96,11 +96,16 @@ def refuse_input_overwrite(
         if out is None:
             continue
         o = Path(out)
+        for i in ins:  # an overwrite (of an input, or of a file in an input folder) first
+            if _same_file(o, i) or (i.is_dir() and o.exists() and _is_under(o, i)):
+                raise InputError(
+                    f"{what} {o}: would overwrite the input {i}; choose another output path"
+                )
         for i in ins:
-            same = _same_file(o, i)
-            if same or (i.is_dir() and _is_under(o, i)):
-                why = "would overwrite the input" if same else "lies inside the input folder"
-                raise InputError(f"{what} {o}: {why} {i}; choose another output path")
+            if i.is_dir() and _is_under(o, i):
+                raise InputError(
+                    f"{what} {o}: lies inside the input folder {i}; choose another output path"
+                )
 
 
 def _is_under(path: Path, folder: Path) -> bool:

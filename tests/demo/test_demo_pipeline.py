@@ -237,7 +237,7 @@ def test_toy_demo_outputs_resume_and_idempotence(tmp_path, tiny_bert):
     (sweep / lost["extra"]["run_dir"] / "model.safetensors").unlink()
     # and an image run killed before its final weights: trained again, the same weights
     (image_model,) = out.glob("modalities/sketch-good-*/model.safetensors")
-    image_weights = load_file(image_model)
+    image_weights, image_bytes = load_file(image_model), image_model.read_bytes()
     image_model.unlink()
     kept = [r for r in rows if r is not lost]
     (sweep / RESULTS).write_text("".join(json.dumps(r) + "\n" for r in kept))
@@ -251,7 +251,8 @@ def test_toy_demo_outputs_resume_and_idempotence(tmp_path, tiny_bert):
     assert sorted(p.parent.name for p in changed) == sorted(
         [lost["cell_id"], image_model.parent.name]
     )
-    again_weights = load_file(image_model)  # safetensors orders its metadata keys at random
+    again_weights = load_file(image_model)
     assert again_weights.keys() == image_weights.keys()
     assert all(torch.equal(again_weights[k], image_weights[k]) for k in image_weights)
+    assert image_model.read_bytes() == image_bytes  # byte-identical, metadata order included
     assert third["modalities"] == json.loads(json.dumps(summary["modalities"]))

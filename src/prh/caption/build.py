@@ -439,7 +439,7 @@ def build_caption_run(
 
     from prh.encoders import load_encoder
     from prh.training import load_run
-    from prh.world import CaveWorld, WorldConfig
+    from prh.world import make_world
 
     cfg = dataclasses.replace(config or CaptionBuildConfig(), **overrides)
     t_start = time.perf_counter()
@@ -454,7 +454,7 @@ def build_caption_run(
     if run.config.is_lm:
         raise InputError(f"{text_run}: a next-token run; captioning needs a text JEPA run")
     wseed = run.config.world_seed if cfg.world_seed is None else int(cfg.world_seed)
-    world = CaveWorld(WorldConfig(seed=wseed))
+    world = make_world("cave", seed=wseed)
     train_scenes = world.split("train")
     if max(cfg.n_pairs, cfg.decoder_scenes) > len(train_scenes):
         raise InputError(

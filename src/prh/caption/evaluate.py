@@ -138,11 +138,11 @@ def evaluate_captioner(
     from prh.bridge.caption_metrics import score_captions
     from prh.caption.build import render_features, stored_features
     from prh.caption.pipeline import resolve_text_run
-    from prh.world import CaveWorld, WorldConfig
+    from prh.world import make_world
 
     info = captioner.info
     w = info.get("world", {})
-    world = CaveWorld(WorldConfig(seed=int(w.get("seed", 0))))
+    world = make_world("cave", seed=int(w.get("seed", 0)))
     test = world.split("test")
     if not 1 <= n <= len(test):
         raise InputError(f"--n must be in 1..{len(test)} (the world's test scenes), got {n}")

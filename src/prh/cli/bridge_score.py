@@ -263,12 +263,12 @@ def _labels(ids: list | None, world_seed: int | None) -> dict[str, np.ndarray] |
     if world_seed is None:
         return None
     from prh.errors import InputError
-    from prh.world import CaveWorld, WorldConfig
+    from prh.world import make_world
     from prh.world.factors import scene_factors, scene_ids_of
 
     if ids is None:
         raise InputError("--world-seed: the held-out rows carry no ids (scene_<i>) to label")
-    world = CaveWorld(WorldConfig(seed=world_seed))
+    world = make_world("cave", seed=world_seed)
     scenes = scene_ids_of(ids)
     if scenes.max() >= world.num_scenes:
         raise InputError(f"--world-seed {world_seed}: the world has no scene {scenes.max()}")

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 from prh.cli._args import positive_int, seed
+from prh.world.registry import world_names
 
 DEFAULT_MAX_IMAGE_MB = 10
 MAX_REFS = 100  # references per scene in --eval (COCO has 5; the grammar runs short far above)
@@ -77,7 +78,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     parser.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
     ev = parser.add_argument_group("--eval")
-    ev.add_argument("--world", choices=("cave",), default="cave", help="world of the run (cave)")
+    ev.add_argument(
+        "--world", choices=world_names(), default="cave", help="world of the run (cave)"
+    )
     ev.add_argument("--n", type=positive_int, default=500, help="held-out scenes (default 500)")
     ev.add_argument(
         "--refs", type=positive_int, default=5,

@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from prh.cli._args import nonnegative_float, nonnegative_int, positive_int, seed
+from prh.world.registry import world_names
 
 
 def device_name(text: str) -> str:
@@ -39,7 +40,7 @@ def device_name(text: str) -> str:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", metavar="MODEL", help="encoder spec or prh train run directory")
     src = parser.add_mutually_exclusive_group(required=True)
-    src.add_argument("--world", choices=["cave"], help="embed scenes of the embedded cave world")
+    src.add_argument("--world", choices=world_names(), help="embed scenes of a world (cave)")
     src.add_argument("--corpus", metavar="PATH", help="embed the images of a caption corpus")
     src.add_argument(
         "--dataset",
@@ -348,7 +349,7 @@ def _dataset(args):
 
 def _world_scenes(args):
     from prh.errors import InputError
-    from prh.world import CaveWorld, WorldConfig
+    from prh.world import make_world
 
     _refuse_dataset_flags(args, "--world")
     if args.images or args.format:
@@ -359,14 +360,8 @@ def _world_scenes(args):
     themes = int(stored.get("world_themes", 0)) if themes is None else themes
     strength = args.theme_strength
     strength = float(stored.get("theme_strength", 2.0)) if strength is None else strength
-    if themes:
-        world = CaveWorld(
-            WorldConfig(
-                seed=seed, image_size=args.image_size, themes=themes, theme_strength=strength
-            )
-        )
-    else:
-        world = CaveWorld(WorldConfig(seed=seed, image_size=args.image_size))
+    theme_options = {"themes": themes, "theme_strength": strength} if themes else {}
+    world = make_world(args.world, seed=seed, image_size=args.image_size, **theme_options)
     split = args.split or "test"
     scene_ids = world.split(split)
     if args.n is not None:

@@ -32,6 +32,7 @@ from prh.cli.train_flags import (
 from prh.cli.train_image import add_image_arguments, image_run_requested, run_image
 from prh.errors import InputError
 from prh.training.config import MAX_LEN, PRESET_DEFAULTS, TrainConfig, train_config
+from prh.world.registry import world_names
 
 
 def _per_preset(key: str) -> str:
@@ -53,7 +54,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     d = TrainConfig  # defaults come from the config, so the help cannot drift from it
     src = p.add_mutually_exclusive_group()
     src.add_argument(
-        "--world", choices=["cave"], default=None, help="train on the embedded world's train scenes"
+        "--world",
+        choices=world_names(),
+        default=None,
+        help="train on a world's train scenes (cave)",
     )
     src.add_argument("--corpus", metavar="PATH", help="train on a caption corpus file")
     p.add_argument(

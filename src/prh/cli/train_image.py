@@ -225,7 +225,7 @@ def image_configs(args: argparse.Namespace):
     check_image_run(train, image)
     check_batch(train, image_model_config(train))
     if image.pretrained and image.backbone != "none":
-        from prh.encoders.efficientnet import build_efficientnet_lite0
+        from prh.models.efficientnet import build_efficientnet_lite0
 
         build_efficientnet_lite0(pretrained=True)  # refuses missing weights before any work
     return train, image

@@ -118,7 +118,7 @@ def _check_outputs(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from prh.world import CaveWorld, WorldConfig
+    from prh.world import make_world
     from prh.world.cave import MAX_SCENES
 
     if not 2 <= args.num_scenes <= MAX_SCENES:
@@ -127,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
             "(the scene table is held in memory)"
         )
     _check_outputs(args)
-    world = CaveWorld(WorldConfig(seed=args.seed, num_scenes=args.num_scenes))
+    world = make_world("cave", seed=args.seed, num_scenes=args.num_scenes)
     if args.action == "info":
         print(
             json.dumps(

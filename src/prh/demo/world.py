@@ -18,9 +18,9 @@ RUN_OF = {"random-init": "good", "next-token-last": "next-token"}
 
 def demo_world(cfg: DemoConfig):
     """The cave world of ``cfg.world_seed``."""
-    from prh.world import CaveWorld, WorldConfig
+    from prh.world import make_world
 
-    return CaveWorld(WorldConfig(seed=cfg.world_seed))
+    return make_world("cave", seed=cfg.world_seed)
 
 
 def scene_ids(cfg: DemoConfig, world) -> tuple[list[int], list[int]]:

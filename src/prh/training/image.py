@@ -68,9 +68,9 @@ def image_loss(
 
 def train_scene_ids(train: TrainConfig) -> np.ndarray:
     """The world's training scenes a run draws from (the first ``train_scenes``; 0 = all)."""
-    from prh.world import CaveWorld, WorldConfig
+    from prh.world import make_world
 
-    return CaveWorld(WorldConfig(seed=train.world_seed)).train_scenes(train.train_scenes)
+    return make_world("cave", seed=train.world_seed).train_scenes(train.train_scenes)
 
 
 def image_dataset(
@@ -87,14 +87,14 @@ def image_dataset(
     maps (:mod:`prh.training.backbone_data`)."""
     from prh.views.image import ImageViewDataset
     from prh.views.render_cache import CachedViewDataset, Prefetched, cache_key, load_or_build
-    from prh.world import CaveWorld, WorldConfig
+    from prh.world import make_world
 
     ids = train_scene_ids(train)
     if len(ids) < 2:
         raise InputError(f"--train-scenes {train.train_scenes}: need >= 2 scenes")
     if image.render_views == 0:
         fly = ImageViewDataset(
-            CaveWorld(WorldConfig(seed=train.world_seed)), train.views, image.image_size,
+            make_world("cave", seed=train.world_seed), train.views, image.image_size,
             train.batch_size, train.seed, scene_ids=ids, rank=info.rank,
             world_size=info.world_size, modality=image.modality,
         )  # fmt: skip
@@ -151,7 +151,7 @@ def build_image_model(
     torch.manual_seed(train.seed)
     if image is None or image.backbone == "none":
         return ImageEncoder(mcfg), mcfg
-    from prh.encoders.efficientnet import build_efficientnet_lite0
+    from prh.models.efficientnet import build_efficientnet_lite0
 
     real = image.pretrained if pretrained is None else pretrained
     net = build_efficientnet_lite0(pretrained=real, seed=train.seed)
@@ -258,9 +258,9 @@ def draw_scenes(
     train: TrainConfig, image: ImageConfig, scene_ids: Sequence[int], nuisance_seed: int = 0
 ) -> list[np.ndarray]:
     """Renders (or sketches) of ``scene_ids`` at the run's size: (S, S, 3) uint8 each."""
-    from prh.world import CaveWorld, WorldConfig
+    from prh.world import make_world
 
-    world = CaveWorld(WorldConfig(seed=train.world_seed))
+    world = make_world("cave", seed=train.world_seed)
     draw = world.render if image.modality == "image" else world.sketch
     return [draw(int(i), nuisance_seed, image.image_size) for i in scene_ids]
 

@@ -60,11 +60,11 @@ def probe_run(
         encode_images,
         load_image_run,
     )
-    from prh.world import CaveWorld, WorldConfig
+    from prh.world import make_world
 
     run = load_image_run(run_dir, "cpu")
     model = build_image_model(run.config, run.image)[0] if random_init else run.model
-    world = CaveWorld(WorldConfig(seed=run.config.world_seed))
+    world = make_world("cave", seed=run.config.world_seed)
     ids = world.split("test")[:n]
     feats = encode_images(model, draw_scenes(run.config, run.image, ids), run.image.image_size)
     factors = scene_factors(world, ids)

@@ -66,10 +66,10 @@ def cache_key(
 
 def _draw_chunk(args: tuple[int, str, int, int, list[int]]) -> np.ndarray:
     """Worker: ``(len(scenes), V, S, S, 3)`` uint8 for a chunk of scenes."""
-    from prh.world import CaveWorld, WorldConfig
+    from prh.world import make_world
 
     world_seed, modality, size, views, scenes = args
-    world = CaveWorld(WorldConfig(seed=world_seed))
+    world = make_world("cave", seed=world_seed)
     draw = world.render if modality == "image" else world.sketch
     return np.stack([np.stack([draw(s, v, size) for v in range(views)]) for s in scenes])
 

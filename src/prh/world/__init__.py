@@ -1,10 +1,13 @@
 """The cave world: scenes of shaded objects, seen as images (and sketches) and told as captions.
 
-See ``docs/world.md``. Public API: :class:`WorldConfig`, :class:`CaveWorld`, :class:`Scene`,
-:data:`SHAPES`, :data:`COLOURS`, :data:`SIZES`.
+See ``docs/world.md``. Public API: :func:`make_world` (a world by name and seed, the one way
+prh builds one), :class:`World` (what a world provides), :func:`register_world`,
+:class:`WorldConfig`, :class:`CaveWorld`, :class:`Scene`, :data:`SHAPES`, :data:`COLOURS`,
+:data:`SIZES`.
 """
 
 from prh.world.cave import CaveWorld, WorldConfig
+from prh.world.registry import World, make_world, register_world, world_names
 from prh.world.scenes import COLOURS, SHAPES, SIZES, Relation, Scene, SceneObject
 
 __all__ = [
@@ -15,5 +18,9 @@ __all__ = [
     "Relation",
     "Scene",
     "SceneObject",
+    "World",
     "WorldConfig",
+    "make_world",
+    "register_world",
+    "world_names",
 ]

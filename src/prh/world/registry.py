@@ -1,0 +1,101 @@
+"""Worlds by name: one place where ``--world NAME`` and every library call build a world.
+
+A world is anything with the :class:`World` interface: a finite set of scenes (the shared latent
+states of every modality), a train/test split, and three observations of a scene (a render, a
+sketch, captions). ``make_world("cave", seed=0)`` builds :class:`~prh.world.cave.CaveWorld`;
+another world registers a factory with :func:`register_world` and is then reachable by name from
+every command.
+
+Worlds are deterministic functions of their options, so :func:`make_world` returns one shared
+instance per ``(name, options)`` (the cave world draws its 20,000 scenes once per process).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from prh.errors import InputError
+from prh.world.cave import CaveWorld, WorldConfig
+
+
+@runtime_checkable
+class World(Protocol):
+    """What prh needs of a world (:class:`~prh.world.cave.CaveWorld` is the reference)."""
+
+    config: Any
+
+    @property
+    def num_scenes(self) -> int: ...
+
+    def split(self, name: str) -> np.ndarray:
+        """Scene indices of ``"train"``, ``"test"`` or ``"all"``."""
+        ...
+
+    def train_scenes(self, n: int = 0) -> np.ndarray:
+        """The first ``n`` training scenes (0: all); ``n`` beyond the split is refused."""
+        ...
+
+    def scene(self, i: int) -> Any:
+        """Scene ``i``'s latent state."""
+        ...
+
+    def render(self, i: int, nuisance_seed: int = 0, size: int | None = None) -> np.ndarray:
+        """An ``(H, W, 3)`` uint8 image of scene ``i`` under nuisance ``nuisance_seed``."""
+        ...
+
+    def sketch(self, i: int, nuisance_seed: int = 0, size: int | None = None) -> np.ndarray:
+        """An ``(H, W, 3)`` uint8 line drawing of scene ``i``."""
+        ...
+
+    def captions(self, i: int, n: int = 5, seed: int = 0) -> list[str]:
+        """``n`` true captions of scene ``i`` (wording drawn from ``seed``)."""
+        ...
+
+    def corpus(self, scene_ids: Any = None, captions_per_scene: int = 5, seed: int = 0) -> Any:
+        """A :class:`prh.data.CaptionCorpus` of the given scenes."""
+        ...
+
+
+def _cave(seed: int = 0, **options: Any) -> CaveWorld:
+    try:
+        return CaveWorld(WorldConfig(seed=seed, **options))
+    except TypeError as e:  # an option the cave world does not have
+        raise InputError(f"world cave: {e}") from None
+
+
+WORLDS: dict[str, Callable[..., World]] = {"cave": _cave}
+
+
+def register_world(name: str, factory: Callable[..., World]) -> None:
+    """Make ``factory(seed=..., **options)`` reachable as world ``name``."""
+    if not name or not name.replace("-", "").isalnum():
+        raise InputError(f"world name {name!r}: expected letters, digits and '-'")
+    WORLDS[name] = factory
+    _cached.cache_clear()
+
+
+def world_names() -> tuple[str, ...]:
+    """The registered worlds, sorted (the choices of ``--world``)."""
+    return tuple(sorted(WORLDS))
+
+
+def make_world(name: str = "cave", seed: int = 0, **options: Any) -> World:
+    """World ``name`` with ``seed`` and ``options`` (the world's config fields).
+
+    Raises
+    ------
+    InputError
+        An unknown world or option.
+    """
+    if name not in WORLDS:
+        raise InputError(f"unknown world {name!r}; expected one of {', '.join(world_names())}")
+    return _cached(name, int(seed), tuple(sorted(options.items())))
+
+
+@functools.lru_cache(maxsize=8)
+def _cached(name: str, seed: int, options: tuple[tuple[str, Any], ...]) -> World:
+    return WORLDS[name](seed=seed, **dict(options))

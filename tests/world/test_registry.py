@@ -1,0 +1,54 @@
+"""Worlds by name (``prh.world.make_world``): one construction per implementation."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from prh.errors import InputError
+from prh.world import CaveWorld, World, WorldConfig, make_world, register_world, world_names
+from prh.world.registry import WORLDS
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "prh"
+
+
+def test_make_world_is_the_cave_world_of_those_options_and_is_shared():
+    w = make_world("cave", seed=3, num_scenes=200)
+    ref = CaveWorld(WorldConfig(seed=3, num_scenes=200))
+    assert isinstance(w, World) and w.num_scenes == 200
+    assert np.array_equal(w.split("test"), ref.split("test"))
+    assert w.captions(5, 3, seed=1) == ref.captions(5, 3, seed=1)
+    assert np.array_equal(w.render(5, 2, 32), ref.render(5, 2, 32))
+    assert make_world("cave", seed=3, num_scenes=200) is w  # deterministic, so built once
+    assert make_world("cave", seed=4, num_scenes=200) is not w
+
+
+def test_unknown_worlds_and_options_are_one_line():
+    with pytest.raises(InputError, match=r"unknown world 'moon'; expected one of cave"):
+        make_world("moon")
+    with pytest.raises(InputError, match=r"world cave: .*'gravity'"):
+        make_world("cave", gravity=1.0)
+
+
+def test_a_registered_world_is_reachable_by_name(monkeypatch):
+    monkeypatch.setitem(WORLDS, "tiny-cave", lambda seed=0, **kw: CaveWorld(
+        WorldConfig(seed=seed, num_scenes=50, **kw)))  # fmt: skip
+    assert "tiny-cave" in world_names()
+    assert make_world("tiny-cave", seed=1).num_scenes == 50
+    with pytest.raises(InputError, match="world name"):
+        register_world("bad name", lambda **kw: None)
+
+
+def test_no_module_outside_prh_world_constructs_a_world_directly():
+    """Every world outside ``prh.world`` comes from the registry (issue 20's target)."""
+    direct = []
+    for path in sorted(SRC.rglob("*.py")):
+        if path.is_relative_to(SRC / "world"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "CaveWorld":
+                direct.append(f"{path.relative_to(SRC)}:{node.lineno}")
+    assert not direct, direct
