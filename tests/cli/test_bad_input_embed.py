@@ -49,6 +49,8 @@ def files(tmp_path_factory):
     (root / "model" / "model.safetensors").write_bytes(b"weights that must survive")
     (root / "notes.txt").write_text("not a data set\n")
     (root / "empty").mkdir()
+    (root / "dup.txt").write_text("minilm\nbigscience/bloomz-560m\nhf:bigscience/bloomz-560m\n")
+    (root / "unknown.txt").write_text("minilm\nbloomz 560m\n")
     return root
 
 
@@ -204,6 +206,26 @@ CASES = {
         ["minilm", "--dataset", "", "--modality", "text", *OUT],
         "--dataset: empty",
     ),
+    # model lists (issue 24): refused before any model is loaded
+    "model listed twice": (
+        ["--models", "{root}/dup.txt", *DS, "--out-dir", "{root}/lists"],
+        r"dup\.txt line 3: 'hf:bigscience/bloomz-560m' is listed twice \(first on line 2",
+    ),
+    "unknown model in a list": (
+        ["--models", "{root}/unknown.txt", *DS, "--out-dir", "{root}/lists"],
+        r"line 2: unknown model 'bloomz 560m'",
+    ),
+    "unknown built-in set": (
+        ["--models", "val-audio", *DS, "--out-dir", "{root}/lists"],
+        "neither a built-in set",
+    ),
+    "a model and a list": (["minilm", "--models", "val-language", *DS, *OUT], "not both"),
+    "a list without --out-dir": (["--models", "{root}/dup.txt", *DS, *OUT], "give --out-dir"),
+    "a list's out-dir is a file": (
+        ["--models", "val-language", *DS, "--out-dir", "{root}/notes.txt"],
+        "--out-dir .*is a file",
+    ),
+    "no model at all": ([*DS, *OUT], "expected a MODEL or --models LIST"),
     "name absent from the cache offline": (
         [
             *("minilm", "--dataset", "nobody/no-such-set", "--modality", "text", *OUT),
@@ -227,6 +249,7 @@ def test_embed_bad_input(bad_input, files, case):
     line = bad_input(["embed", *(a.format(**names) for a in argv)], _inputs(files), match)
     assert line.startswith("prh embed: error:")
     assert not (files / "o.safetensors").exists()
+    assert not (files / "lists").exists()
 
 
 def test_cuda_missing_is_one_line(bad_input, files):
