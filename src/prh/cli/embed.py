@@ -28,16 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from prh.cli._args import nonnegative_float, nonnegative_int, positive_int, seed
-
-
-def device_name(text: str) -> str:
-    """``cpu``, ``cuda``, ``cuda:N`` or ``auto`` (argparse type: anything else is one line)."""
-    name = text.strip().lower()
-    index = name[5:] if name.startswith("cuda:") else "0"
-    if name in ("cpu", "cuda", "auto") or (name.startswith("cuda:") and index.isdigit()):
-        return name
-    raise argparse.ArgumentTypeError(f"expected cpu, cuda, cuda:N or auto, got {text!r}")
+from prh.cli._args import device_name, nonnegative_float, nonnegative_int, positive_int, seed
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -209,14 +200,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--device",
         metavar="D",
         type=device_name,
-        default="cpu",
-        help="hf:/minilm: cpu, cuda, cuda:N or auto (CUDA when present); default cpu",
+        default=None,
+        help="hf:/minilm: auto (CUDA when present, else the CPU), cpu, cuda or cuda:N"
+        " (default auto)",
     )
     parser.add_argument(
         "--dtype",
         choices=["float32", "bfloat16", "float16"],
         default="float32",
-        help="hf:/minilm weights and activations (features are written as float32)",
+        help="hf:/minilm weights and activations (features are written as float32); float16 is"
+        " for GPUs, bfloat16 for GPUs that support it or the CPU",
+    )
+    parser.add_argument(
+        "--model-revision",
+        metavar="R",
+        default=None,
+        help="hf: hub models: the branch, tag or commit to load (pins the weights)",
+    )
+    parser.add_argument(
+        "--device-map",
+        choices=["auto"],
+        default=None,
+        help="hf: spread a model too large for one GPU over every GPU (and the CPU): transformers'"
+        " device_map='auto' (needs accelerate)",
+    )
+    parser.add_argument(
+        "--load-in-4bit",
+        action="store_true",
+        help="hf: 4-bit weights (bitsandbytes NF4, compute in --dtype; needs CUDA and"
+        " pip install 'prh[quantize]'); the reference's --qlora: scores are slightly off",
     )
     parser.add_argument(
         "--pool",
@@ -248,6 +260,7 @@ class _Source:
 def run(args: argparse.Namespace) -> int:
     """Embed one model (MODEL --out FILE) or every model of a list (--models LIST --out-dir)."""
     entries = _entries(args)
+    _check_runtime(args, entries)
     single = args.models is None
     if single:
         _check_single_output(args)
@@ -289,6 +302,47 @@ def _entries(args: argparse.Namespace):
     if args.out_dir is None:
         raise InputError("--models LIST needs --out-dir DIR (one feature file per model)")
     return read_model_list(args.models)
+
+
+def _encoder_options(args: argparse.Namespace, torch_models: bool = True):
+    """The flags as :class:`EncoderOptions`; --device defaults to auto for torch-backed models
+    (other encoders keep the CPU and refuse an explicit --device)."""
+    from prh.encoders import EncoderOptions
+
+    return EncoderOptions(
+        device=args.device or ("auto" if torch_models else "cpu"),
+        dtype=args.dtype,
+        pool=args.pool,
+        prompt=args.prompt,
+        revision=args.model_revision,
+        device_map=args.device_map,
+        load_in_4bit=args.load_in_4bit,
+    )
+
+
+def _check_runtime(args: argparse.Namespace, entries) -> None:
+    """Device, dtype, device map and 4-bit loading checked before any model or data is read."""
+    from prh.errors import InputError
+
+    torch_models = _uses_torch_options(args, entries)
+    options = _encoder_options(args, torch_models)  # --pool/--prompt checked here
+    if not torch_models:
+        return
+    from prh.encoders.hf import check_load_options
+
+    if (options.revision or options.device_map or options.load_in_4bit) and not all(
+        e.spec.startswith(("hf:", "hf-")) for e in entries
+    ):
+        raise InputError("--model-revision/--device-map/--load-in-4bit apply to hf: models only")
+    check_load_options(options)
+
+
+def _uses_torch_options(args: argparse.Namespace, entries) -> bool:
+    """Whether the device flags mean anything: some model is a torch-backed transformers one."""
+    return any(
+        e.spec in ("minilm", "all-minilm-l6-v2") or e.spec.startswith(("hf:", "hf-", "random:hf"))
+        for e in entries
+    )
 
 
 def _out_format(args: argparse.Namespace, out: Path | None) -> str:
@@ -361,7 +415,7 @@ def _embed_one(args: argparse.Namespace, entry, out: Path, src: _Source) -> None
     """Load one encoder, embed the source, write ``out`` and print one line."""
     from dataclasses import asdict
 
-    from prh.encoders import EncoderOptions, load_encoder
+    from prh.encoders import load_encoder
     from prh.encoders.embed import EmbedConfig, embed_corpus, embed_dataset, embed_world
     from prh.progress import Progress
 
@@ -374,9 +428,7 @@ def _embed_one(args: argparse.Namespace, entry, out: Path, src: _Source) -> None
         image_size=args.image_size,
         batch_size=args.batch_size,
     )
-    options = EncoderOptions(
-        device=args.device, dtype=args.dtype, pool=args.pool, prompt=args.prompt
-    )
+    options = _encoder_options(args, _uses_torch_options(args, [entry]))
     modality = "text" if args.modality == "text" else "image"
     t0 = time.perf_counter()
     encoder = load_encoder(

@@ -22,7 +22,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from prh.cli._args import nonnegative_float, nonnegative_int, positive_float, positive_int, seed
+from prh.cli._args import (
+    device_name,
+    nonnegative_float,
+    nonnegative_int,
+    positive_float,
+    positive_int,
+    seed,
+)
 
 METRIC_CHOICES = (
     "mutual_knn",
@@ -150,9 +157,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--device",
-        choices=("auto", "cpu", "cuda"),
+        type=device_name,
         default="auto",
-        help="device of --backend torch (default auto: CUDA when present)",
+        help="device of --backend torch: auto (CUDA when present), cpu, cuda or cuda:N"
+        " (default auto)",
     )
     parser.add_argument(
         "--kernel", choices=("linear", "rbf"), default="linear", help="CKA kernel (default linear)"

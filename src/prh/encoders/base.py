@@ -49,12 +49,21 @@ class EncoderOptions:
         transformers (the PRH reference's choices).
     prompt : str
         Template of each text, ``{}`` standing for the text (``"{}"``: the text as is).
+    revision : str or None
+        Hub branch, tag or commit of an ``hf:`` model (``None``: the default branch).
+    device_map : {"auto"} or None
+        ``"auto"``: transformers places the layers over every GPU (needs accelerate).
+    load_in_4bit : bool
+        4-bit (NF4) weights through bitsandbytes, computing in ``dtype`` (CUDA only).
     """
 
     device: str = "cpu"
     dtype: str = "float32"
     pool: str | None = None
     prompt: str = "{}"
+    revision: str | None = None
+    device_map: str | None = None
+    load_in_4bit: bool = False
 
     def __post_init__(self) -> None:
         if self.pool is not None and self.pool not in POOLS:

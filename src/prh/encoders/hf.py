@@ -89,10 +89,12 @@ def load_hf_encoder(
     import torch
     from transformers import AutoConfig, AutoModel
 
-    from prh.device import resolve_device
-    from prh.encoders._torch import resolve_dtype, set_threads
+    from prh.encoders._torch import set_threads
 
-    device, dtype = resolve_device(options.device), resolve_dtype(options.dtype)
+    device, dtype = check_load_options(options)
+    if random_init and (options.load_in_4bit or options.device_map or options.revision):
+        raise InputError(f"{spec}: --load-in-4bit/--device-map/--model-revision load weights;"
+                         " a random: model has none")  # fmt: skip
     set_threads(threads)
     try:
         if random_init:
@@ -102,19 +104,74 @@ def load_hf_encoder(
                 model = AutoModel.from_config(config)
             model = model.to(dtype)
         else:
-            model = AutoModel.from_pretrained(source, dtype=dtype)
+            model = AutoModel.from_pretrained(source, **load_kwargs(options, device, dtype))
     except Exception as e:  # a missing file, bad JSON, broken safetensors: many unrelated types
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
         raise InputError(f"{spec}: cannot load the model ({type(e).__name__}: {first})") from None
     model = _pick_tower(model, tower or modality, explicit=tower is not None, spec=spec)
     if getattr(model.config, "is_encoder_decoder", False) and hasattr(model, "get_encoder"):
         model = model.get_encoder()  # T5, BART: the encoder stack is the text representation
-    model = model.to(device).eval()
+    placed = options.device_map is not None or options.load_in_4bit  # transformers placed it
+    model = (model if placed else model.to(device)).eval()
     for p in model.parameters():
         p.requires_grad_(False)
     if getattr(model, "main_input_name", "input_ids") == "pixel_values":
         return HFVisionEncoder(model, source, spec, options=options)
     return HFTextEncoder(model, source, spec, options=options)
+
+
+def check_load_options(options: EncoderOptions):
+    """The device and dtype of ``options``, checked with its loading options, before any load.
+
+    Returns
+    -------
+    device : torch.device
+    dtype : torch.dtype
+
+    Raises
+    ------
+    InputError
+        An absent device; bfloat16 on a GPU without it; --device-map without
+        accelerate; 4-bit loading without bitsandbytes or without CUDA. One line each.
+    """
+    import importlib.util
+
+    import torch
+
+    from prh.device import resolve_device
+    from prh.encoders._torch import resolve_dtype
+
+    device, dtype = resolve_device(options.device), resolve_dtype(options.dtype)
+    if device.type == "cuda" and dtype == torch.bfloat16 and not torch.cuda.is_bf16_supported():
+        raise InputError(f"--dtype bfloat16: the GPU of --device {options.device} lacks it;"
+                         " use float16 or float32")  # fmt: skip
+    if options.device_map is not None and importlib.util.find_spec("accelerate") is None:
+        raise InputError(
+            "--device-map auto needs accelerate: pip install 'prh[quantize]' (or accelerate)"
+        )
+    if options.load_in_4bit:
+        if importlib.util.find_spec("bitsandbytes") is None:
+            raise InputError("--load-in-4bit needs bitsandbytes: pip install 'prh[quantize]'")
+        if device.type != "cuda":
+            raise InputError(f"--load-in-4bit runs on CUDA only, not --device {options.device}")
+    return device, dtype
+
+
+def load_kwargs(options: EncoderOptions, device, dtype) -> dict:
+    """``from_pretrained`` keywords of ``options``: dtype, revision, device map, 4-bit config."""
+    kwargs: dict = {"dtype": dtype}
+    if options.revision is not None:
+        kwargs["revision"] = options.revision
+    if options.device_map is not None:
+        kwargs["device_map"] = options.device_map
+    if options.load_in_4bit:
+        from transformers import BitsAndBytesConfig
+
+        kwargs["quantization_config"] = BitsAndBytesConfig(
+            load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=dtype
+        )
+        kwargs.setdefault("device_map", {"": device.index or 0})
+    return kwargs
 
 
 def _model_source(path_or_id: str, spec: str) -> str:
