@@ -244,6 +244,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="{}",
         help='hf:/minilm text template, {} is the text (default "{}")',
     )
+    parser.add_argument(
+        "--no-lm-loss",
+        action="store_true",
+        help="--modality text: skip a causal language model's loss and bits per byte on the texts"
+        " (stored as loss/bpb in its feature file, as the reference does; default: measured)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
 
@@ -317,6 +323,7 @@ def _encoder_options(args: argparse.Namespace, torch_models: bool = True):
         revision=args.model_revision,
         device_map=args.device_map,
         load_in_4bit=args.load_in_4bit,
+        lm_loss=torch_models and args.modality == "text" and not args.no_lm_loss,
     )
 
 
@@ -462,8 +469,12 @@ def _embed_one(args: argparse.Namespace, entry, out: Path, src: _Source) -> None
         "config": json.dumps(cfg.__dict__),
         "encoder_options": json.dumps({**asdict(options), "pool": getattr(encoder, "pool", None)}),
     }
-    _write(args, out, encoder, features, ids, metadata)
+    quality = _quality(encoder)
+    metadata.update({k: repr(v) for k, v in quality.items()})
+    _write(args, out, encoder, features, ids, metadata, quality)
     n, layers, dim = features.shape
+    if quality:
+        print(f"{entry.name}: loss {quality['loss']:.4f} nats/token, bpb {quality['bpb']:.4f}")
     print(
         f"wrote {out}: features ({n}, {layers}, {dim}) from {encoder.spec} [{args.modality}]"
         f" in {seconds:.1f} s ({n / max(seconds, 1e-9):.1f} items/s, {threads} threads;"
@@ -474,14 +485,26 @@ def _embed_one(args: argparse.Namespace, entry, out: Path, src: _Source) -> None
     gc.collect()
 
 
-def _write(args, out: Path, encoder, features, ids, metadata: dict[str, str]) -> None:
+def _quality(encoder) -> dict[str, float]:
+    """``{"loss", "bpb"}``: means over texts of a causal LM's per-text numbers (the reference's
+    ``torch.stack(losses).mean()``), or ``{}`` for a model that measured none."""
+    import numpy as np
+
+    stats = np.asarray(getattr(encoder, "lm_stats", []), dtype=np.float64).reshape(-1, 2)
+    if not len(stats):
+        return {}
+    loss, bpb = np.nanmean(stats, axis=0)
+    return {"loss": float(loss), "bpb": float(bpb)}
+
+
+def _write(args, out: Path, encoder, features, ids, metadata: dict[str, str], quality) -> None:
     from prh.features import save_features, save_platonic_rep
 
     if _out_format(args, None if args.models else out) == "platonic-rep":
         module = getattr(encoder, "model", None)  # a torch-backed encoder: its num_params
         has_params = hasattr(module, "parameters")
         n_params = sum(p.numel() for p in module.parameters()) if has_params else None
-        save_platonic_rep(out, features, ids, metadata, encoder.layer_dims, n_params)
+        save_platonic_rep(out, features, ids, metadata, encoder.layer_dims, n_params, quality)
     else:
         save_features(out, features, ids, metadata)
 

@@ -55,6 +55,9 @@ class EncoderOptions:
         ``"auto"``: transformers places the layers over every GPU (needs accelerate).
     load_in_4bit : bool
         4-bit (NF4) weights through bitsandbytes, computing in ``dtype`` (CUDA only).
+    lm_loss : bool
+        A causal language model (``hf:``) also measures its next-token loss and bits per byte on
+        the texts it encodes (:attr:`prh.encoders.hf.HFTextEncoder.lm_stats`).
     """
 
     device: str = "cpu"
@@ -64,6 +67,7 @@ class EncoderOptions:
     revision: str | None = None
     device_map: str | None = None
     load_in_4bit: bool = False
+    lm_loss: bool = False
 
     def __post_init__(self) -> None:
         if self.pool is not None and self.pool not in POOLS:

@@ -28,6 +28,7 @@ cache); offline it fails with one clear line.
 from __future__ import annotations
 
 import inspect
+import math
 import os
 from pathlib import Path
 
@@ -87,7 +88,7 @@ def load_hf_encoder(
     source = _model_source(path_or_id, spec)
 
     import torch
-    from transformers import AutoConfig, AutoModel
+    from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
 
     from prh.encoders._torch import set_threads
 
@@ -97,14 +98,16 @@ def load_hf_encoder(
                          " a random: model has none")  # fmt: skip
     set_threads(threads)
     try:
+        config = AutoConfig.from_pretrained(source, revision=options.revision)
+        # A causal LM measuring its loss keeps its head: one forward gives states and logits.
+        auto = AutoModelForCausalLM if options.lm_loss and is_causal_lm(config) else AutoModel
         if random_init:
-            config = AutoConfig.from_pretrained(source)
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(int(seed))
-                model = AutoModel.from_config(config)
+                model = auto.from_config(config)
             model = model.to(dtype)
         else:
-            model = AutoModel.from_pretrained(source, **load_kwargs(options, device, dtype))
+            model = auto.from_pretrained(source, **load_kwargs(options, device, dtype))
     except Exception as e:  # a missing file, bad JSON, broken safetensors: many unrelated types
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
         raise InputError(f"{spec}: cannot load the model ({type(e).__name__}: {first})") from None
@@ -246,6 +249,44 @@ def has_class_token(model) -> bool:
     )
 
 
+def next_token_stats(logits, input_ids, mask, texts: list[str]) -> list[tuple[float, float]]:
+    """Each text's mean next-token cross-entropy (nats) and its bits per UTF-8 byte.
+
+    The reference's convention (``platonic-rep`` ``utils.cross_entropy_loss`` and
+    ``cross_entropy_to_bits_per_unit``): token ``t`` predicts token ``t + 1``; the loss of a text is
+    the mean over its predicted tokens, its bits per byte the summed loss in bits over the text's
+    UTF-8 bytes. Only real tokens count, as predictor and as target, so either padding side gives
+    each text the numbers of the text alone.
+
+    Parameters
+    ----------
+    logits : torch.Tensor
+        ``(B, T, V)``.
+    input_ids, mask : torch.Tensor
+        ``(B, T)``; ``mask`` is 1 on real tokens.
+    texts : list of str
+        The ``B`` texts as the model saw them (prompt applied).
+
+    Returns
+    -------
+    list of (float, float)
+        ``(loss, bpb)`` per text; ``nan`` for a text of one token (nothing to predict).
+    """
+    import torch
+
+    ce = torch.nn.functional.cross_entropy(
+        logits[:, :-1].float().transpose(1, 2), input_ids[:, 1:], reduction="none"
+    )  # (B, T - 1) nats
+    valid = (mask[:, :-1] * mask[:, 1:]).to(ce.dtype)
+    total = (ce * valid).sum(-1)  # (B,) nats per text
+    count = valid.sum(-1)
+    loss = torch.where(count > 0, total / count.clamp(min=1), torch.nan)
+    n_bytes = torch.tensor([max(len(t.encode("utf-8")), 1) for t in texts], dtype=torch.float32)
+    bits = total.cpu() / math.log(2.0)
+    bpb = torch.where(count.cpu() > 0, bits / n_bytes, torch.nan)
+    return [(float(a), float(b)) for a, b in zip(loss.cpu(), bpb)]
+
+
 class HFTextEncoder(Encoder):
     """Every hidden state of a ``transformers`` text model, pooled per layer.
 
@@ -292,6 +333,9 @@ class HFTextEncoder(Encoder):
         ]
         limits += [getattr(self.tokenizer, "model_max_length", None), MAX_TEXT_TOKENS]
         self.max_length = int(max_length or min(int(x) for x in limits if x and x > 0))
+        # (per-text mean next-token loss in nats, per-text bits per UTF-8 byte), when measured
+        self.lm_stats: list[tuple[float, float]] = []
+        self.measures_loss = options.lm_loss and model.get_output_embeddings() is not None
         params = inspect.signature(model.forward).parameters
         self._inputs = [k for k in ("input_ids", "attention_mask", "token_type_ids") if k in params]
         self._positions = self.left_padding and "position_ids" in params
@@ -319,13 +363,21 @@ class HFTextEncoder(Encoder):
         return out
 
     def hidden_states(self, texts: list[str]):
-        """``(L + 1, B, T, D)`` hidden states (model dtype, device) and the ``(B, T)`` mask."""
+        """``(L + 1, B, T, D)`` hidden states (model dtype, device) and the ``(B, T)`` mask.
+
+        A model that measures its loss appends each text's loss and bits per byte to
+        :attr:`lm_stats` from the same forward pass.
+        """
         import torch
 
         device = next(self.model.parameters()).device
         enc = {k: v.to(device) for k, v in self.tokenize(texts).items()}
         with torch.inference_mode():
             out = self.model(**enc, output_hidden_states=True)
+        if self.measures_loss:
+            prompted = [self.options.apply_prompt(t) for t in texts]
+            self.lm_stats += next_token_stats(out.logits, enc["input_ids"], enc["attention_mask"],
+                                              prompted)  # fmt: skip
         return torch.stack(out.hidden_states), enc["attention_mask"]  # (L+1, B, T, D), (B, T)
 
     def _encode_text_batch(self, texts: list[str]) -> np.ndarray:
