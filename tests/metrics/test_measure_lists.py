@@ -106,3 +106,24 @@ def test_a_model_without_a_file_is_refused(sets, bad_input):
     argv = ["measure", "--x", sets / "lang", "--x-models", sets / "lang.txt"]
     argv += ["--y", sets / "vis", "--y-models", sets / "vis.txt"]
     bad_input(argv, [], r"--x .*lang: no feature file org_lm-7b_pool-\*\.pt for org/lm-7b")
+
+
+def test_alignment_against_bpb_plot(sets, tmp_path, bad_input):
+    import torch
+
+    for i, name in enumerate(LANG):  # the reference's keys: loss and bpb beside feats
+        path = sets / "lang" / feature_filename(name, "avg", "text")
+        blob = torch.load(path, weights_only=True)
+        torch.save(
+            {**blob, "loss": torch.tensor(3.0 - i), "bpb": torch.tensor(1.2 - 0.1 * i)}, path
+        )
+    png = tmp_path / "bpb.png"
+    argv = ["--x", sets / "lang", "--x-models", sets / "lang.txt", "--y", sets / "vis"]
+    argv += ["--y-models", sets / "vis.txt", "--k", 4, "--no-progress"]
+    assert run(*argv, "--bpb-plot", png) == 0
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    # a row file without bpb (a vision model as X) is refused before any score
+    flipped = ["--x", sets / "vis", "--x-models", sets / "vis.txt", "--y", sets / "lang"]
+    flipped += ["--y-models", sets / "lang.txt", "--bpb-plot", tmp_path / "no.png"]
+    bad_input(["measure", *flipped], [], "--bpb-plot: .*vit-small_pool-none.pt stores no bpb")
+    assert not (tmp_path / "no.png").exists()

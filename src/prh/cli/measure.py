@@ -147,6 +147,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--heatmap", default=None, metavar="PNG", help="score matrix heatmap")
     parser.add_argument(
+        "--bpb-plot",
+        default=None,
+        metavar="PNG",
+        help="alignment against bits per byte: each X file's bpb (stored by prh embed or the"
+        " reference) against its mean score over Y (first metric)",
+    )
+    parser.add_argument(
         "--block-size", type=positive_int, default=None, help="kNN tile side in rows (memory)"
     )
     parser.add_argument(
@@ -280,7 +287,9 @@ def _check_outputs(args, xs, ys, npy: dict[str, Path], stats=None) -> None:
         raise InputError(f"--npy {args.npy}: expected a .npy file name")
     if args.heatmap and Path(args.heatmap).suffix.lower() != ".png":
         raise InputError(f"--heatmap {args.heatmap}: expected a .png file name")
-    outputs = {"--json": args.json, "--heatmap": args.heatmap}
+    if args.bpb_plot and Path(args.bpb_plot).suffix.lower() != ".png":
+        raise InputError(f"--bpb-plot {args.bpb_plot}: expected a .png file name")
+    outputs = {"--json": args.json, "--heatmap": args.heatmap, "--bpb-plot": args.bpb_plot}
     outputs.update({"--npy" if len(npy) == 1 else f"--npy ({m})": p for m, p in npy.items()})
     for m, kinds in (stats or {}).items():
         outputs.update({f"--npy ({m}, {kind})": p for kind, p in kinds.items()})
@@ -465,6 +474,7 @@ def run(args: argparse.Namespace) -> int:
     for side, models, flag in ((xs, args.x_models, "--x"), (ys, args.y_models, "--y")):
         if models is not None:
             _check_rows(files, side, flag)
+    bpb = _bpb_of(files, xs) if args.bpb_plot else []
     acc, results = _measure_all(args, xs, ys, x_names, y_names, names, options, files)
     if len(xs) * len(ys) > 1:
         _print_all(args, acc, names, x_names, y_names)
@@ -473,7 +483,30 @@ def run(args: argparse.Namespace) -> int:
     _write_npy(args, acc, npy, stats, x_names, y_names)
     if args.heatmap:
         _write_heatmap(args, acc, names, x_names, y_names)
+    if args.bpb_plot:
+        from prh.io import atomic_write
+        from prh.metrics.quality_plot import alignment_vs_bpb_png
+
+        png = alignment_vs_bpb_png(bpb, acc.scores[names[0]], x_names, names[0])
+        with atomic_write(args.bpb_plot, "wb") as f:
+            f.write(png)
     return 0
+
+
+def _bpb_of(files: _Files, xs: list[Path]) -> list[float]:
+    """Each X file's stored bits per byte; a file without one is refused before any score."""
+    from prh.errors import InputError
+
+    out = []
+    for x in xs:
+        value = files.get(x, None)[0].metadata.get("bpb")
+        if value is None:
+            raise InputError(
+                f"--bpb-plot: {x} stores no bpb (embed a causal language model with prh embed,"
+                " or use the reference's language feature files)"
+            )
+        out.append(float(value))
+    return out
 
 
 def _print_all(args, acc: _Matrix, names, x_names: list[str], y_names: list[str]) -> None:
