@@ -230,7 +230,7 @@ def load_features(
             arr, ids, metadata = _load_pt(p)
         else:
             raise InputError(f"{p}: unknown feature format {suffix!r}, expected one of {SUFFIXES}")
-    except InputError:
+    except (InputError, ModuleNotFoundError):  # a .pt file without torch: the CLI names the extra
         raise
     except Exception as e:  # numpy/safetensors/torch each raise their own types on bad bytes
         first = (str(e).strip().splitlines() or [""])[0]  # torch's messages run to many lines
