@@ -7,6 +7,11 @@ features:PATH, or a `prh train` run directory. The output is a safetensors featu
 "row_{i}" of a data set), rows in the same order for text and images of the same items, so
 `prh measure TEXT IMAGES` pairs them.
 
+`prh embed --models LIST --out-dir DIR ...` embeds every model of a list (a built-in set,
+val-language, val-vision, test-language, or a text file, one model per line) in order, into
+DIR/<model>_pool-<pool>.pt as the benchmark names them, skipping files that exist (--force remakes
+them). A causal language model's loss and bits per byte on the texts go in its file (--no-lm-loss).
+
 The PRH benchmark's data set: `prh embed hf:MODEL --dataset minhuh/prh --revision wit_1024
 --modality image --out img.safetensors` (from the local Hugging Face cache, or a save_to_disk
 folder).
