@@ -57,3 +57,25 @@ def test_check_output_dir(tmp_path):
         check_output_dir(f)
     with pytest.raises(InputError, match="is a file, so the folder cannot be created"):
         check_output_dir(f / "sub")
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o077, 0o002])
+def test_atomic_write_gives_the_umasks_mode(tmp_path, mask):
+    """A written file has the mode open() would give it (issue 24: every output was 0600)."""
+    import stat
+
+    from prh.io import atomic_write, write_json
+
+    old = os.umask(mask)
+    try:
+        write_json(tmp_path / "a.json", {"x": 1})
+        with atomic_write(tmp_path / "b.bin", "wb") as f:
+            f.write(b"1")
+        with open(tmp_path / "plain", "w") as f:  # the reference: a plain open
+            f.write("1")
+    finally:
+        os.umask(old)
+    want = stat.S_IMODE((tmp_path / "plain").stat().st_mode)
+    assert want == 0o666 & ~mask
+    for name in ("a.json", "b.bin"):
+        assert stat.S_IMODE((tmp_path / name).stat().st_mode) == want

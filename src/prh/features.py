@@ -148,6 +148,7 @@ def save_platonic_rep(
     metadata: dict[str, str] | None = None,
     layer_dims: Sequence[int] | None = None,
     num_params: int | None = None,
+    quality: dict[str, float] | None = None,
 ) -> None:
     """Write features in the PRH benchmark's ``.pt`` layout, atomically.
 
@@ -164,6 +165,9 @@ def save_platonic_rep(
         True width of each layer (``Encoder.layer_dims``); ``None``: every layer is ``D`` wide.
     num_params : int, optional
         The encoder's parameter count (the reference plots alignment against it).
+    quality : dict, optional
+        ``{"loss": ..., "bpb": ...}`` of a language model, stored as the reference stores them
+        (0-d float tensors beside ``feats``).
     """
     import torch
 
@@ -188,6 +192,8 @@ def save_platonic_rep(
         if len(ids) != n:
             raise InputError(f"{path}: {len(ids)} ids for {n} rows")
         blob["ids"] = ids
+    for k, v in (quality or {}).items():
+        blob[k] = torch.tensor(float(v))
     blob["prh_metadata"] = {str(k): str(v) for k, v in (metadata or {}).items()}
     with atomic_write(path, "wb") as f:
         torch.save(blob, f)
@@ -224,7 +230,7 @@ def load_features(
             arr, ids, metadata = _load_pt(p)
         else:
             raise InputError(f"{p}: unknown feature format {suffix!r}, expected one of {SUFFIXES}")
-    except InputError:
+    except (InputError, ModuleNotFoundError):  # a .pt file without torch: the CLI names the extra
         raise
     except Exception as e:  # numpy/safetensors/torch each raise their own types on bad bytes
         first = (str(e).strip().splitlines() or [""])[0]  # torch's messages run to many lines
@@ -367,8 +373,9 @@ def _load_pt(p: Path) -> tuple[np.ndarray, list[str] | None, dict[str, str]]:
     ids = [str(i) for i in ids] if ids is not None else None
     meta = obj.get("prh_metadata") or {}
     metadata = {str(k): str(v) for k, v in meta.items()} if isinstance(meta, dict) else {}
-    if "num_params" in obj:
-        metadata["num_params"] = str(obj["num_params"])
+    for key_ in ("num_params", "loss", "bpb"):  # the reference's scalars, when present
+        if key_ in obj:
+            metadata[key_] = str(float(obj[key_]) if key_ != "num_params" else obj[key_])
     feats = obj[key]
     if not isinstance(feats, (list, tuple)):
         return _tensor(p, feats, key), ids, metadata

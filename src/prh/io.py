@@ -158,7 +158,8 @@ def check_output_dir(path: PathLike, what: str = "--out") -> Path:
 def atomic_write(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[Any]]:
     """Open a temporary file beside ``path``; on success rename it onto ``path``.
 
-    On any exception the temporary file is removed and ``path`` is left untouched.
+    On any exception the temporary file is removed and ``path`` is left untouched. The file gets
+    the mode a plain ``open`` would give it (``0o666`` less the umask), not ``mkstemp``'s 0600.
     """
     p = Path(path)
     tmp = _temp_beside(p)

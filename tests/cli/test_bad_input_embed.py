@@ -49,6 +49,8 @@ def files(tmp_path_factory):
     (root / "model" / "model.safetensors").write_bytes(b"weights that must survive")
     (root / "notes.txt").write_text("not a data set\n")
     (root / "empty").mkdir()
+    (root / "dup.txt").write_text("minilm\nbigscience/bloomz-560m\nhf:bigscience/bloomz-560m\n")
+    (root / "unknown.txt").write_text("minilm\nbloomz 560m\n")
     return root
 
 
@@ -89,7 +91,10 @@ CASES = {
     "output is a folder": (["minilm", *DS, "--out", "{root}/empty"], "is a directory"),
     "output not safetensors": (["minilm", *DS, "--out", "{root}/o.npy"], r"\.safetensors"),
     # devices, dtypes, pooling, prompt
-    "device tpu": (["minilm", *DS, *OUT, "--device", "tpu"], "argument --device: expected cpu"),
+    "device tpu": (
+        ["minilm", *DS, *OUT, "--device", "tpu"],
+        "argument --device: expected auto, cpu",
+    ),
     "device cuda:x": (["minilm", *DS, *OUT, "--device", "cuda:x"], "argument --device"),
     "dtype float8": (["minilm", *DS, *OUT, "--dtype", "float8"], "argument --dtype"),
     "pool max": (["minilm", *DS, *OUT, "--pool", "max"], "argument --pool"),
@@ -204,6 +209,26 @@ CASES = {
         ["minilm", "--dataset", "", "--modality", "text", *OUT],
         "--dataset: empty",
     ),
+    # model lists (issue 24): refused before any model is loaded
+    "model listed twice": (
+        ["--models", "{root}/dup.txt", *DS, "--out-dir", "{root}/lists"],
+        r"dup\.txt line 3: 'hf:bigscience/bloomz-560m' is listed twice \(first on line 2",
+    ),
+    "unknown model in a list": (
+        ["--models", "{root}/unknown.txt", *DS, "--out-dir", "{root}/lists"],
+        r"line 2: unknown model 'bloomz 560m'",
+    ),
+    "unknown built-in set": (
+        ["--models", "val-audio", *DS, "--out-dir", "{root}/lists"],
+        "neither a built-in set",
+    ),
+    "a model and a list": (["minilm", "--models", "val-language", *DS, *OUT], "not both"),
+    "a list without --out-dir": (["--models", "{root}/dup.txt", *DS, *OUT], "give --out-dir"),
+    "a list's out-dir is a file": (
+        ["--models", "val-language", *DS, "--out-dir", "{root}/notes.txt"],
+        "--out-dir .*is a file",
+    ),
+    "no model at all": ([*DS, *OUT], "expected a MODEL or --models LIST"),
     "name absent from the cache offline": (
         [
             *("minilm", "--dataset", "nobody/no-such-set", "--modality", "text", *OUT),
@@ -227,6 +252,7 @@ def test_embed_bad_input(bad_input, files, case):
     line = bad_input(["embed", *(a.format(**names) for a in argv)], _inputs(files), match)
     assert line.startswith("prh embed: error:")
     assert not (files / "o.safetensors").exists()
+    assert not (files / "lists").exists()
 
 
 def test_cuda_missing_is_one_line(bad_input, files):
@@ -254,3 +280,47 @@ def test_an_image_that_does_not_decode_names_its_row(bad_input, tmp_path, tiny_v
     argv = ["embed", f"hf:{tiny_vit}", "--dataset", tmp_path / "d", "--modality", "image"]
     bad_input([*argv, "--out", out, "--quiet"], [good], r"d row 1: not an image")
     assert not out.exists()
+
+
+def _no_module(name: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(name) is None
+
+
+@pytest.mark.skipif(not _no_module("bitsandbytes"), reason="bitsandbytes is installed")
+def test_4bit_without_its_extra_is_one_line(bad_input, files, monkeypatch):
+    # CUDA mocked present: the refusal is about the missing package, before the (broken) model.
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    argv = ["embed", f"hf:{files / 'model'}", *(a.format(ds=files / "ds") for a in DS)]
+    argv += ["--out", files / "o.safetensors", "--device", "cuda", "--load-in-4bit"]
+    bad_input(
+        argv, _inputs(files), r"--load-in-4bit needs bitsandbytes: pip install 'prh\[quantize"
+    )
+
+
+@pytest.mark.skipif(not _no_module("accelerate"), reason="accelerate is installed")
+def test_device_map_without_accelerate_is_one_line(bad_input, files):
+    argv = ["embed", f"hf:{files / 'model'}", *(a.format(ds=files / "ds") for a in DS)]
+    argv += ["--out", files / "o.safetensors", "--device-map", "auto"]
+    bad_input(argv, _inputs(files), "--device-map auto needs accelerate")
+
+
+def test_bfloat16_on_a_gpu_without_it_is_one_line(bad_input, files, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: False)
+    argv = ["embed", f"hf:{files / 'model'}", *(a.format(ds=files / "ds") for a in DS)]
+    argv += ["--out", files / "o.safetensors", "--device", "cuda:1", "--dtype", "bfloat16"]
+    bad_input(argv, _inputs(files), "--dtype bfloat16: the GPU of --device cuda:1 lacks it")
+
+
+def test_load_options_on_a_model_that_is_not_hf_are_refused(bad_input, files):
+    argv = ["embed", "minilm", *(a.format(ds=files / "ds") for a in DS)]
+    argv += ["--out", files / "o.safetensors", "--model-revision", "v1"]
+    bad_input(argv, _inputs(files), "apply to hf: models only")

@@ -61,7 +61,8 @@ def test_matrix_outputs_that_are_inputs_are_refused(d, bad_input, flag):
         (["--k", "30"], r"k must satisfy 1 <= k < N = 30"),
         (["--npy", "out.txt"], r"--npy out.txt: expected a .npy file name"),
         (["--heatmap", "out.jpg"], r"--heatmap out.jpg: expected a .png file name"),
-        (["--device", "tpu"], r"--device: invalid choice"),
+        (["--device", "tpu"], r"--device: expected auto, cpu, cuda or cuda:N"),
+        (["--device", "cuda:x"], r"--device: expected auto, cpu, cuda or cuda:N"),
         (["--x", "a.npy"], r"either A B or --x"),
     ],
 )

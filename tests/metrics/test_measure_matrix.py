@@ -94,7 +94,8 @@ def test_npy_in_platonic_rep_layout_and_heatmap(models, tmp_path):
     argv = ["--x", *xs, "--y", *ys, "--k", 5, "--npy", npy, "--heatmap", png, "--json", js]
     assert run(*argv) == 0
     d = np.load(npy, allow_pickle=True).item()  # how platonic-rep users read it
-    assert set(d) == {"scores", "indices"}
+    assert set(d) == {"scores", "indices", "x_names", "y_names"}  # names added (issue 24)
+    assert d["x_names"] == ["x0", "x1", "x2"] and d["y_names"] == ["y0", "y1"]
     m = strict(js)["matrices"]["mutual_knn"]
     np.testing.assert_array_equal(d["scores"], m["scores"])
     # platonic-rep stores (layer of Y, layer of X): its compute_alignment calls score(y, x).

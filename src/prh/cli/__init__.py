@@ -84,6 +84,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"prh {args._command}: interrupted", file=sys.stderr)
         return 130
+    except ModuleNotFoundError as e:
+        # The core installs without torch (measuring .npy files needs numpy alone): a command
+        # that needs an optional package says which extra brings it, in one line.
+        top = (e.name or "").split(".")[0]
+        if top not in EXTRAS:
+            raise
+        print(f"prh {args._command}: error: {top} is not installed; pip install"
+              f" 'prh[{EXTRAS[top]}]'", file=sys.stderr)  # fmt: skip
+        return 2
+
+
+# Optional packages -> the extra that installs them (pyproject.toml).
+EXTRAS = {
+    "torch": "torch",
+    "transformers": "encoders",
+    "onnxruntime": "encoders",
+    "datasets": "data",
+    "faiss": "match",
+    "fastapi": "serve",
+    "uvicorn": "serve",
+    "ray": "ray",
+}
 
 
 def _describe_os_error(e: OSError) -> str:

@@ -114,3 +114,13 @@ def nonnegative_float(text: str) -> float:
     if not value >= 0:
         raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {value}")
     return value
+
+
+def device_name(text: str) -> str:
+    """``auto``, ``cpu``, ``cuda`` or ``cuda:N``: the one device convention of every command
+    (argparse type: anything else is one line). Whether the machine has it is checked later."""
+    name = text.strip().lower()
+    index = name[5:] if name.startswith("cuda:") else "0"
+    if name in ("cpu", "cuda", "auto") or (name.startswith("cuda:") and index.isdigit()):
+        return name
+    raise argparse.ArgumentTypeError(f"expected auto, cpu, cuda or cuda:N, got {text!r}")

@@ -7,6 +7,11 @@ features:PATH, or a `prh train` run directory. The output is a safetensors featu
 "row_{i}" of a data set), rows in the same order for text and images of the same items, so
 `prh measure TEXT IMAGES` pairs them.
 
+`prh embed --models LIST --out-dir DIR ...` embeds every model of a list (a built-in set,
+val-language, val-vision, test-language, or a text file, one model per line) in order, into
+DIR/<model>_pool-<pool>.pt as the benchmark names them, skipping files that exist (--force remakes
+them). A causal language model's loss and bits per byte on the texts go in its file (--no-lm-loss).
+
 The PRH benchmark's data set: `prh embed hf:MODEL --dataset minhuh/prh --revision wit_1024
 --modality image --out img.safetensors` (from the local Hugging Face cache, or a save_to_disk
 folder).
@@ -19,26 +24,31 @@ K captions' features per layer. Images are rendered at --image-size px and resiz
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
+import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from prh.cli._args import nonnegative_float, nonnegative_int, positive_int, seed
+from prh.cli._args import device_name, nonnegative_float, nonnegative_int, positive_int, seed
 from prh.world.registry import world_names
 
 
-def device_name(text: str) -> str:
-    """``cpu``, ``cuda``, ``cuda:N`` or ``auto`` (argparse type: anything else is one line)."""
-    name = text.strip().lower()
-    index = name[5:] if name.startswith("cuda:") else "0"
-    if name in ("cpu", "cuda", "auto") or (name.startswith("cuda:") and index.isdigit()):
-        return name
-    raise argparse.ArgumentTypeError(f"expected cpu, cuda, cuda:N or auto, got {text!r}")
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", metavar="MODEL", help="encoder spec or prh train run directory")
+    parser.add_argument(
+        "model", metavar="MODEL", nargs="?", help="encoder spec or prh train run directory"
+    )
+    parser.add_argument(
+        "--models",
+        metavar="LIST",
+        default=None,
+        help="embed every model of a list, in order: a built-in set (val-language, val-vision,"
+        " test-language: the PRH benchmark's) or a text file, one model per line; writes"
+        " --out-dir/<model>_pool-<pool>.pt, skipping files that exist (--force remakes them)",
+    )
     src = parser.add_mutually_exclusive_group(required=True)
     src.add_argument("--world", choices=world_names(), help="embed scenes of a world (cave)")
     src.add_argument("--corpus", metavar="PATH", help="embed the images of a caption corpus")
@@ -54,7 +64,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         required=True,
         help="captions, rendered images, or line sketches (cave world only)",
     )
-    parser.add_argument("--out", required=True, metavar="FILE", help="output .safetensors file")
+    parser.add_argument("--out", metavar="FILE", help="output .safetensors (or .pt) file")
+    parser.add_argument(
+        "--out-dir",
+        metavar="DIR",
+        default=None,
+        help="--models: folder of the feature files (created if missing)",
+    )
+    parser.add_argument(
+        "--force", action="store_true", help="--models: remake feature files that already exist"
+    )
     parser.add_argument(
         "--out-format",
         choices=["prh", "platonic-rep"],
@@ -187,14 +206,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--device",
         metavar="D",
         type=device_name,
-        default="cpu",
-        help="hf:/minilm: cpu, cuda, cuda:N or auto (CUDA when present); default cpu",
+        default=None,
+        help="hf:/minilm: auto (CUDA when present, else the CPU), cpu, cuda or cuda:N"
+        " (default auto)",
     )
     parser.add_argument(
         "--dtype",
         choices=["float32", "bfloat16", "float16"],
         default="float32",
-        help="hf:/minilm weights and activations (features are written as float32)",
+        help="hf:/minilm weights and activations (features are written as float32); float16 is"
+        " for GPUs, bfloat16 for GPUs that support it or the CPU",
+    )
+    parser.add_argument(
+        "--model-revision",
+        metavar="R",
+        default=None,
+        help="hf: hub models: the branch, tag or commit to load (pins the weights)",
+    )
+    parser.add_argument(
+        "--device-map",
+        choices=["auto"],
+        default=None,
+        help="hf: spread a model too large for one GPU over every GPU (and the CPU): transformers'"
+        " device_map='auto' (needs accelerate)",
+    )
+    parser.add_argument(
+        "--load-in-4bit",
+        action="store_true",
+        help="hf: 4-bit weights (bitsandbytes NF4, compute in --dtype; needs CUDA and"
+        " pip install 'prh[quantize]'); the reference's --qlora: scores are slightly off",
     )
     parser.add_argument(
         "--pool",
@@ -210,25 +250,188 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="{}",
         help='hf:/minilm text template, {} is the text (default "{}")',
     )
+    parser.add_argument(
+        "--no-lm-loss",
+        action="store_true",
+        help="--modality text: skip a causal language model's loss and bits per byte on the texts"
+        " (stored as loss/bpb in its feature file, as the reference does; default: measured)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
 
+@dataclass(frozen=True)
+class _Source:
+    """What is embedded, opened once for every model: the world, a corpus or a table's rows."""
+
+    kind: str  # "world", "corpus" or "dataset"
+    data: Any
+    source: str
+    scene_ids: Any = None
+
+
 def run(args: argparse.Namespace) -> int:
-    from dataclasses import asdict
+    """Embed one model (MODEL --out FILE) or every model of a list (--models LIST --out-dir)."""
+    entries = _entries(args)
+    _check_runtime(args, entries)
+    single = args.models is None
+    if single:
+        _check_single_output(args)
+        outs = [Path(args.out)]
+    else:
+        outs = _list_outputs(args, entries)
+    if _uses_transformers(args, entries):
+        from prh.progress import quiet_third_party
 
-    from prh.encoders import EncoderOptions, load_encoder
-    from prh.encoders.embed import EmbedConfig, embed_corpus, embed_dataset, embed_world
+        quiet_third_party()
+    # Check the source before loading a model: a bad corpus, split or column fails in a second.
+    src = _open_source(args)
+    if not single:
+        Path(args.out_dir).mkdir(parents=True, exist_ok=True)
+    for entry, out in zip(entries, outs):
+        if not single and out.exists() and not args.force:
+            print(f"skip {entry.name}: {out} exists (--force remakes it)")
+            continue
+        _embed_one(args, entry, out, src)
+    return 0
+
+
+def _entries(args: argparse.Namespace):
+    """The models to embed, checked before any is loaded (a list's duplicates, unknown names)."""
     from prh.errors import InputError
-    from prh.features import save_features, save_platonic_rep
-    from prh.io import guard_outputs
-    from prh.progress import Progress
+    from prh.modelsets import ModelEntry, read_model_list
 
-    guard_outputs({"--out": args.out}, inputs=_input_paths(args))
+    if (args.model is None) == (args.models is None):
+        raise InputError("give one MODEL or --models LIST, not both" if args.model else
+                         "expected a MODEL or --models LIST")  # fmt: skip
+    if args.model is not None:
+        if args.out is None:
+            raise InputError("--out FILE is required with one MODEL")
+        if args.out_dir is not None or args.force:
+            raise InputError("--out-dir/--force apply to --models LIST; with one MODEL use --out")
+        return [ModelEntry(args.model, args.model)]
+    if args.out is not None:
+        raise InputError("--out names one file; with --models LIST give --out-dir DIR")
+    if args.out_dir is None:
+        raise InputError("--models LIST needs --out-dir DIR (one feature file per model)")
+    return read_model_list(args.models)
+
+
+def _encoder_options(args: argparse.Namespace, torch_models: bool = True):
+    """The flags as :class:`EncoderOptions`; --device defaults to auto for torch-backed models
+    (other encoders keep the CPU and refuse an explicit --device)."""
+    from prh.encoders import EncoderOptions
+
+    return EncoderOptions(
+        device=args.device or ("auto" if torch_models else "cpu"),
+        dtype=args.dtype,
+        pool=args.pool,
+        prompt=args.prompt,
+        revision=args.model_revision,
+        device_map=args.device_map,
+        load_in_4bit=args.load_in_4bit,
+        lm_loss=torch_models and args.modality == "text" and not args.no_lm_loss,
+    )
+
+
+def _check_runtime(args: argparse.Namespace, entries) -> None:
+    """Device, dtype, device map and 4-bit loading checked before any model or data is read."""
+    from prh.errors import InputError
+
+    torch_models = _uses_torch_options(args, entries)
+    options = _encoder_options(args, torch_models)  # --pool/--prompt checked here
+    if not torch_models:
+        return
+    from prh.encoders.hf import check_load_options
+
+    if (options.revision or options.device_map or options.load_in_4bit) and not all(
+        e.spec.startswith(("hf:", "hf-")) for e in entries
+    ):
+        raise InputError("--model-revision/--device-map/--load-in-4bit apply to hf: models only")
+    check_load_options(options)
+
+
+def _uses_torch_options(args: argparse.Namespace, entries) -> bool:
+    """Whether the device flags mean anything: some model is a torch-backed transformers one."""
+    return any(
+        e.spec in ("minilm", "all-minilm-l6-v2") or e.spec.startswith(("hf:", "hf-", "random:hf"))
+        for e in entries
+    )
+
+
+def _out_format(args: argparse.Namespace, out: Path | None) -> str:
+    if args.out_format:
+        return args.out_format
+    if out is None:  # a model list: the benchmark's .pt files unless asked otherwise
+        return "platonic-rep"
+    return "platonic-rep" if out.suffix.lower() == ".pt" else "prh"
+
+
+def _check_single_output(args: argparse.Namespace) -> None:
+    from prh.errors import InputError
+    from prh.io import guard_outputs
+
+    guard_outputs({"--out": args.out}, inputs=_input_paths(args, args.model))
     out = Path(args.out)
-    out_format = args.out_format or ("platonic-rep" if out.suffix.lower() == ".pt" else "prh")
+    out_format = _out_format(args, out)
     want = ".pt" if out_format == "platonic-rep" else ".safetensors"
     if out.suffix.lower() != want:
         raise InputError(f"--out {out}: expected a {want} file name for --out-format {out_format}")
+
+
+def _list_outputs(args: argparse.Namespace, entries) -> list[Path]:
+    """``--out-dir/<model>_pool-<pool>.pt`` per model (the reference's names), guarded."""
+    from prh.errors import InputError
+    from prh.io import check_output_dir, guard_outputs, refuse_input_overwrite
+    from prh.modelsets import default_pool, feature_filename
+
+    folder = check_output_dir(args.out_dir, "--out-dir")
+    suffix = ".pt" if _out_format(args, None) == "platonic-rep" else ".safetensors"
+    modality = "text" if args.modality == "text" else "image"
+    outs = [
+        folder / feature_filename(e.name, default_pool(e, modality, args.pool), modality, suffix)
+        for e in entries
+    ]
+    seen: dict[Path, str] = {}
+    for e, out in zip(entries, outs):
+        if out in seen:
+            raise InputError(f"--models: {seen[out]} and {e.name} would both write {out.name}")
+        seen[out] = e.name
+    inputs = [p for e in entries for p in _input_paths(args, e.spec)]
+    named = {f"--out-dir ({e.name})": o for e, o in zip(entries, outs)}
+    if folder.is_dir():
+        guard_outputs(named, inputs=inputs)
+    else:  # made once the source has opened: a refused source leaves no empty folder behind
+        refuse_input_overwrite(named, inputs)
+    return outs
+
+
+def _uses_transformers(args: argparse.Namespace, entries) -> bool:
+    specs = [e.spec for e in entries]
+    return bool(args.dataset) or any(
+        m in ("minilm", "all-minilm-l6-v2") or m.startswith(("hf:", "hf-", "random:hf", "onnx:"))
+        for m in specs
+    )
+
+
+def _open_source(args: argparse.Namespace) -> _Source:
+    if args.world:
+        world, scene_ids, source = _world_scenes(args)
+        return _Source("world", world, source, scene_ids)
+    if args.corpus:
+        corpus, source = _corpus(args)
+        return _Source("corpus", corpus, source)
+    rows, source = _dataset(args)
+    return _Source("dataset", rows, source)
+
+
+def _embed_one(args: argparse.Namespace, entry, out: Path, src: _Source) -> None:
+    """Load one encoder, embed the source, write ``out`` and print one line."""
+    from dataclasses import asdict
+
+    from prh.encoders import load_encoder
+    from prh.encoders.embed import EmbedConfig, embed_corpus, embed_dataset, embed_world
+    from prh.progress import Progress
+
     threads = args.threads or len(os.sched_getaffinity(0))
     cfg = EmbedConfig(
         modality=args.modality,
@@ -238,28 +441,11 @@ def run(args: argparse.Namespace) -> int:
         image_size=args.image_size,
         batch_size=args.batch_size,
     )
-    options = EncoderOptions(
-        device=args.device, dtype=args.dtype, pool=args.pool, prompt=args.prompt
-    )
+    options = _encoder_options(args, _uses_torch_options(args, [entry]))
     modality = "text" if args.modality == "text" else "image"
-    if (
-        args.dataset
-        or args.model in ("minilm", "all-minilm-l6-v2")
-        or args.model.startswith(("hf:", "hf-", "random:hf", "onnx:"))
-    ):
-        from prh.progress import quiet_third_party
-
-        quiet_third_party()
-    # Check the source before loading a model: a bad corpus, split or column fails in a second.
-    if args.world:
-        world, scene_ids, source = _world_scenes(args)
-    elif args.corpus:
-        corpus, source = _corpus(args)
-    else:
-        rows, source = _dataset(args)
     t0 = time.perf_counter()
     encoder = load_encoder(
-        args.model,
+        entry.spec,
         seed=args.init_seed,
         threads=threads,
         efficientnet_layers=args.efficientnet_layers,
@@ -268,46 +454,70 @@ def run(args: argparse.Namespace) -> int:
     )
     encoder.check_modality(modality)
     t_load = time.perf_counter() - t0
-    progress = Progress(None, f"embed {args.modality}", enabled=not args.quiet, unit="item")
+    what = f"embed {args.modality}" + ("" if args.models is None else f" {entry.name}")
+    progress = Progress(None, what, enabled=not args.quiet, unit="item")
     t1 = time.perf_counter()
-    if args.world:
-        features, ids = embed_world(encoder, world, scene_ids, cfg, progress)
-    elif args.corpus:
-        features, ids = embed_corpus(encoder, corpus, cfg, args.images, progress)
+    if src.kind == "world":
+        features, ids = embed_world(encoder, src.data, src.scene_ids, cfg, progress)
+    elif src.kind == "corpus":
+        features, ids = embed_corpus(encoder, src.data, cfg, args.images, progress)
     else:
-        features, ids = embed_dataset(encoder, rows, modality, args.batch_size, progress)
+        features, ids = embed_dataset(encoder, src.data, modality, args.batch_size, progress)
     seconds = time.perf_counter() - t1
     progress.close()
     metadata = {
         "encoder": encoder.spec,
         "modality": modality,
         "input": args.modality,
-        "source": source,
+        "source": src.source,
         "layer_dims": json.dumps([int(d) for d in encoder.layer_dims]),
         "layer_names": json.dumps(list(encoder.layer_names)),
         "config": json.dumps(cfg.__dict__),
         "encoder_options": json.dumps({**asdict(options), "pool": getattr(encoder, "pool", None)}),
     }
-    if out_format == "platonic-rep":
-        module = getattr(encoder, "model", None)  # a torch-backed encoder: its num_params
-        has_params = hasattr(module, "parameters")
-        n_params = sum(p.numel() for p in module.parameters()) if has_params else None
-        save_platonic_rep(out, features, ids, metadata, encoder.layer_dims, n_params)
-    else:
-        save_features(out, features, ids, metadata)
+    quality = _quality(encoder)
+    metadata.update({k: repr(v) for k, v in quality.items()})
+    _write(args, out, encoder, features, ids, metadata, quality)
     n, layers, dim = features.shape
+    if quality:
+        print(f"{entry.name}: loss {quality['loss']:.4f} nats/token, bpb {quality['bpb']:.4f}")
     print(
         f"wrote {out}: features ({n}, {layers}, {dim}) from {encoder.spec} [{args.modality}]"
         f" in {seconds:.1f} s ({n / max(seconds, 1e-9):.1f} items/s, {threads} threads;"
         f" model load {t_load:.1f} s)"
     )
-    return 0
+    sys.stdout.flush()
+    del encoder
+    gc.collect()
 
 
-def _input_paths(args) -> list[str]:
+def _quality(encoder) -> dict[str, float]:
+    """``{"loss", "bpb"}``: means over texts of a causal LM's per-text numbers (the reference's
+    ``torch.stack(losses).mean()``), or ``{}`` for a model that measured none."""
+    import numpy as np
+
+    stats = np.asarray(getattr(encoder, "lm_stats", []), dtype=np.float64).reshape(-1, 2)
+    if not len(stats):
+        return {}
+    loss, bpb = np.nanmean(stats, axis=0)
+    return {"loss": float(loss), "bpb": float(bpb)}
+
+
+def _write(args, out: Path, encoder, features, ids, metadata: dict[str, str], quality) -> None:
+    from prh.features import save_features, save_platonic_rep
+
+    if _out_format(args, None if args.models else out) == "platonic-rep":
+        module = getattr(encoder, "model", None)  # a torch-backed encoder: its num_params
+        has_params = hasattr(module, "parameters")
+        n_params = sum(p.numel() for p in module.parameters()) if has_params else None
+        save_platonic_rep(out, features, ids, metadata, encoder.layer_dims, n_params, quality)
+    else:
+        save_features(out, features, ids, metadata)
+
+
+def _input_paths(args, model: str) -> list[str]:
     """Every local path the command reads, for the output guard (a model folder included)."""
-    paths = [args.corpus, args.images, args.dataset, args.cache_dir]
-    model = args.model
+    paths = [args.corpus, args.images, args.dataset, args.cache_dir, args.models]
     for prefix in ("random:", "features:", "onnx:", "hf:", "hf-text:", "hf-vision:"):
         if model.startswith(prefix):
             model = model[len(prefix) :]
@@ -354,8 +564,9 @@ def _world_scenes(args):
     _refuse_dataset_flags(args, "--world")
     if args.images or args.format:
         raise InputError("--images/--format apply to --corpus only")
-    seed = args.seed if args.seed is not None else _run_world_seed(args.model)
-    stored = _run_train_config(args.model)
+    model = args.model or ""  # a model list: the world of --seed (default 0)
+    seed = args.seed if args.seed is not None else _run_world_seed(model)
+    stored = _run_train_config(model)
     themes = args.world_themes
     themes = int(stored.get("world_themes", 0)) if themes is None else themes
     strength = args.theme_strength

@@ -23,7 +23,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from prh.cli._args import nonnegative_float, nonnegative_int, positive_float, positive_int, seed
+from prh.cli._args import (
+    device_name,
+    nonnegative_float,
+    nonnegative_int,
+    positive_float,
+    positive_int,
+    seed,
+)
 
 METRIC_CHOICES = (
     "mutual_knn",
@@ -80,6 +87,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--y", nargs="+", metavar="PATH", help="feature files or folders: the matrix's columns"
     )
     parser.add_argument(
+        "--x-models",
+        metavar="LIST",
+        default=None,
+        help="the matrix's rows are this model list's files in the one --x folder, in the list's"
+        " order (a built-in set or a text file, as prh embed --models)",
+    )
+    parser.add_argument(
+        "--y-models", metavar="LIST", default=None, help="the same for the columns and --y"
+    )
+    parser.add_argument(
         "--metric",
         type=_metrics,
         default=("mutual_knn",),
@@ -131,6 +148,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--heatmap", default=None, metavar="PNG", help="score matrix heatmap")
     parser.add_argument(
+        "--bpb-plot",
+        default=None,
+        metavar="PNG",
+        help="alignment against bits per byte: each X file's bpb (stored by prh embed or the"
+        " reference) against its mean score over Y (first metric)",
+    )
+    parser.add_argument(
         "--block-size", type=positive_int, default=None, help="kNN tile side in rows (memory)"
     )
     parser.add_argument(
@@ -141,9 +165,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--device",
-        choices=("auto", "cpu", "cuda"),
+        type=device_name,
         default="auto",
-        help="device of --backend torch (default auto: CUDA when present)",
+        help="device of --backend torch: auto (CUDA when present), cpu, cuda or cuda:N"
+        " (default auto)",
     )
     parser.add_argument(
         "--kernel", choices=("linear", "rbf"), default="linear", help="CKA kernel (default linear)"
@@ -175,10 +200,19 @@ def _expand(paths: list[str], flag: str) -> list[Path]:
     return out
 
 
-def _inputs(args: argparse.Namespace) -> tuple[list[Path], list[Path]]:
-    """The matrix's X files and Y files (one each for the two-positional form)."""
+def _inputs(args: argparse.Namespace) -> tuple[list[Path], list[Path], list[str], list[str]]:
+    """The matrix's X files and Y files (one each for the two-positional form), and their names.
+
+    A side with a model list (``--x-models``) is the list's files in its one folder, in the list's
+    order, named by model; any other file is named by its stem.
+    """
     from prh.errors import InputError
 
+    no_folder = (args.x_models is not None and args.x is None) or (
+        args.y_models is not None and args.y is None
+    )
+    if no_folder:
+        raise InputError("--x-models/--y-models pick files in the folder of --x/--y: give it")
     if args.x is not None or args.y is not None:
         if args.a is not None:
             raise InputError("give either A B or --x ... --y ..., not both")
@@ -188,10 +222,43 @@ def _inputs(args: argparse.Namespace) -> tuple[list[Path], list[Path]]:
             )
         if args.ids_a or args.ids_b:
             raise InputError("--ids-a/--ids-b apply to the A B form; with --x/--y files carry ids")
-        return _expand(args.x, "--x"), _expand(args.y, "--y")
+        xs, x_names = _side(args.x, args.x_models, "--x")
+        ys, y_names = _side(args.y, args.y_models, "--y")
+        return xs, ys, x_names, y_names
     if args.a is None or args.b is None:
         raise InputError("expected two feature files A B, or --x FILES --y FILES")
-    return [Path(args.a)], [Path(args.b)]
+    return [Path(args.a)], [Path(args.b)], [Path(args.a).stem], [Path(args.b).stem]
+
+
+def _side(paths: list[str], models: str | None, flag: str) -> tuple[list[Path], list[str]]:
+    """One side's files and names: expanded paths, or a model list's files in one folder."""
+    from prh.errors import InputError
+    from prh.modelsets import find_feature_file, read_model_list
+
+    if models is None:
+        files = _expand(paths, flag)
+        return files, [p.stem for p in files]
+    if len(paths) != 1 or not Path(paths[0]).is_dir():
+        raise InputError(f"{flag}-models: {flag} must be one folder (the --out-dir of prh embed)")
+    entries = read_model_list(models, f"{flag}-models")
+    folder = Path(paths[0])
+    return [find_feature_file(folder, e, flag) for e in entries], [e.name for e in entries]
+
+
+def _check_rows(cache: _Files, files: list[Path], flag: str) -> None:
+    """A model list's files hold one data set: refuse, before any score, a file of other rows."""
+    from prh.errors import InputError
+
+    first = None
+    for f in files:
+        n = cache.get(f, None)[1].shape[0]
+        if first is None:
+            first = (f, n)
+        elif n != first[1]:
+            raise InputError(
+                f"{flag}-models: {f.name} has {n} rows, {first[0].name} has {first[1]}: the list's"
+                " files must embed the same rows"
+            )
 
 
 def _npy_paths(path: str | None, names: tuple[str, ...]) -> dict[str, Path]:
@@ -203,7 +270,17 @@ def _npy_paths(path: str | None, names: tuple[str, ...]) -> dict[str, Path]:
     return {m: p.with_name(f"{p.stem}.{m}{p.suffix}") for m in names}
 
 
-def _check_outputs(args, xs, ys, npy: dict[str, Path]) -> None:
+def _stat_paths(npy: dict[str, Path], args: argparse.Namespace) -> dict[str, dict[str, Path]]:
+    """Beside each raw ``.npy``: ``<stem>.calibrated.npy`` (with --null), ``<stem>.ci.npy``
+    (with --bootstrap)."""
+    kinds = [k for k, on in (("calibrated", args.null), ("ci", args.bootstrap)) if on]
+    return {
+        m: {kind: p.with_name(f"{p.stem}.{kind}{p.suffix}") for kind in kinds}
+        for m, p in npy.items()
+    }
+
+
+def _check_outputs(args, xs, ys, npy: dict[str, Path], stats=None) -> None:
     from prh.errors import InputError
     from prh.io import guard_outputs
 
@@ -211,8 +288,12 @@ def _check_outputs(args, xs, ys, npy: dict[str, Path]) -> None:
         raise InputError(f"--npy {args.npy}: expected a .npy file name")
     if args.heatmap and Path(args.heatmap).suffix.lower() != ".png":
         raise InputError(f"--heatmap {args.heatmap}: expected a .png file name")
-    outputs = {"--json": args.json, "--heatmap": args.heatmap}
+    if args.bpb_plot and Path(args.bpb_plot).suffix.lower() != ".png":
+        raise InputError(f"--bpb-plot {args.bpb_plot}: expected a .png file name")
+    outputs = {"--json": args.json, "--heatmap": args.heatmap, "--bpb-plot": args.bpb_plot}
     outputs.update({"--npy" if len(npy) == 1 else f"--npy ({m})": p for m, p in npy.items()})
+    for m, kinds in (stats or {}).items():
+        outputs.update({f"--npy ({m}, {kind})": p for kind, p in kinds.items()})
     named = [Path(p).resolve() for p in outputs.values() if p is not None]
     if len(set(named)) != len(named):
         raise InputError("two outputs (--json, --npy, --heatmap) name the same file")
@@ -282,32 +363,103 @@ def _print(r: Any, la: int, lb: int) -> None:
         print(f"calibrated  {_fmt(r.calibrated)}  (score - null {pct} quantile {crit})")
 
 
-def _print_matrix(name: str, k: int | None, scores, xs: list[Path], ys: list[Path]) -> None:
-    kk = f" (k = {k})" if k is not None else ""
-    print(f"{name}{kk}: rows X, columns Y, best layer pair each")
-    width = max(len(p.stem) for p in xs)
-    print(" " * width + "  " + "  ".join(f"{j:>9}" for j in range(len(ys))))
+def _print_matrix(title: str, table, names_x: list[str], n_y: int) -> None:
+    """One (X, Y) table of numbers: rows named, columns numbered (named once below)."""
+    print(title)
+    width = max(len(n) for n in names_x)
+    print(" " * width + "  " + "  ".join(f"{j:>9}" for j in range(n_y)))
+    for name, row in zip(names_x, table):
+        cells = "  ".join(f"{_fmt(float(v)):>9}" for v in row)
+        print(f"{name:<{width}}  {cells}")
+
+
+class _Matrix:
+    """Per-metric (X, Y) tables filled cell by cell: raw scores, best layers, null, interval."""
+
+    def __init__(self, names: tuple[str, ...], nx: int, ny: int) -> None:
+        import numpy as np
+
+        def full(*tail: int) -> dict[str, Any]:
+            return {m: np.full((nx, ny, *tail), np.nan) for m in names}
+
+        self.scores, self.cis = full(), full(2)  # (X, Y), (X, Y, low/high)
+        self.calibrated, self.p_values, self.critical = full(), full(), full()
+        self.best = {m: np.zeros((nx, ny, 2), dtype=np.int64) for m in names}  # (layer x, y)
+
+    def put(self, name: str, i: int, j: int, r: Any) -> None:
+        self.scores[name][i, j], self.best[name][i, j] = r.score, r.layers
+        if r.ci is not None:
+            self.cis[name][i, j] = r.ci
+        if r.calibrated is not None:
+            self.calibrated[name][i, j] = r.calibrated
+            self.p_values[name][i, j] = r.p_value
+            self.critical[name][i, j] = r.null_critical
+
+    def tables(self, name: str, args: argparse.Namespace) -> list[tuple[str, Any]]:
+        """(title, table) of everything measured for one metric, raw score first."""
+        out = [("", self.scores[name])]
+        if args.null:
+            out += [("calibrated (score - null 95% quantile)", self.calibrated[name])]
+            out += [(f"p-value ({args.null} shuffles)", self.p_values[name])]
+        if args.bootstrap:
+            out += [("95% interval, low", self.cis[name][..., 0])]
+            out += [("95% interval, high", self.cis[name][..., 1])]
+        return out
+
+
+def _measure_all(args, xs, ys, x_names, y_names, names, options, files):
+    """Every (X, Y) cell and metric: the filled :class:`_Matrix` and the per-cell results."""
+    from prh.features import join_by_ids
+    from prh.metrics import measure
+    from prh.metrics.api import KNN_METRICS
+
+    matrix = len(xs) * len(ys) > 1
+    # Each file's neighbour lists (N x k) or SVCCA basis (N x cca_dim) serve every pair it is in;
+    # kernel states (N x D float64, N x N Gram) are too large to keep for every file.
+    caches = {m: {} for m in names if m in (*KNN_METRICS, "svcca")} if matrix else {}
+    acc, results = _Matrix(names, len(xs), len(ys)), []
     for i, x in enumerate(xs):
-        cells = "  ".join(f"{_fmt(float(v)):>9}" for v in scores[i])
-        print(f"{x.stem:<{width}}  {cells}")
+        fx, px = files.get(x, args.ids_a)  # x keeps its own row order, joined or not
+        for j, y in enumerate(ys):
+            fy, py = files.get(y, args.ids_b)
+            joined = bool(args.ids_a or args.ids_b or (fx.ids is not None and fy.ids is not None))
+            if joined:  # y's rows in x's order: the clamp sees exactly the paired rows
+                py = _prepare(fy, join_by_ids(fx, fy)[1], args)
+            cell = f"[{i},{j}] {x_names[i]} ~ {y_names[j]}" if matrix else ""
+            for name in names:
+                r = measure(
+                    px, py, name, k=args.k, null=args.null, bootstrap=args.bootstrap,
+                    seed=args.seed, layers=args.layers,
+                    preprocess_features=False,  # done once per file above
+                    options=options, name_a=str(x), name_b=str(y),
+                    cache=None if joined else caches.get(name),
+                    progress=not args.no_progress, label=cell,
+                )  # fmt: skip
+                acc.put(name, i, j, r)
+                if not matrix:
+                    if results:
+                        print()
+                    _print(r, px.shape[1], py.shape[1])  # (N, L, D) each
+                    sys.stdout.flush()
+                results.append(
+                    {"x": str(x), "y": str(y), "x_name": x_names[i], "y_name": y_names[j],
+                     "row": i, "col": j, **r.to_dict()}
+                )  # fmt: skip
+    return acc, results
 
 
 def run(args: argparse.Namespace) -> int:
     """Load, measure every (X, Y) pair and metric, print, and write what was asked."""
-    import numpy as np
+    from prh.metrics import METRICS, MetricOptions
 
-    from prh.features import join_by_ids
-    from prh.io import json_bytes, json_safe, write_all
-    from prh.metrics import METRICS, MetricOptions, measure
-    from prh.metrics.api import KNN_METRICS
-    from prh.metrics.knn import torch_device
-    from prh.provenance import stamp
-
-    xs, ys = _inputs(args)
+    xs, ys, x_names, y_names = _inputs(args)
     names = METRICS if "all" in args.metric else args.metric
     npy = _npy_paths(args.npy, names)
-    _check_outputs(args, xs, ys, npy)
+    stats = _stat_paths(npy, args) if len(xs) * len(ys) > 1 else {}
+    _check_outputs(args, xs, ys, npy, stats)
     if args.backend == "torch" or str(args.device).strip().lower().startswith("cuda"):
+        from prh.metrics.knn import torch_device
+
         torch_device(args.device)  # refuse an absent CUDA before any work, whatever the backend
     options = MetricOptions(
         k=args.k,
@@ -319,86 +471,142 @@ def run(args: argparse.Namespace) -> int:
         backend=args.backend,
         device=args.device,
     )
-    matrix = len(xs) * len(ys) > 1
-    # Each file's neighbour lists (N x k) or SVCCA basis (N x cca_dim) serve every pair it is in;
-    # kernel states (N x D float64, N x N Gram) are too large to keep for every file.
-    caches = {m: {} for m in names if m in (*KNN_METRICS, "svcca")} if matrix else {}
-    scores = {m: np.full((len(xs), len(ys)), np.nan) for m in names}  # (X, Y)
-    best = {m: np.zeros((len(xs), len(ys), 2), dtype=np.int64) for m in names}  # (layer x, y)
-    cis = {m: np.full((len(xs), len(ys), 2), np.nan) for m in names}  # (X, Y, low/high)
-    results = []
     files = _Files(args)
-    for i, x in enumerate(xs):
-        fx, px = files.get(x, args.ids_a)  # x keeps its own row order, joined or not
-        for j, y in enumerate(ys):
-            fy, py = files.get(y, args.ids_b)
-            joined = bool(args.ids_a or args.ids_b or (fx.ids is not None and fy.ids is not None))
-            if joined:  # y's rows in x's order: the clamp sees exactly the paired rows
-                py = _prepare(fy, join_by_ids(fx, fy)[1], args)
-            for name in names:
-                r = measure(
-                    px,
-                    py,
-                    name,
-                    k=args.k,
-                    null=args.null,
-                    bootstrap=args.bootstrap,
-                    seed=args.seed,
-                    layers=args.layers,
-                    preprocess_features=False,  # done once per file above
-                    options=options,
-                    name_a=str(x),
-                    name_b=str(y),
-                    cache=None if joined else caches.get(name),
-                    progress=not args.no_progress,
-                )
-                scores[name][i, j], best[name][i, j] = r.score, r.layers
-                if r.ci is not None:
-                    cis[name][i, j] = r.ci
-                if not matrix:
-                    if results:
-                        print()
-                    _print(r, px.shape[1], py.shape[1])  # (N, L, D) each
-                    sys.stdout.flush()
-                results.append({"x": str(x), "y": str(y), "row": i, "col": j, **r.to_dict()})
-    if matrix:
-        for n, name in enumerate(names):
-            if n:
-                print()
-            k = args.k if name in (*KNN_METRICS, "cknna") else None
-            _print_matrix(name, k, scores[name], xs, ys)
-        print("\ncolumns: " + ", ".join(f"{j} = {y}" for j, y in enumerate(ys)))
-    files: dict[Any, bytes] = {}
+    for side, models, flag in ((xs, args.x_models, "--x"), (ys, args.y_models, "--y")):
+        if models is not None:
+            _check_rows(files, side, flag)
+    bpb = _bpb_of(files, xs) if args.bpb_plot else []
+    acc, results = _measure_all(args, xs, ys, x_names, y_names, names, options, files)
+    if len(xs) * len(ys) > 1:
+        _print_all(args, acc, names, x_names, y_names)
+    out: dict[Any, bytes] = {}
     if args.json:
-        doc = {
-            **stamp("measure", inputs=[*xs, *ys], seed=args.seed, options=_options(args)),
-            "x": [str(p) for p in xs],
-            "y": [str(p) for p in ys],
-            "metrics": list(names),
-            "matrices": {
-                m: {
-                    "scores": scores[m].tolist(),
-                    "layers": best[m].tolist(),
-                    "ci": cis[m].tolist() if args.bootstrap else None,
-                }
-                for m in names
-            },
-            "results": results,
-        }
-        files[args.json] = json_bytes(json_safe(doc))
+        out[args.json] = _json_file(args, acc, results, names, (xs, ys, x_names, y_names))
+    out.update(_npy_files(acc, npy, stats, x_names, y_names))
+    if args.heatmap:
+        out[args.heatmap] = _heatmap_file(args, acc, names, x_names, y_names)
+    if args.bpb_plot:
+        from prh.metrics.quality_plot import alignment_vs_bpb_png
+
+        out[args.bpb_plot] = alignment_vs_bpb_png(bpb, acc.scores[names[0]], x_names, names[0])
+    from prh.io import write_all
+
+    write_all(out)  # the outputs are one result: all written, or none (a full disk names one)
+    return 0
+
+
+def _bpb_of(files: _Files, xs: list[Path]) -> list[float]:
+    """Each X file's stored bits per byte; a file without one is refused before any score."""
+    from prh.errors import InputError
+
+    out = []
+    for x in xs:
+        value = files.get(x, None)[0].metadata.get("bpb")
+        if value is None:
+            raise InputError(
+                f"--bpb-plot: {x} stores no bpb (embed a causal language model with prh embed,"
+                " or use the reference's language feature files)"
+            )
+        out.append(float(value))
+    return out
+
+
+def _print_all(args, acc: _Matrix, names, x_names: list[str], y_names: list[str]) -> None:
+    from prh.metrics.api import KNN_METRICS
+
+    first = True
+    for name in names:
+        k = args.k if name in (*KNN_METRICS, "cknna") else None
+        kk = f" (k = {k})" if k is not None else ""
+        for what, table in acc.tables(name, args):
+            if not first:
+                print()
+            first = False
+            title = f"{name}{kk}: rows X, columns Y, best layer pair each"
+            _print_matrix(f"{name}{kk}: {what}" if what else title, table, x_names, len(y_names))
+    print("\ncolumns: " + ", ".join(f"{j} = {y}" for j, y in enumerate(y_names)))
+
+
+def _json_file(args, acc: _Matrix, results, names, sides) -> bytes:
+    from prh.io import json_bytes, json_safe
+    from prh.provenance import stamp
+
+    xs, ys, x_names, y_names = sides
+    doc = {
+        **stamp("measure", inputs=[*xs, *ys], seed=args.seed, options=_options(args)),
+        "x": [str(p) for p in xs],
+        "y": [str(p) for p in ys],
+        "x_names": list(x_names),
+        "y_names": list(y_names),
+        "metrics": list(names),
+        "matrices": {
+            m: {
+                "scores": acc.scores[m].tolist(),
+                "layers": acc.best[m].tolist(),
+                "ci": acc.cis[m].tolist() if args.bootstrap else None,
+                "calibrated": acc.calibrated[m].tolist() if args.null else None,
+                "p_values": acc.p_values[m].tolist() if args.null else None,
+                "null_critical": acc.critical[m].tolist() if args.null else None,
+            }
+            for m in names
+        },
+        "results": results,
+    }
+    return json_bytes(json_safe(doc))
+
+
+def _blob(blob: dict[str, Any]) -> bytes:
+    import numpy as np
+
+    buf = io.BytesIO()
+    np.save(buf, np.array(blob, dtype=object), allow_pickle=True)
+    return buf.getvalue()
+
+
+def _npy_files(acc: _Matrix, npy, stats, x_names: list[str], y_names: list[str]) -> dict:
+    """platonic-rep's ``{scores, indices}`` per metric, model names added; the calibrated
+    scores and the interval beside it, in the same layout (path -> bytes)."""
+    import numpy as np
+
+    names = {"x_names": list(x_names), "y_names": list(y_names)}
+    out: dict[Path, bytes] = {}
     for name, path in npy.items():
         # platonic-rep's layout: np.save of a dict; indices[i, j] = (layer of Y_j, layer of X_i),
         # because its compute_alignment calls compute_score(y_feats, x_feats).
-        blob = {"scores": scores[name], "indices": best[name][:, :, ::-1].astype(np.float64)}
-        buf = io.BytesIO()
-        np.save(buf, np.array(blob, dtype=object), allow_pickle=True)
-        files[path] = buf.getvalue()
-    if args.heatmap:
-        from prh.metrics.heatmap import heatmap_png
+        indices = acc.best[name][:, :, ::-1].astype(np.float64)
+        out[path] = _blob({"scores": acc.scores[name], "indices": indices, **names})
+        extra = stats.get(name, {})
+        if "calibrated" in extra:
+            blob = {
+                "scores": acc.calibrated[name],
+                "indices": indices,
+                "p_values": acc.p_values[name],
+                "null_critical": acc.critical[name],
+                **names,
+            }
+            out[extra["calibrated"]] = _blob(blob)
+        if "ci" in extra:
+            blob = {"low": acc.cis[name][..., 0], "high": acc.cis[name][..., 1], **names}
+            out[extra["ci"]] = _blob({**blob, "indices": indices})
+    return out
 
-        files[args.heatmap] = heatmap_png(scores, best, [p.stem for p in xs], [p.stem for p in ys])
-    write_all(files)  # the outputs are one result: all written, or none
-    return 0
+
+def _heatmap_file(args, acc: _Matrix, names, x_names: list[str], y_names: list[str]) -> bytes:
+    """Raw scores per metric; with --null the calibrated scores beside them; with --bootstrap
+    each cell also gives its interval."""
+    from prh.metrics.heatmap import heatmap_png
+
+    panels, layers, notes = {}, {}, {}
+    for m in names:
+        panels[m], layers[m] = acc.scores[m], acc.best[m]
+        if args.bootstrap:
+            notes[m] = acc.cis[m]
+        if args.null:
+            key = f"{m} calibrated"
+            panels[key], layers[key] = acc.calibrated[m], acc.best[m]
+            if args.bootstrap:
+                notes[key] = acc.cis[m] - acc.critical[m][..., None]
+    return heatmap_png(panels, layers, list(x_names), list(y_names), intervals=notes)
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:

@@ -49,12 +49,25 @@ class EncoderOptions:
         transformers (the PRH reference's choices).
     prompt : str
         Template of each text, ``{}`` standing for the text (``"{}"``: the text as is).
+    revision : str or None
+        Hub branch, tag or commit of an ``hf:`` model (``None``: the default branch).
+    device_map : {"auto"} or None
+        ``"auto"``: transformers places the layers over every GPU (needs accelerate).
+    load_in_4bit : bool
+        4-bit (NF4) weights through bitsandbytes, computing in ``dtype`` (CUDA only).
+    lm_loss : bool
+        A causal language model (``hf:``) also measures its next-token loss and bits per byte on
+        the texts it encodes (:attr:`prh.encoders.hf.HFTextEncoder.lm_stats`).
     """
 
     device: str = "cpu"
     dtype: str = "float32"
     pool: str | None = None
     prompt: str = "{}"
+    revision: str | None = None
+    device_map: str | None = None
+    load_in_4bit: bool = False
+    lm_loss: bool = False
 
     def __post_init__(self) -> None:
         if self.pool is not None and self.pool not in POOLS:

@@ -28,6 +28,7 @@ cache); offline it fails with one clear line.
 from __future__ import annotations
 
 import inspect
+import math
 import os
 from pathlib import Path
 
@@ -87,34 +88,93 @@ def load_hf_encoder(
     source = _model_source(path_or_id, spec)
 
     import torch
-    from transformers import AutoConfig, AutoModel
+    from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
 
-    from prh.device import resolve_device
-    from prh.encoders._torch import resolve_dtype, set_threads
+    from prh.encoders._torch import set_threads
 
-    device, dtype = resolve_device(options.device), resolve_dtype(options.dtype)
+    device, dtype = check_load_options(options)
+    if random_init and (options.load_in_4bit or options.device_map or options.revision):
+        raise InputError(f"{spec}: --load-in-4bit/--device-map/--model-revision load weights;"
+                         " a random: model has none")  # fmt: skip
     set_threads(threads)
     try:
+        config = AutoConfig.from_pretrained(source, revision=options.revision)
+        # A causal LM measuring its loss keeps its head: one forward gives states and logits.
+        auto = AutoModelForCausalLM if options.lm_loss and is_causal_lm(config) else AutoModel
         if random_init:
-            config = AutoConfig.from_pretrained(source)
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(int(seed))
-                model = AutoModel.from_config(config)
+                model = auto.from_config(config)
             model = model.to(dtype)
         else:
-            model = AutoModel.from_pretrained(source, dtype=dtype)
+            model = auto.from_pretrained(source, **load_kwargs(options, device, dtype))
     except Exception as e:  # a missing file, bad JSON, broken safetensors: many unrelated types
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
         raise InputError(f"{spec}: cannot load the model ({type(e).__name__}: {first})") from None
     model = _pick_tower(model, tower or modality, explicit=tower is not None, spec=spec)
     if getattr(model.config, "is_encoder_decoder", False) and hasattr(model, "get_encoder"):
         model = model.get_encoder()  # T5, BART: the encoder stack is the text representation
-    model = model.to(device).eval()
+    placed = options.device_map is not None or options.load_in_4bit  # transformers placed it
+    model = (model if placed else model.to(device)).eval()
     for p in model.parameters():
         p.requires_grad_(False)
     if getattr(model, "main_input_name", "input_ids") == "pixel_values":
         return HFVisionEncoder(model, source, spec, options=options)
     return HFTextEncoder(model, source, spec, options=options)
+
+
+def check_load_options(options: EncoderOptions):
+    """The device and dtype of ``options``, checked with its loading options, before any load.
+
+    Returns
+    -------
+    device : torch.device
+    dtype : torch.dtype
+
+    Raises
+    ------
+    InputError
+        An absent device; bfloat16 on a GPU without it; --device-map without
+        accelerate; 4-bit loading without bitsandbytes or without CUDA. One line each.
+    """
+    import importlib.util
+
+    import torch
+
+    from prh.device import resolve_device
+    from prh.encoders._torch import resolve_dtype
+
+    device, dtype = resolve_device(options.device), resolve_dtype(options.dtype)
+    if device.type == "cuda" and dtype == torch.bfloat16 and not torch.cuda.is_bf16_supported():
+        raise InputError(f"--dtype bfloat16: the GPU of --device {options.device} lacks it;"
+                         " use float16 or float32")  # fmt: skip
+    if options.device_map is not None and importlib.util.find_spec("accelerate") is None:
+        raise InputError(
+            "--device-map auto needs accelerate: pip install 'prh[quantize]' (or accelerate)"
+        )
+    if options.load_in_4bit:
+        if importlib.util.find_spec("bitsandbytes") is None:
+            raise InputError("--load-in-4bit needs bitsandbytes: pip install 'prh[quantize]'")
+        if device.type != "cuda":
+            raise InputError(f"--load-in-4bit runs on CUDA only, not --device {options.device}")
+    return device, dtype
+
+
+def load_kwargs(options: EncoderOptions, device, dtype) -> dict:
+    """``from_pretrained`` keywords of ``options``: dtype, revision, device map, 4-bit config."""
+    kwargs: dict = {"dtype": dtype}
+    if options.revision is not None:
+        kwargs["revision"] = options.revision
+    if options.device_map is not None:
+        kwargs["device_map"] = options.device_map
+    if options.load_in_4bit:
+        from transformers import BitsAndBytesConfig
+
+        kwargs["quantization_config"] = BitsAndBytesConfig(
+            load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=dtype
+        )
+        kwargs.setdefault("device_map", {"": device.index or 0})
+    return kwargs
 
 
 def _model_source(path_or_id: str, spec: str) -> str:
@@ -189,6 +249,44 @@ def has_class_token(model) -> bool:
     )
 
 
+def next_token_stats(logits, input_ids, mask, texts: list[str]) -> list[tuple[float, float]]:
+    """Each text's mean next-token cross-entropy (nats) and its bits per UTF-8 byte.
+
+    The reference's convention (``platonic-rep`` ``utils.cross_entropy_loss`` and
+    ``cross_entropy_to_bits_per_unit``): token ``t`` predicts token ``t + 1``; the loss of a text is
+    the mean over its predicted tokens, its bits per byte the summed loss in bits over the text's
+    UTF-8 bytes. Only real tokens count, as predictor and as target, so either padding side gives
+    each text the numbers of the text alone.
+
+    Parameters
+    ----------
+    logits : torch.Tensor
+        ``(B, T, V)``.
+    input_ids, mask : torch.Tensor
+        ``(B, T)``; ``mask`` is 1 on real tokens.
+    texts : list of str
+        The ``B`` texts as the model saw them (prompt applied).
+
+    Returns
+    -------
+    list of (float, float)
+        ``(loss, bpb)`` per text; ``nan`` for a text of one token (nothing to predict).
+    """
+    import torch
+
+    ce = torch.nn.functional.cross_entropy(
+        logits[:, :-1].float().transpose(1, 2), input_ids[:, 1:], reduction="none"
+    )  # (B, T - 1) nats
+    valid = (mask[:, :-1] * mask[:, 1:]).to(ce.dtype)
+    total = (ce * valid).sum(-1)  # (B,) nats per text
+    count = valid.sum(-1)
+    loss = torch.where(count > 0, total / count.clamp(min=1), torch.nan)
+    n_bytes = torch.tensor([max(len(t.encode("utf-8")), 1) for t in texts], dtype=torch.float32)
+    bits = total.cpu() / math.log(2.0)
+    bpb = torch.where(count.cpu() > 0, bits / n_bytes, torch.nan)
+    return [(float(a), float(b)) for a, b in zip(loss.cpu(), bpb)]
+
+
 class HFTextEncoder(Encoder):
     """Every hidden state of a ``transformers`` text model, pooled per layer.
 
@@ -235,6 +333,9 @@ class HFTextEncoder(Encoder):
         ]
         limits += [getattr(self.tokenizer, "model_max_length", None), MAX_TEXT_TOKENS]
         self.max_length = int(max_length or min(int(x) for x in limits if x and x > 0))
+        # (per-text mean next-token loss in nats, per-text bits per UTF-8 byte), when measured
+        self.lm_stats: list[tuple[float, float]] = []
+        self.measures_loss = options.lm_loss and model.get_output_embeddings() is not None
         params = inspect.signature(model.forward).parameters
         self._inputs = [k for k in ("input_ids", "attention_mask", "token_type_ids") if k in params]
         self._positions = self.left_padding and "position_ids" in params
@@ -262,13 +363,21 @@ class HFTextEncoder(Encoder):
         return out
 
     def hidden_states(self, texts: list[str]):
-        """``(L + 1, B, T, D)`` hidden states (model dtype, device) and the ``(B, T)`` mask."""
+        """``(L + 1, B, T, D)`` hidden states (model dtype, device) and the ``(B, T)`` mask.
+
+        A model that measures its loss appends each text's loss and bits per byte to
+        :attr:`lm_stats` from the same forward pass.
+        """
         import torch
 
         device = next(self.model.parameters()).device
         enc = {k: v.to(device) for k, v in self.tokenize(texts).items()}
         with torch.inference_mode():
             out = self.model(**enc, output_hidden_states=True)
+        if self.measures_loss:
+            prompted = [self.options.apply_prompt(t) for t in texts]
+            self.lm_stats += next_token_stats(out.logits, enc["input_ids"], enc["attention_mask"],
+                                              prompted)  # fmt: skip
         return torch.stack(out.hidden_states), enc["attention_mask"]  # (L+1, B, T, D), (B, T)
 
     def _encode_text_batch(self, texts: list[str]) -> np.ndarray:

@@ -240,6 +240,7 @@ def measure(
     per_layer_b: bool = False,
     cache: dict[Any, Any] | None = None,
     progress: bool = False,
+    label: str = "",
 ) -> MeasureResult:
     """Alignment of two representations of the same samples, with null and interval.
 
@@ -284,6 +285,8 @@ def measure(
         and options, so each file's states are computed once. Only use it with stable names.
     progress : bool
         Report the null's and the bootstrap's draws on stderr (:mod:`prh.progress`).
+    label : str
+        Named in each progress line (a matrix cell: ``"[0,1] bloomz-560m ~ dinov2"``).
 
     Returns
     -------
@@ -343,7 +346,8 @@ def measure(
         null = bootstrap = 0
 
     def bar(what: str, total: int) -> Progress:
-        return Progress(total, f"{metric} {what}", enabled=progress, unit="draw")
+        desc = f"{label} {metric} {what}" if label else f"{metric} {what}"
+        return Progress(total, desc, enabled=progress, unit="draw")
 
     if null > 0:
         with bar("null", null) as pb:

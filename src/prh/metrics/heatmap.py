@@ -16,11 +16,15 @@ def heatmap_png(
     layers: Mapping[str, np.ndarray],
     x_labels: Sequence[str],
     y_labels: Sequence[str],
+    intervals: Mapping[str, np.ndarray] | None = None,
 ) -> bytes:
-    """Draw ``scores[metric]`` ``(X, Y)`` with ``layers[metric]`` ``(X, Y, 2)`` in each cell.
+    """Draw ``scores[panel]`` ``(X, Y)`` with ``layers[panel]`` ``(X, Y, 2)`` in each cell.
 
-    Undefined (NaN) cells are left blank. Cells are annotated when the matrix has at most 400.
+    Undefined (NaN) cells are left blank. Cells are annotated when the matrix has at most 400:
+    the score, the layer pair, and ``[low, high]`` where ``intervals[panel]`` ``(X, Y, 2)`` is
+    given (the bootstrap's interval).
     """
+    intervals = intervals or {}
     import matplotlib
 
     matplotlib.use("Agg")
@@ -48,7 +52,10 @@ def heatmap_png(
                 if np.isfinite(s[i, j]):
                     lx, ly = (int(v) for v in layers[name][i, j])
                     dark = s[i, j] < (lo + hi) / 2
-                    ax.text(j, i, f"{s[i, j]:.3f}\n({lx},{ly})", ha="center", va="center",
+                    text = f"{s[i, j]:.3f}\n({lx},{ly})"
+                    if name in intervals and np.isfinite(intervals[name][i, j]).all():
+                        text += "\n[{:.3f}, {:.3f}]".format(*intervals[name][i, j])
+                    ax.text(j, i, text, ha="center", va="center",
                             fontsize=6, color="white" if dark else "black")  # fmt: skip
         fig.colorbar(im, ax=ax, shrink=0.8)
     fig.tight_layout()

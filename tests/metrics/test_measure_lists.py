@@ -1,0 +1,129 @@
+"""prh measure over model lists, and the calibrated matrices in view (issue 24, items 1 and 3)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import prh.cli as cli
+from prh.modelsets import feature_filename
+
+
+@pytest.fixture(autouse=True)
+def only_measure(monkeypatch):
+    monkeypatch.setattr(cli, "COMMANDS", {"measure": cli.COMMANDS["measure"]})
+
+
+def run(*argv) -> int:
+    return cli.main(["measure", *map(str, argv)])
+
+
+LANG = ["org/lm-560m", "org/lm-1b1", "org/lm-3b"]  # sorted by name: 1b1, 3b, 560m
+VIS = ["vit-small", "vit-base"]
+
+
+@pytest.fixture
+def sets(tmp_path):
+    """Feature files named as prh embed --models names them, and the two lists."""
+    import torch
+
+    rng = np.random.default_rng(0)
+    base = rng.standard_normal((30, 5)).astype(np.float32)
+    lang, vis = tmp_path / "lang", tmp_path / "vis"
+    lang.mkdir(), vis.mkdir()
+    for i, name in enumerate(LANG):
+        x = base[:, None, :] + (i + 0.3) * rng.standard_normal((30, 2, 5)).astype(np.float32)
+        torch.save({"feats": torch.from_numpy(x)}, lang / feature_filename(name, "avg", "text"))
+    for j, name in enumerate(VIS):
+        y = base[:, None, :] + (j + 0.6) * rng.standard_normal((30, 3, 5)).astype(np.float32)
+        torch.save({"feats": torch.from_numpy(y)}, vis / feature_filename(name, "cls", "image"))
+    (tmp_path / "lang.txt").write_text("\n".join(LANG) + "\n")
+    (tmp_path / "vis.txt").write_text("\n".join(f"hf:{v}" for v in VIS) + "\n")
+    return tmp_path
+
+
+def test_lists_keep_their_order_and_name_rows(sets, tmp_path, capsys):
+    js, npy = tmp_path / "m.json", tmp_path / "m.npy"
+    argv = ["--x", sets / "lang", "--x-models", sets / "lang.txt", "--y", sets / "vis"]
+    argv += ["--y-models", sets / "vis.txt", "--k", 4, "--json", js, "--npy", npy]
+    assert run(*argv, "--no-progress") == 0
+    doc = json.loads(js.read_text())
+    assert doc["x_names"] == LANG and doc["y_names"] == VIS
+    blob = np.load(npy, allow_pickle=True).item()
+    assert blob["x_names"] == LANG and blob["y_names"] == VIS
+    printed = capsys.readouterr().out
+    assert printed.index("org/lm-560m") < printed.index("org/lm-1b1") < printed.index("org/lm-3b")
+    # Each cell is the two-file score of the files the names point at.
+    for i, x in enumerate(LANG):
+        for j, y in enumerate(VIS):
+            one = tmp_path / "one.json"
+            fx = sets / "lang" / feature_filename(x, "avg", "text")
+            fy = sets / "vis" / feature_filename(y, "cls", "image")
+            assert run(fx, fy, "--k", 4, "--json", one, "--no-progress") == 0
+            want = json.loads(one.read_text())["results"][0]["score"]
+            assert blob["scores"][i, j] == pytest.approx(want, abs=1e-12)
+
+
+def test_calibrated_and_interval_tables_saved_and_printed(sets, tmp_path, capsys, monkeypatch):
+    import prh.progress
+
+    monkeypatch.setattr(prh.progress, "PLAIN_INTERVAL_S", 0.0)
+    js, npy, png = tmp_path / "m.json", tmp_path / "m.npy", tmp_path / "m.png"
+    argv = ["--x", sets / "lang", "--x-models", sets / "lang.txt", "--y", sets / "vis"]
+    argv += ["--y-models", sets / "vis.txt", "--k", 4, "--null", 9, "--bootstrap", 7]
+    assert run(*argv, "--json", js, "--npy", npy, "--heatmap", png) == 0
+    out, err = capsys.readouterr()
+    assert "calibrated (score - null 95% quantile)" in out and "95% interval, low" in out
+    assert "[2,1] org/lm-3b ~ vit-base mutual_knn null" in err  # progress names the cell
+    doc = json.loads(js.read_text())
+    cal = np.load(tmp_path / "m.calibrated.npy", allow_pickle=True).item()
+    ci = np.load(tmp_path / "m.ci.npy", allow_pickle=True).item()
+    for r in doc["results"]:
+        i, j = r["row"], r["col"]
+        assert cal["scores"][i, j] == pytest.approx(r["calibrated"])
+        assert cal["p_values"][i, j] == pytest.approx(r["p_value"])
+        assert cal["scores"][i, j] == pytest.approx(r["score"] - r["null_critical"])
+        assert [ci["low"][i, j], ci["high"][i, j]] == pytest.approx(r["ci"])
+    assert doc["matrices"]["mutual_knn"]["calibrated"] == cal["scores"].tolist()
+    assert cal["x_names"] == LANG
+    assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_list_whose_files_disagree_in_rows_is_refused(sets, bad_input):
+    import torch
+
+    name = feature_filename(LANG[1], "avg", "text")
+    torch.save({"feats": torch.ones(29, 2, 5)}, sets / "lang" / name)
+    argv = ["measure", "--x", sets / "lang", "--x-models", sets / "lang.txt"]
+    argv += ["--y", sets / "vis", "--y-models", sets / "vis.txt"]
+    bad_input(argv, [], r"--x-models: org_lm-1b1_pool-avg\.pt has 29 rows, .* has 30")
+
+
+def test_a_model_without_a_file_is_refused(sets, bad_input):
+    (sets / "lang.txt").write_text("org/lm-560m\norg/lm-7b\n")
+    argv = ["measure", "--x", sets / "lang", "--x-models", sets / "lang.txt"]
+    argv += ["--y", sets / "vis", "--y-models", sets / "vis.txt"]
+    bad_input(argv, [], r"--x .*lang: no feature file org_lm-7b_pool-\*\.pt for org/lm-7b")
+
+
+def test_alignment_against_bpb_plot(sets, tmp_path, bad_input):
+    import torch
+
+    for i, name in enumerate(LANG):  # the reference's keys: loss and bpb beside feats
+        path = sets / "lang" / feature_filename(name, "avg", "text")
+        blob = torch.load(path, weights_only=True)
+        torch.save(
+            {**blob, "loss": torch.tensor(3.0 - i), "bpb": torch.tensor(1.2 - 0.1 * i)}, path
+        )
+    png = tmp_path / "bpb.png"
+    argv = ["--x", sets / "lang", "--x-models", sets / "lang.txt", "--y", sets / "vis"]
+    argv += ["--y-models", sets / "vis.txt", "--k", 4, "--no-progress"]
+    assert run(*argv, "--bpb-plot", png) == 0
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    # a row file without bpb (a vision model as X) is refused before any score
+    flipped = ["--x", sets / "vis", "--x-models", sets / "vis.txt", "--y", sets / "lang"]
+    flipped += ["--y-models", sets / "lang.txt", "--bpb-plot", tmp_path / "no.png"]
+    bad_input(["measure", *flipped], [], "--bpb-plot: .*vit-small_pool-none.pt stores no bpb")
+    assert not (tmp_path / "no.png").exists()
