@@ -117,3 +117,24 @@ def test_report_text_is_the_stored_text(name, tmp_path):
     if os.environ.get("PRH_WRITE_REPORT_TEXT"):  # regenerate on purpose, then review the diff
         path.write_text("\n".join(got) + "\n")
     assert got == path.read_text().splitlines()
+
+
+def test_claims_of_the_stored_summary_are_its_claims():
+    """``claims`` (split into its three verdicts and evidence lines) gives what the demo wrote."""
+    from prh.demo.report import claims
+
+    s = demo_fixture()["summary"]
+    assert json.loads(json.dumps(claims(s))) == s["claims"]
+
+
+def test_values_are_escaped_and_the_markup_is_the_templates(tmp_path):
+    fx = demo_fixture()
+    s, r = fx["summary"], fx["results"]
+    s["claims"][0]["evidence"] = "good <script>alert(1)</script> & bad"
+    r["bridge"]["samples"][0]["reference"] = "a <b>bold</b> cube"
+    r["prove"]["checks"][0]["passed"] = False
+    page = render_html(s, r, tmp_path)
+    assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt; &amp; bad" in page
+    assert "a &lt;b&gt;bold&lt;/b&gt; cube" in page
+    assert "<b>FAIL</b>" in page and "<i>chance</i>" in page
+    assert page.count("no figure") == 3  # curves, bars, law; the heatmap is left out
