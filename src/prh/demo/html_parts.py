@@ -4,7 +4,8 @@ The report is a Jinja2 template (``prh/demo/templates/``) with autoescaping: eve
 it is plain text (a formatted number, a name, a caption) and is escaped there; the markup lives in
 the template. The functions here prepare those values:
 
-- :func:`num`: a number as the report writes it (``"undefined"`` for ``None`` and NaN);
+- :func:`num`, :func:`interval`: a number or an interval as the report writes it
+  (``"undefined"`` for ``None`` and NaN, with the reason when the data gives one);
 - :func:`table`: ``{"head", "rows"}``, each row a list of cells, each cell a string or
   ``{"text", "tag", "note"}`` (:func:`strong`, :func:`italic`, :func:`noted`);
 - :func:`figure`: ``{"alt", "src"}``, the PNG inlined as a ``data:`` URI (``src`` is ``None``
@@ -46,14 +47,22 @@ def render(name: str, **context: Any) -> str:
     return environment().get_template(name).render(**context)
 
 
-def num(x: Any, nd: int = 3) -> str:
-    """A figure as the report writes it: a float to ``nd`` decimals, ``None`` as a dash, anything
-    else as text."""
-    if x is None:
-        return DASH
+def num(x: Any, nd: int = 3, why: str | None = None) -> str:
+    """A figure as the report writes it: a float to ``nd`` decimals, an undefined one (``None``,
+    NaN) as ``"undefined"`` (``"undefined (why)"`` when the data says why), anything else as
+    text."""
+    if is_undefined(x):
+        return f"{UNDEFINED} ({why})" if why else UNDEFINED
     if isinstance(x, float):
         return f"{x:.{nd}f}"
     return str(x)
+
+
+def interval(lo: Any, hi: Any, nd: int = 3) -> str:
+    """``[lo, hi]``, each bound by :func:`num`; ``[undefined]`` when neither bound is defined."""
+    if is_undefined(lo) and is_undefined(hi):
+        return f"[{UNDEFINED}]"
+    return f"[{num(lo, nd)}, {num(hi, nd)}]"
 
 
 def strong(text: str) -> Cell:

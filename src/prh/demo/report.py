@@ -14,7 +14,18 @@ from pathlib import Path
 from typing import Any
 
 from prh.demo.context import Context, cpu_seconds
-from prh.demo.html_parts import Cell, figure, italic, num, render, strong, table
+from prh.demo.html_parts import (
+    DASH,
+    Cell,
+    figure,
+    interval,
+    is_undefined,
+    italic,
+    num,
+    render,
+    strong,
+    table,
+)
 from prh.demo.plots import plot_bars, plot_curves
 from prh.demo.report_modalities import modalities_context, modalities_summary
 from prh.io import atomic_write, write_json
@@ -42,11 +53,13 @@ CLAIM_TEXT = (
 
 def _interval(d: dict[str, Any]) -> tuple[float, float, float]:
     """``(score, lo, hi)``; a score without an interval gets ``(-inf, inf)``, which is never
-    apart from anything (so a claim that needs intervals stays INCONCLUSIVE)."""
+    apart from anything (so a claim that needs intervals stays INCONCLUSIVE); an undefined score
+    (``None``) is NaN."""
     ci = d.get("ci") or [None, None]
     lo = -math.inf if ci[0] is None else float(ci[0])
     hi = math.inf if ci[1] is None else float(ci[1])
-    return float(d["score"]), lo, hi
+    score = math.nan if d["score"] is None else float(d["score"])
+    return score, lo, hi
 
 
 def claims(summary: dict[str, Any]) -> list[dict[str, Any]]:
@@ -117,8 +130,8 @@ def _evidence1(cfg: dict[str, Any], iv: dict[str, tuple[float, float, float]], n
     """Claim 1's numbers: the four scores and the budgets behind them."""
     g, b, n, r = (iv[k][0] for k in ("good", "bad", "next-token", "random-init"))
     return (
-        f"mutual-kNN good {g:.3f} vs bad {b:.3f} vs next-token {n:.3f} ({_POOL[nt]}) vs "
-        f"random-init {r:.3f}; good and bad after {cfg['samples']:,} samples, next-token after "
+        f"mutual-kNN good {num(g)} vs bad {num(b)} vs next-token {num(n)} ({_POOL[nt]}) vs "
+        f"random-init {num(r)}; good and bad after {cfg['samples']:,} samples, next-token after "
         f"{_next_token_samples(cfg):,} documents"
     )
 
@@ -129,7 +142,7 @@ def _evidence2(e: dict[str, Any]) -> str:
 
     seeds = f" over {int(e['n_seeds'])} seeds" if int(e.get("n_seeds") or 1) > 1 else ""
     return (
-        f"to reach {e['target']:.3f}: good views {_n(e.get('samples_good'))} samples, "
+        f"to reach {num(e['target'])}: good views {_n(e.get('samples_good'))} samples, "
         f"next-token {_n(e.get('samples_next_token'))}; ratio {ratio_text(e)}{seeds}"
     )
 
@@ -139,8 +152,8 @@ def _evidence3(law: dict[str, Any]) -> str:
     if not law.get("form"):
         return "no law converged"
     return (
-        f"{law['form']} law: held-out RMSE {law['heldout_rmse']:.4f} vs seed spread "
-        f"{law['seed_spread']:.4f} ({law['n_fit']} fit points, {law['n_heldout']} held-out)"
+        f"{law['form']} law: held-out RMSE {num(law['heldout_rmse'], 4)} vs seed spread "
+        f"{num(law['seed_spread'], 4)} ({law['n_fit']} fit points, {law['n_heldout']} held-out)"
     )
 
 
@@ -168,7 +181,10 @@ def _cost_text(summary: dict[str, Any]) -> str:
 
 
 def _n(x: float | None) -> str:
-    return "never (within the budget)" if x is None else f"{x:,.0f}"
+    """Samples to the target: ``None`` is never reaching it, NaN undefined."""
+    if x is None:
+        return "never (within the budget)"
+    return num(x) if is_undefined(x) else f"{x:,.0f}"
 
 
 def _next_token_samples(cfg: dict[str, Any]) -> int:
@@ -335,9 +351,9 @@ def _alignment(summary: dict[str, Any], out: Path) -> dict[str, Any]:
                 NAMES.get(k, k),
                 num(d["score"], 4),
                 num(d["calibrated"], 4),
-                f"[{num(ci[0], 4)}, {num(ci[1], 4)}]",
+                interval(ci[0], ci[1], 4),
                 num(d.get("p_value"), 3),
-                str(d.get("layers")),
+                num(d.get("layers")),
             ]
         )
     head = [
@@ -363,18 +379,16 @@ def _alignment(summary: dict[str, Any], out: Path) -> dict[str, Any]:
 
 def _efficiency(s: dict[str, Any]) -> dict[str, Any]:
     """The sample-efficiency table and its note (target rule, seeds, notes)."""
-    ratio = (
-        num(s.get("ratio"), 2)
-        if s.get("ratio") is not None
-        else f">= {num(s.get('ratio_lower_bound'), 1)}"
-    )
+    ratio = num(s.get("ratio"), 2)
+    if s.get("ratio") is None and not is_undefined(s.get("ratio_lower_bound")):
+        ratio = f">= {num(s['ratio_lower_bound'], 1)}"
     ci = s.get("ci") or [None, None]
     row: list[Cell] = [
         num(s["target"], 4),
         _n(s["samples_good"]),
         _n(s["samples_next_token"]),
         ratio,
-        f"[{num(ci[0], 2)}, {num(ci[1], 2)}]",
+        interval(ci[0], ci[1], 2),
         str(s.get("n_seeds", 1)),
     ]
     head = [
@@ -401,7 +415,7 @@ def _word_order_table(w: dict[str, Any]) -> dict[str, Any] | None:
     rows: list[list[Cell]] = [
         [
             name,
-            str(r["best_layer"]),
+            num(r["best_layer"]),
             num(r["best_mutual_knn"], 4),
             num(r["last_mutual_knn"], 4),
             num(r.get("shape_max"), 2),
@@ -434,12 +448,13 @@ def _law(law: dict[str, Any], cfg: dict[str, Any], out: Path) -> dict[str, Any]:
     return {
         "table": table(["form", "converged", "train RMSE", "held-out RMSE"], rows),
         "seed_spread": num(law.get("seed_spread"), 4),
-        "n_pairs": str(law.get("n_pairs")),
+        "n_pairs": num(law.get("n_pairs")),
         "ratio": num(law.get("ratio"), 2),
         "rhos": ", ".join(f"{r:g}" for r in cfg["law_rhos"]),
         "law_samples": str(cfg["law_samples"]),
         "heldout_samples": str(cfg["heldout_samples"]),
         "figure": figure(out / "law_fit.png", "law predicted vs measured"),
+        "notes": "; ".join(law.get("notes") or []),
     }
 
 
@@ -543,8 +558,7 @@ def _timings_table(summary: dict[str, Any]) -> dict[str, Any]:
             k,
             num(v["wall_s"], 1),
             num(v["cpu_s"], 1),
-            num(cost.get(k, {}).get("wall_s"), 1),
-            num(cost.get(k, {}).get("cpu_s"), 1),
+            *(num(cost[k].get(f), 1) if k in cost else DASH for f in ("wall_s", "cpu_s")),
         ]
         for k, v in summary["timings"].items()
     ]

@@ -5,7 +5,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from prh.demo.html_parts import DASH, Cell, figure, noted, num, render, strong, table
+from prh.demo.html_parts import (
+    DASH,
+    UNDEFINED,
+    Cell,
+    figure,
+    interval,
+    is_undefined,
+    noted,
+    num,
+    render,
+    strong,
+    table,
+)
 
 
 def modalities_summary(section: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -100,14 +112,14 @@ def _text_good_table(m: dict[str, Any]) -> dict[str, Any] | None:
     if "text-good" not in names:
         return None
     t = names.index("text-good")
+    ci = m["mutual_knn_ci_low"], m["mutual_knn_ci_high"]
     rows: list[list[Cell]] = [
         [
             n,
-            f"{num(m['mutual_knn'][i][t], 4)} [{num(m['mutual_knn_ci_low'][i][t], 4)}, "
-            f"{num(m['mutual_knn_ci_high'][i][t], 4)}]",
+            f"{num(m['mutual_knn'][i][t], 4)} {interval(ci[0][i][t], ci[1][i][t], 4)}",
             num(m["cka"][i][t]),
-            num(m["rotation"][i][t]),
-            num(m["rotation"][t][i]),
+            _rotation_cell(m, i, t),
+            _rotation_cell(m, t, i),
         ]
         for i, n in enumerate(names)
         if i != t
@@ -120,6 +132,15 @@ def _text_good_table(m: dict[str, Any]) -> dict[str, Any] | None:
         "rotation score (text ->)",
     ]
     return table(head, rows)
+
+
+def _rotation_cell(m: dict[str, Any], i: int, j: int) -> str:
+    """The rotation score of the map from encoder ``i`` to ``j``; undefined with the reason the
+    pair's record gives (a ridge map no better than chance has no ratio to report)."""
+    x, y = m["names"][i], m["names"][j]
+    pair = next((p for p in m.get("pairs", []) if (p["x"], p["y"]) == (x, y)), {})
+    why = "ridge map not above chance" if pair.get("ridge_above_chance") is False else None
+    return num(m["rotation"][i][j], why=why)
 
 
 def _classes_cell(classes: dict[str, Any], factor: str) -> str:
@@ -163,15 +184,22 @@ def _captioners(cap: dict[str, Any] | None) -> dict[str, Any] | None:
         return None
     match = cap.get("match") or {}
     rows: list[list[Cell]] = [
-        ["paired map + text-only decoder", num(100 * cap["paired"], 1)],
-        ["zero-pair map + text-only decoder", num(100 * cap["zero_pair"], 1)],
-        ["nearest caption (paired map)", num(100 * cap["nearest_caption"], 1)],
+        ["paired map + text-only decoder", _x100(cap["paired"], 1)],
+        ["zero-pair map + text-only decoder", _x100(cap["zero_pair"], 1)],
+        ["nearest caption (paired map)", _x100(cap["nearest_caption"], 1)],
     ]
+    ratio = cap["ratio"]
+    beats = {True: "beats", False: "does not beat"}
     return {
         "table": table(["captioner", f"{cap['metric']} (x100)"], rows),
-        "ratio": f"{100 * cap['ratio']:.0f}%",
+        "ratio": UNDEFINED if is_undefined(ratio) else f"{100 * ratio:.0f}%",
         "n": str(cap["n"]),
         "match": num(match.get("accuracy")),
         "chance": num(match.get("chance")),
-        "beats": "beats" if cap["paired_beats_nearest"] else "does not beat",
+        "beats": beats.get(cap["paired_beats_nearest"], "cannot be compared with (undefined)"),
     }
+
+
+def _x100(x: Any, nd: int) -> str:
+    """``100 x``, by :func:`num` (undefined stays undefined)."""
+    return num(x if is_undefined(x) else 100 * x, nd)
