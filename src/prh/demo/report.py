@@ -451,8 +451,8 @@ def _law(law: dict[str, Any], cfg: dict[str, Any], out: Path) -> dict[str, Any]:
         "n_pairs": num(law.get("n_pairs")),
         "ratio": num(law.get("ratio"), 2),
         "rhos": ", ".join(f"{r:g}" for r in cfg["law_rhos"]),
-        "law_samples": str(cfg["law_samples"]),
-        "heldout_samples": str(cfg["heldout_samples"]),
+        "law_samples": str(tuple(cfg["law_samples"])),
+        "heldout_samples": str(tuple(cfg["heldout_samples"])),
         "figure": figure(out / "law_fit.png", "law predicted vs measured"),
         "notes": "; ".join(law.get("notes") or []),
     }
