@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
-import html
 from pathlib import Path
 from typing import Any
 
-from prh.demo.html_parts import cell, img_tag, table
-
-
-def _probe_cell(p: dict[str, Any]) -> str:
-    return f"{cell(p['embedding'])} <span class=muted>(best layer {cell(p['best'])})</span>"
-
-
-def _samples_cell(s: dict[str, Any]) -> str:
-    if not s:
-        return "&ndash;"
-    return f"{cell(s.get('accuracy'), 4)} ({cell(s.get('times_chance'), 1)}x chance)"
+from prh.demo.html_parts import (
+    DASH,
+    UNDEFINED,
+    Cell,
+    figure,
+    interval,
+    is_undefined,
+    noted,
+    num,
+    render,
+    strong,
+    table,
+)
 
 
 def modalities_summary(section: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -72,121 +73,133 @@ def modalities_summary(section: dict[str, Any] | None) -> dict[str, Any] | None:
 def modalities_html(section: dict[str, Any] | None, out: Path) -> str:
     """The report's section: probes, the heatmap, the table against text-good, pair-free,
     the targets, the captioners."""
-    e = html.escape
-    parts = ["<h2>Three modalities trained apart: one rotation, found without pairs?</h2>"]
+    return render("modalities.html", mod=modalities_context(section, out))
+
+
+def modalities_context(section: dict[str, Any] | None, out: Path) -> dict[str, Any]:
+    """What ``templates/modalities.html`` shows of the step (``{"skipped": why}`` when it did not
+    run)."""
     if not section or section.get("skipped"):
-        why = (section or {}).get("skipped", "not run")
-        parts.append(
-            f"<p class=muted>Not run in this preset ({e(why)}); <code>prh demo</code> "
-            "trains an image encoder, <code>prh demo --full</code> three.</p>"
-        )
-        return "\n".join(parts)
-    parts.append(
-        "<p>Each image or sketch encoder is trained alone on its own views of the training scenes "
-        "(EfficientNet-Lite0's early blocks frozen, later blocks and a whitened-JEPA head "
-        "fine-tuned): <b>good</b> views are two renders of one scene under independent nuisance, "
-        "<b>bad</b> views two crops / colour jitters of one render. Everything below is measured "
-        "on the held-out scenes; maps are fitted on the bridge scenes.</p>"
-    )
-    parts.append(
-        "<p class=muted>What the theorem predicts here. Its good views have the state kernel "
-        "Pi = diag(p) (two observations of the <i>same</i> scene), so T_Pi is the identity: every "
-        "eigenvalue is 1, there is no gap after the k-th, and by its own statement minimisers "
-        "exist that are misaligned by e_cca >= 1/k. Which k scene features each encoder keeps "
-        "is then left to its architecture and data, not fixed by the views; a rotation between "
-        "two modalities is what the theorem guarantees only for a kernel with a gap.</p>"
-    )
-    probe = section["probe"]
-    ch = probe["chance"]
-    rows = [
-        [e(n)] + [_probe_cell(p[f]) for f in ("shape", "colour", "count")]
+        return {"skipped": (section or {}).get("skipped", "not run")}
+    heat = out / section.get("heatmap", "modalities.png")
+    ev = section["evidence"]
+    return {
+        "skipped": None,
+        "probe": _probe_table(section["probe"]),
+        "heatmap": figure(heat, "alignment matrix") if heat.is_file() else None,
+        "text_good": _text_good_table(ev["matrix"]),
+        "pair_free": _pair_free_table(ev["pair_free"]) if ev["pair_free"] else None,
+        "targets": _targets_table(section["targets"]),
+        "captioners": _captioners(section.get("captioners")),
+    }
+
+
+def _probe_table(probe: dict[str, Any]) -> dict[str, Any]:
+    """kNN@10 accuracy of each image encoder (embedding, best layer) and chance."""
+    factors = ("shape", "colour", "count")
+    rows: list[list[Cell]] = [
+        [n] + [noted(num(p[f]["embedding"]), f"(best layer {num(p[f]['best'])})") for f in factors]
         for n, p in probe.items()
         if n != "chance"
     ]
-    rows.append(["chance"] + [cell(ch[f]) for f in ("shape", "colour", "count")])
-    parts.append("<h3>What each image encoder sees (kNN@10 accuracy, largest object)</h3>")
-    parts.append(table(["encoder", "shape", "colour", "object count"], rows))
-    heat = out / section.get("heatmap", "modalities.png")
-    if heat.is_file():
-        parts.append(img_tag(heat, "alignment matrix"))
-    m = section["evidence"]["matrix"]
+    rows.append(["chance"] + [num(probe["chance"][f]) for f in factors])
+    return table(["encoder", "shape", "colour", "object count"], rows)
+
+
+def _text_good_table(m: dict[str, Any]) -> dict[str, Any] | None:
+    """Every encoder against the good-view text JEPA (``None`` without one)."""
     names = m["names"]
-    if "text-good" in names:
-        t = names.index("text-good")
-        rows = []
-        for i, n in enumerate(names):
-            if i == t:
-                continue
-            rows.append(
-                [
-                    e(n),
-                    f"{cell(m['mutual_knn'][i][t], 4)} [{cell(m['mutual_knn_ci_low'][i][t], 4)}, "
-                    f"{cell(m['mutual_knn_ci_high'][i][t], 4)}]",
-                    cell(m["cka"][i][t]),
-                    cell(m["rotation"][i][t]),
-                    cell(m["rotation"][t][i]),
-                ]
-            )
-        parts.append("<h3>Against the good-view text JEPA</h3>")
-        parts.append(
-            table(
-                [
-                    "encoder",
-                    "mutual-kNN@10 [95% CI]",
-                    "linear CKA",
-                    "rotation score (-> text)",
-                    "rotation score (text ->)",
-                ],
-                rows,
-            )
-        )
-        parts.append(
-            "<p class=muted>Rotation score: held-out retrieval R@1 of the whitened orthonormal map "
-            "over the ridge map's, embeddings (last layer); the theorem predicts about 1 for two "
-            "good-view encoders.</p>"
-        )
-    if section["evidence"]["pair_free"]:
-        rows = []
-        for pf in section["evidence"]["pair_free"]:
-            cl = pf.get("classes") or {}
-            s = pf.get("samples") or {}
-            rows.append(
-                [
-                    e(f"{pf['x']} ~ {pf['y']}"),
-                    *[
-                        f"{cell(cl[f]['accuracy'], 2)}{' (exact)' if cl[f]['exact'] else ''}"
-                        if f in cl
-                        else "&ndash;"
-                        for f in ("shape", "colour")
-                    ],
-                    _samples_cell(s),
-                ]
-            )
-        parts.append("<h3>Matched with no pairs at all</h3>")
-        parts.append(table(["pair", "shape classes", "colour classes", "samples"], rows))
-    label = {True: "met", False: "<b>missed</b>", None: "not run"}
-    rows = [[e(r["target"]), e(r["figure"]), label[r["met"]]] for r in section["targets"]]
-    parts.append("<h3>Issue 13's targets</h3>")
-    parts.append(table(["target", "measured", ""], rows))
-    cap = section.get("captioners")
-    if cap:
-        parts.append("<h3>A captioner built with zero image-caption pairs</h3>")
-        parts.append(
-            table(
-                ["captioner", f"{cap['metric']} (x100)"],
-                [
-                    ["paired map + text-only decoder", cell(100 * cap["paired"], 1)],
-                    ["zero-pair map + text-only decoder", cell(100 * cap["zero_pair"], 1)],
-                    ["nearest caption (paired map)", cell(100 * cap["nearest_caption"], 1)],
-                ],
-            )
-        )
-        parts.append(
-            f"<p>Zero-pair / paired: {100 * cap['ratio']:.0f}% on {cap['n']} held-out scenes. "
-            f"The pair-free match of the bridge scenes that the zero-pair map was fitted on "
-            f"recovered {cell((cap.get('match') or {}).get('accuracy'))} of the true pairs (chance "
-            f"{cell((cap.get('match') or {}).get('chance'))}); the paired captioner "
-            f"{'beats' if cap['paired_beats_nearest'] else 'does not beat'} the nearest "
-            "caption.</p>"
-        )
-    return "\n".join(parts)
+    if "text-good" not in names:
+        return None
+    t = names.index("text-good")
+    ci = m["mutual_knn_ci_low"], m["mutual_knn_ci_high"]
+    rows: list[list[Cell]] = [
+        [
+            n,
+            f"{num(m['mutual_knn'][i][t], 4)} {interval(ci[0][i][t], ci[1][i][t], 4)}",
+            num(m["cka"][i][t]),
+            _rotation_cell(m, i, t),
+            _rotation_cell(m, t, i),
+        ]
+        for i, n in enumerate(names)
+        if i != t
+    ]
+    head = [
+        "encoder",
+        "mutual-kNN@10 [95% CI]",
+        "linear CKA",
+        "rotation score (-> text)",
+        "rotation score (text ->)",
+    ]
+    return table(head, rows)
+
+
+def _rotation_cell(m: dict[str, Any], i: int, j: int) -> str:
+    """The rotation score of the map from encoder ``i`` to ``j``; undefined with the reason the
+    pair's record gives (a ridge map no better than chance has no ratio to report)."""
+    x, y = m["names"][i], m["names"][j]
+    pair = next((p for p in m.get("pairs", []) if (p["x"], p["y"]) == (x, y)), {})
+    why = "ridge map not above chance" if pair.get("ridge_above_chance") is False else None
+    return num(m["rotation"][i][j], why=why)
+
+
+def _classes_cell(classes: dict[str, Any], factor: str) -> str:
+    """Pair-free class-level accuracy of one factor, ``(exact)`` when every class matched."""
+    if factor not in classes:
+        return DASH
+    c = classes[factor]
+    return f"{num(c['accuracy'], 2)}{' (exact)' if c['exact'] else ''}"
+
+
+def _samples_cell(s: dict[str, Any] | None) -> str:
+    """Pair-free sample-level accuracy and its multiple of chance."""
+    if not s:
+        return DASH
+    return f"{num(s.get('accuracy'), 4)} ({num(s.get('times_chance'), 1)}x chance)"
+
+
+def _pair_free_table(pair_free: list[dict[str, Any]]) -> dict[str, Any]:
+    """The pairs matched with no pairs at all."""
+    rows: list[list[Cell]] = [
+        [
+            f"{pf['x']} ~ {pf['y']}",
+            *(_classes_cell(pf.get("classes") or {}, f) for f in ("shape", "colour")),
+            _samples_cell(pf.get("samples")),
+        ]
+        for pf in pair_free
+    ]
+    return table(["pair", "shape classes", "colour classes", "samples"], rows)
+
+
+def _targets_table(targets: list[dict[str, Any]]) -> dict[str, Any]:
+    """Issue 13's targets: what each measured, met or missed."""
+    label: dict[bool | None, Cell] = {True: "met", False: strong("missed"), None: "not run"}
+    rows = [[r["target"], r["figure"], label[r["met"]]] for r in targets]
+    return table(["target", "measured", ""], rows)
+
+
+def _captioners(cap: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The zero-pair captioner against the paired one and the nearest caption."""
+    if not cap:
+        return None
+    match = cap.get("match") or {}
+    rows: list[list[Cell]] = [
+        ["paired map + text-only decoder", _x100(cap["paired"], 1)],
+        ["zero-pair map + text-only decoder", _x100(cap["zero_pair"], 1)],
+        ["nearest caption (paired map)", _x100(cap["nearest_caption"], 1)],
+    ]
+    ratio = cap["ratio"]
+    beats = {True: "beats", False: "does not beat"}
+    return {
+        "table": table(["captioner", f"{cap['metric']} (x100)"], rows),
+        "ratio": UNDEFINED if is_undefined(ratio) else f"{100 * ratio:.0f}%",
+        "n": str(cap["n"]),
+        "match": num(match.get("accuracy")),
+        "chance": num(match.get("chance")),
+        "beats": beats.get(cap["paired_beats_nearest"], "cannot be compared with (undefined)"),
+    }
+
+
+def _x100(x: Any, nd: int) -> str:
+    """``100 x``, by :func:`num` (undefined stays undefined)."""
+    return num(x if is_undefined(x) else 100 * x, nd)
