@@ -173,7 +173,7 @@ def _pair_free_table(pair_free: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _targets_table(targets: list[dict[str, Any]]) -> dict[str, Any]:
     """Issue 13's targets: what each measured, met or missed."""
-    label: dict[bool | None, Cell] = {True: "met", False: strong("missed"), None: "not run"}
+    label: dict[bool | None, Cell] = {True: "met", False: strong("missed"), None: "undefined"}
     rows = [[r["target"], r["figure"], label[r["met"]]] for r in targets]
     return table(["target", "measured", ""], rows)
 
