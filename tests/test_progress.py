@@ -207,7 +207,7 @@ def test_embed_progress_in_a_log_is_plain_lines_and_quiet_silences_it(
     lines = [ln for ln in err.splitlines() if ln.startswith("embed text: ")]
     assert "\r" not in err and lines and lines[-1].startswith("embed text: 6/6 item (100%)")
     argv[-1] = str(tmp_path / "q.safetensors")
-    assert main([*argv, "--quiet"]) == 0
+    assert main([*argv, "--no-progress"]) == 0
     assert "embed text" not in capsys.readouterr().err
 
 

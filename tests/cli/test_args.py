@@ -45,3 +45,38 @@ def test_top_level_help_lists_every_command(capsys) -> None:
     assert exit_.value.code == 0
     out = capsys.readouterr().out
     assert all(name in out for name in COMMANDS)
+
+
+def test_renamed_flags_keep_their_old_spelling_hidden():
+    """One name per concept (issue 20): --bootstrap, --no-progress, --x/--y; the old spellings
+    parse to the same value for one release and are not in --help."""
+    from prh.cli import build_parser
+
+    parser = build_parser()
+    for argv, dest, value in (
+        (["efficiency", "r.jsonl", "--bootstrap", "7"], "bootstrap", 7),
+        (["efficiency", "r.jsonl", "--a", "bad"], "x", "bad"),
+        (["efficiency", "r.jsonl", "--b", "good"], "y", "good"),
+        (["sweep", "--no-progress"], "no_progress", True),
+        (
+            [
+                "embed",
+                "minilm",
+                "--world",
+                "cave",
+                "--modality",
+                "text",
+                "--out",
+                "o.npy",
+                "--no-progress",
+            ],
+            "no_progress",
+            True,
+        ),
+    ):
+        old = parser.parse_args(argv)
+        assert getattr(old, dest) == value, argv
+    assert parser.parse_args(["efficiency", "r.jsonl"]).bootstrap == 1000
+    assert parser.parse_args(["sweep"]).no_progress is False
+    helptext = parser._subparsers._group_actions[0].choices["efficiency"].format_help()
+    assert "--bootstrap" in helptext and "--boot " not in helptext and "--a " not in helptext

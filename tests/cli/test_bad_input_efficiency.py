@@ -14,7 +14,7 @@ def res(tmp_path_factory):
 
     d = tmp_path_factory.mktemp("efficiency")
     assert main(["sweep", "--preset", "demo", "--backend", "planted", "--out", str(d / "sw"),
-                 "--workers", "1", "--quiet"]) == 0  # fmt: skip
+                 "--workers", "1", "--no-progress"]) == 0  # fmt: skip
     return d / "sw" / "results.jsonl"
 
 
@@ -48,18 +48,18 @@ ROW_CASES = {
 def test_bad_rows_name_file_line_and_field(bad_input, res, tmp_path, field, value, match):
     path = tmp_path / "r.jsonl"
     line = _edit_curve_row(res, path, field, value)
-    bad_input(["efficiency", path, "--boot", "5"], inputs=[path],
+    bad_input(["efficiency", path, "--bootstrap", "5"], inputs=[path],
               match=rf"r\.jsonl line {line}: {match}")  # fmt: skip
 
 
 FLAG_CASES = {
     "target nan": (["--target", "nan"], r"--target: expected a finite number, got nan"),
     "target inf": (["--target", "inf"], r"--target: expected a finite number, got inf"),
-    "boot 0": (["--boot", "0"], r"--boot: expected a positive integer, got 0"),
-    "boot negative": (["--boot", "-5"], r"--boot: expected a positive integer"),
-    "boot huge": (["--boot", str(10**12)], r"--boot must be 1 to 1000000 resamples"),
+    "boot 0": (["--bootstrap", "0"], r"--bootstrap: expected a positive integer, got 0"),
+    "boot negative": (["--bootstrap", "-5"], r"--bootstrap: expected a positive integer"),
+    "boot huge": (["--bootstrap", str(10**12)], r"--bootstrap must be 1 to 1000000 resamples"),
     "seed negative": (["--seed", "-1"], r"--seed: expected a seed in \[0, 4294967295\], got -1"),
-    "unknown views": (["--a", "nope"], r"no runs with views='nope'"),
+    "unknown views": (["--x", "nope"], r"no runs with views='nope'"),
 }
 
 

@@ -278,7 +278,7 @@ def test_an_image_that_does_not_decode_names_its_row(bad_input, tmp_path, tiny_v
     )
     out = tmp_path / "o.safetensors"
     argv = ["embed", f"hf:{tiny_vit}", "--dataset", tmp_path / "d", "--modality", "image"]
-    bad_input([*argv, "--out", out, "--quiet"], [good], r"d row 1: not an image")
+    bad_input([*argv, "--out", out, "--no-progress"], [good], r"d row 1: not an image")
     assert not out.exists()
 
 

@@ -15,7 +15,7 @@ def sweep(tmp_path_factory):
 
     d = tmp_path_factory.mktemp("fitlaw")
     assert main(["sweep", "--preset", "demo", "--backend", "planted", "--out", str(d / "sw"),
-                 "--workers", "1", "--quiet"]) == 0  # fmt: skip
+                 "--workers", "1", "--no-progress"]) == 0  # fmt: skip
     return d
 
 

@@ -120,7 +120,7 @@ def test_sigkilled_sweep_leaves_no_worker(tmp_path):
             "2",
             "--out",
             str(out),
-            "--quiet",
+            "--no-progress",
         ],
         env=env,
         stdout=subprocess.DEVNULL,

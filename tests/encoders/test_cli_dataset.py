@@ -30,7 +30,7 @@ def test_text_and_images_of_a_saved_dataset_line_up(
 ):
     folder, arrays = tiny_dataset
     txt, img = tmp_path / "t.safetensors", tmp_path / "i.safetensors"
-    common = ["--dataset", folder, "--batch-size", 2, "--quiet"]
+    common = ["--dataset", folder, "--batch-size", 2, "--no-progress"]
     assert (
         cli(f"hf:{tiny_bert}", *common, "--modality", "text", "--caption-index", 1, "--out", txt)
         == 0
@@ -61,7 +61,7 @@ def test_streamed_in_chunks_with_progress(
     assert cli(*base, "--batch-size", 1, "--out", small) == 0  # chunks of 4 rows: 4 + 1
     err = capsys.readouterr().err
     assert "embed image: 4/5" in err and "embed image: 5/5" in err
-    assert cli(*base, "--batch-size", 8, "--quiet", "--out", big) == 0
+    assert cli(*base, "--batch-size", 8, "--no-progress", "--out", big) == 0
     np.testing.assert_allclose(
         load_features(small).features, load_features(big).features, rtol=1e-5, atol=1e-6
     )
@@ -70,7 +70,7 @@ def test_streamed_in_chunks_with_progress(
 def test_n_takes_the_first_rows(cli, tmp_path, tiny_dataset, tiny_bert, table_captions):
     folder, _ = tiny_dataset
     out = tmp_path / "t.safetensors"
-    args = ["--dataset", folder, "--modality", "text", "--n", 3, "--quiet", "--out", out]
+    args = ["--dataset", folder, "--modality", "text", "--n", 3, "--no-progress", "--out", out]
     assert cli(f"hf:{tiny_bert}", *args) == 0
     fs = load_features(out)
     assert fs.ids == ["row_0", "row_1", "row_2"]
@@ -85,7 +85,7 @@ def test_the_benchmark_name_from_the_local_cache(
     folder, _ = tiny_dataset
     cached, saved = tmp_path / "c.safetensors", tmp_path / "s.safetensors"
     name = ["--dataset", "minhuh/prh", "--revision", "wit_1024", "--split", "train"]
-    args = ["--modality", "text", "--quiet"]
+    args = ["--modality", "text", "--no-progress"]
     assert (
         cli(f"hf:{tiny_bert}", *name, "--cache-dir", tiny_dataset_cache, *args, "--out", cached)
         == 0
@@ -120,7 +120,7 @@ def test_clip_embeds_both_modalities_by_its_towers(
 ):
     folder, arrays = tiny_dataset
     txt, img = tmp_path / "t.safetensors", tmp_path / "i.safetensors"
-    common = [f"hf:{tiny_clip}", "--dataset", folder, "--quiet"]
+    common = [f"hf:{tiny_clip}", "--dataset", folder, "--no-progress"]
     assert cli(*common, "--modality", "text", "--pool", "last", "--out", txt) == 0
     assert cli(*common, "--modality", "image", "--out", img) == 0
     t, i = load_features(txt), load_features(img)
@@ -143,7 +143,7 @@ def test_dataset_dict_splits(cli, tmp_path, tiny_bert, make_tiny_table, table_ca
         {"train": table.select(range(3)), "test": table.select([3, 4])}
     ).save_to_disk(str(folder))
     out = tmp_path / "t.safetensors"
-    args = ["--dataset", folder, "--modality", "text", "--quiet", "--out", out]
+    args = ["--dataset", folder, "--modality", "text", "--no-progress", "--out", out]
     assert cli(f"hf:{tiny_bert}", *args, "--split", "test") == 0
     ref = load_encoder(f"hf:{tiny_bert}").encode_texts([table_captions[3][0], table_captions[4][0]])
     np.testing.assert_allclose(load_features(out).features, ref, rtol=1e-4, atol=1e-5)

@@ -20,7 +20,7 @@ def cli(monkeypatch):
     monkeypatch.setattr(prh.cli, "COMMANDS", {"embed": prh.cli.COMMANDS["embed"]})
 
     def run(*argv: str) -> int:
-        return prh.cli.main(["embed", *map(str, argv), "--quiet", "--threads", "1"])
+        return prh.cli.main(["embed", *map(str, argv), "--no-progress", "--threads", "1"])
 
     return run
 

@@ -40,7 +40,7 @@ def test_loss_and_bpb_equal_a_hand_computation(
     folder, _ = tiny_dataset
     out = tmp_path / f"gpt2{suffix}"
     argv = ["embed", f"hf:{tiny_gpt2}", "--dataset", str(folder), "--modality", "text"]
-    argv += ["--batch-size", "2", "--threads", "1", "--quiet", "--out", str(out)]
+    argv += ["--batch-size", "2", "--threads", "1", "--no-progress", "--out", str(out)]
     assert prh.cli.main(argv) == 0  # batches of 2, left-padded: padding must not count
     loss, bpb = _by_hand(tiny_gpt2, [c[0] for c in table_captions])
     fs = load_features(out)
@@ -62,7 +62,7 @@ def test_no_loss_for_an_encoder_or_when_asked(
 ):
     monkeypatch.setattr(prh.cli, "COMMANDS", {"embed": prh.cli.COMMANDS["embed"]})
     folder, _ = tiny_dataset
-    base = ["--dataset", str(folder), "--modality", "text", "--threads", "1", "--quiet"]
+    base = ["--dataset", str(folder), "--modality", "text", "--threads", "1", "--no-progress"]
     a, b = tmp_path / "bert.pt", tmp_path / "gpt2.pt"
     assert prh.cli.main(["embed", f"hf:{tiny_bert}", *base, "--out", str(a)]) == 0
     assert prh.cli.main(["embed", f"hf:{tiny_gpt2}", *base, "--no-lm-loss", "--out", str(b)]) == 0

@@ -17,7 +17,7 @@ def cli(monkeypatch):
     monkeypatch.setattr(prh.cli, "COMMANDS", {"embed": prh.cli.COMMANDS["embed"]})
 
     def run(*argv: str) -> int:
-        return prh.cli.main(["embed", *map(str, argv), "--threads", "1", "--quiet"])
+        return prh.cli.main(["embed", *map(str, argv), "--threads", "1", "--no-progress"])
 
     return run
 

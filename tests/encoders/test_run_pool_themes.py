@@ -35,7 +35,7 @@ def themed_lm(tmp_path_factory):
 
 def _embed(tmp_path, *argv):
     out = tmp_path / "f.safetensors"
-    code = prh.cli.main(["embed", *map(str, argv), "--quiet", "--threads", "1", "--out", str(out)])
+    code = prh.cli.main(["embed", *map(str, argv), "--no-progress", "--threads", "1", "--out", str(out)])
     assert code == 0
     return load_features(out)
 

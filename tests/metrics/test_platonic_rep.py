@@ -142,7 +142,7 @@ def test_embed_writes_platonic_rep(tmp_path, monkeypatch):
     out = tmp_path / "out.pt"
     monkeypatch.setattr(cli, "COMMANDS", {"embed": cli.COMMANDS["embed"]})
     argv = ["embed", f"features:{src}", "--world", "cave", "--n", "5", "--modality", "image"]
-    assert cli.main([*argv, "--out", str(out), "--quiet"]) == 0
+    assert cli.main([*argv, "--out", str(out), "--no-progress"]) == 0
     raw = torch.load(out, weights_only=True)
     assert [tuple(t.shape) for t in raw["feats"]] == [(5, 4), (5, 6)]
     np.testing.assert_array_equal(load_features(out).features, x)
@@ -177,7 +177,7 @@ def test_embed_hf_model_records_num_params(tmp_path, monkeypatch, tiny_vit):
     out = tmp_path / "vit.pt"
     monkeypatch.setattr(cli, "COMMANDS", {"embed": cli.COMMANDS["embed"]})
     argv = ["embed", f"hf:{tiny_vit}", "--world", "cave", "--n", "3", "--modality", "image"]
-    assert cli.main([*argv, "--out", str(out), "--quiet", "--threads", "1"]) == 0
+    assert cli.main([*argv, "--out", str(out), "--no-progress", "--threads", "1"]) == 0
     raw = torch.load(out, weights_only=True)
     want = sum(p.numel() for p in ViTModel.from_pretrained(tiny_vit).parameters())
     assert raw["num_params"] == want and raw["feats"].shape[0] == 3

@@ -57,7 +57,7 @@ def ray_cluster():
 
 def _sweep(out: Path, *extra: str) -> subprocess.Popen:
     argv = [sys.executable, "-m", "prh", "sweep", "--preset", "demo", "--backend", "theory",
-            "--out", str(out), "--quiet", *extra]  # fmt: skip
+            "--out", str(out), "--no-progress", *extra]  # fmt: skip
     return subprocess.Popen(argv, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)  # fmt: skip
 

@@ -112,7 +112,7 @@ def test_cli_trains_and_embeds_a_backbone_run(tmp_path, cache):
     assert main([str(a) for a in argv]) == 0
     out = tmp_path / "f.safetensors"
     argv = ["embed", run, "--world", "cave", "--modality", "image", "--n", 12, "--image-size",
-            16, "--out", out, "--quiet", "--threads", 1]  # fmt: skip
+            16, "--out", out, "--no-progress", "--threads", 1]  # fmt: skip
     assert main([str(a) for a in argv]) == 0
     assert load_features(out).features.shape[:2] == (12, 1 + 3 + 1 + 1)  # trunk, 3 blocks, head, E
 

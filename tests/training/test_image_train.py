@@ -96,7 +96,7 @@ def test_cli_trains_resumes_and_embeds_an_image_run(tmp_path, cache):
     assert main(["train", "--resume", str(run), "--no-progress", "--threads", "1"]) == 0
     out = tmp_path / "f.safetensors"
     argv = ["embed", run, "--world", "cave", "--modality", "sketch", "--n", 12, "--image-size",
-            16, "--out", out, "--quiet", "--threads", 1]  # fmt: skip
+            16, "--out", out, "--no-progress", "--threads", 1]  # fmt: skip
     assert main([str(a) for a in argv]) == 0
     fs = load_features(out)
     assert fs.features.shape == (12, 4 + 2, 64)  # tiny image preset: 4 stages, d_model 64

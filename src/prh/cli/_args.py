@@ -35,6 +35,17 @@ def bounded_int(hi: int, what: str):
     return parse
 
 
+def old_spelling(parser, old: str, new: str, dest: str, flag: bool = False, **kw) -> None:
+    """Keep a renamed flag's ``old`` spelling working for one release, hidden from ``--help``:
+    it stores into ``new``'s ``dest`` (``flag``: a store-true switch; ``kw``, such as ``type``,
+    parse its value as ``new``'s). Silent, so a refusal stays one line on stderr; the renames
+    are listed in the README ("Renamed flags")."""
+    action = "store_true" if flag else "store"
+    parser.add_argument(
+        old, dest=dest, action=action, default=argparse.SUPPRESS, help=argparse.SUPPRESS, **kw
+    )
+
+
 def cpu_count() -> int:
     """CPUs this process may run on (its affinity mask; the whole machine's count elsewhere)."""
     try:

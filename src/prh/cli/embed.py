@@ -33,7 +33,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from prh.cli._args import device_name, nonnegative_float, nonnegative_int, positive_int, seed
+from prh.cli._args import (
+    device_name,
+    nonnegative_float,
+    nonnegative_int,
+    old_spelling,
+    positive_int,
+    seed,
+)
 from prh.world.registry import world_names
 
 
@@ -256,7 +263,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="--modality text: skip a causal language model's loss and bits per byte on the texts"
         " (stored as loss/bpb in its feature file, as the reference does; default: measured)",
     )
-    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    parser.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
+    old_spelling(parser, "--quiet", "--no-progress", "no_progress", flag=True)
 
 
 @dataclass(frozen=True)
@@ -455,7 +463,7 @@ def _embed_one(args: argparse.Namespace, entry, out: Path, src: _Source) -> None
     encoder.check_modality(modality)
     t_load = time.perf_counter() - t0
     what = f"embed {args.modality}" + ("" if args.models is None else f" {entry.name}")
-    progress = Progress(None, what, enabled=not args.quiet, unit="item")
+    progress = Progress(None, what, enabled=not args.no_progress, unit="item")
     t1 = time.perf_counter()
     if src.kind == "world":
         features, ids = embed_world(encoder, src.data, src.scene_ids, cfg, progress)

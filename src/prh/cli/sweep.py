@@ -17,7 +17,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from prh.cli._args import cpu_count, positive_int, seed
+from prh.cli._args import cpu_count, old_spelling, positive_int, seed
 
 DEFAULT_WORKERS = 2
 # --executor ray --address: cells in flight at once (a cluster may have more CPUs than this host)
@@ -53,7 +53,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model-preset", default=None,
                         help="cave backend: text model preset, tiny, small or base (default: "
                         "tiny)")  # fmt: skip
-    parser.add_argument("--quiet", action="store_true", help="print only the summary")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no progress lines on stderr: print only the summary")  # fmt: skip
+    old_spelling(parser, "--quiet", "--no-progress", "no_progress", flag=True)
 
 
 def _runner(args: argparse.Namespace):
@@ -128,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
         # the header waits for the first news, so an option refused at start stays one line
         while header:
             print(header.pop(), file=sys.stderr, flush=True)
-        if msg is not None and not args.quiet:
+        if msg is not None and not args.no_progress:
             print(msg, file=sys.stderr, flush=True)
 
     s = run_sweep(grid, runner, out, seed=args.seed, workers=workers, progress=say,
