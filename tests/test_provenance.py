@@ -141,7 +141,9 @@ def test_sweep_rows_carry_the_schema_and_older_rows_are_read_with_one_note(tmp_p
     res = tmp_path / "sw" / "results.jsonl"
     sha = hashlib.sha256(res.read_bytes()).hexdigest()
     main(["fit-law", str(res), "--starts", "2", "--forms", "additive", "--out", str(tmp_path)])
-    assert main(["efficiency", str(res), "--bootstrap", "20", "--json", str(tmp_path / "e.json")]) == 0
+    assert (
+        main(["efficiency", str(res), "--bootstrap", "20", "--json", str(tmp_path / "e.json")]) == 0
+    )
     for name, kind in (("law.json", "prh-fit-law/1"), ("e.json", "prh-efficiency/1")):
         d = json.loads((tmp_path / name).read_text())
         assert d["format"] == kind and d["inputs"][0]["sha256"] == sha and d["seed"] == 0

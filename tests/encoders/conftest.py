@@ -144,7 +144,8 @@ def images():
 @pytest.fixture(scope="session")
 def tiny_run(tmp_path_factory):
     """A real (one-step) prh train run on the cave world."""
-    training = pytest.importorskip("prh.training")
+    import prh.training as training
+
     out = tmp_path_factory.mktemp("runs") / "good"
     cfg = training.train_config(
         "tiny",

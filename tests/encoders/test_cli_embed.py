@@ -11,8 +11,6 @@ import prh.cli
 from prh.encoders import load_encoder
 from prh.features import load_features
 
-pytest.importorskip("prh.world")
-
 
 @pytest.fixture()
 def cli(monkeypatch):

@@ -8,8 +8,6 @@ import pytest
 import prh.cli
 from prh.features import load_features
 
-pytest.importorskip("prh.training")
-
 
 @pytest.fixture(scope="module")
 def themed_lm(tmp_path_factory):
@@ -35,7 +33,9 @@ def themed_lm(tmp_path_factory):
 
 def _embed(tmp_path, *argv):
     out = tmp_path / "f.safetensors"
-    code = prh.cli.main(["embed", *map(str, argv), "--no-progress", "--threads", "1", "--out", str(out)])
+    code = prh.cli.main(
+        ["embed", *map(str, argv), "--no-progress", "--threads", "1", "--out", str(out)]
+    )
     assert code == 0
     return load_features(out)
 

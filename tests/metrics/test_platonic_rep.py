@@ -129,7 +129,6 @@ def test_writer_round_trip(tmp_path, dims):
 
 def test_embed_writes_platonic_rep(tmp_path, monkeypatch):
     """`prh embed ... --out X.pt` writes the benchmark's layout (stored features as the encoder)."""
-    pytest.importorskip("prh.world")
     from prh.world import CaveWorld, WorldConfig
 
     ids = CaveWorld(WorldConfig(seed=0)).split("test")[:5]
@@ -171,7 +170,6 @@ def test_pickled_objects_are_refused_unread(tmp_path, legacy):
 
 def test_embed_hf_model_records_num_params(tmp_path, monkeypatch, tiny_vit):
     """The benchmark plots alignment against ``num_params``; prh embed writes it for hf models."""
-    pytest.importorskip("prh.world")
     from transformers import ViTModel
 
     out = tmp_path / "vit.pt"

@@ -33,7 +33,9 @@ def test_planted_pipeline_recovers_noise_level(tmp_path, capsys):
     assert 0.002 < law["seed_spread"] < 0.03  # planted noise 0.01, 8 pairs
     assert law["heldout_rmse"] < 0.03
     assert (out / "law_fit.png").read_bytes()[:4] == b"\x89PNG"
-    assert _run(efficiency, [str(res), "--bootstrap", "50", "--json", str(tmp_path / "eff.json")]) == 0
+    assert (
+        _run(efficiency, [str(res), "--bootstrap", "50", "--json", str(tmp_path / "eff.json")]) == 0
+    )
     eff = json.loads((tmp_path / "eff.json").read_text())
     assert eff["ratio"] is not None and eff["ratio"] > 1  # next-token (rho 0.3) is slower
 

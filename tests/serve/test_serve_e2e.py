@@ -44,7 +44,6 @@ def test_upload_an_image_and_read_its_caption_on_the_page(tmp_path: Path, run_di
 
 def test_bad_file_then_random_scene_in_the_browser(tmp_path: Path):
     pytest.importorskip("playwright.sync_api", reason="pip install playwright (Python package)")
-    pytest.importorskip("prh.world", reason="prh.world (the world helper's part) absent")
     from playwright.sync_api import sync_playwright
 
     from prh.serve.app import create_app

@@ -42,7 +42,8 @@ def _cfg(corpus, **kw):
 def test_each_view_kind_trains_and_embeds(tmp_path, corpus, views):
     feats = tmp_path / "target.safetensors"
     rng = np.random.default_rng(0)
-    save_features(feats, rng.normal(size=(20, 1, 6)), ids=[f"scene_{i}" for i in range(20)])
+    rng_feats = rng.normal(size=(20, 1, 6))
+    save_features(feats, rng_feats, ids=[f"scene_{i}" for i in range(20)])
     cfg = _cfg(corpus, views=views, rho=0.5, eval_features=str(feats), eval_every=2)
     run = train(cfg, tmp_path / "run", progress=False, threads=1)
     loaded = load_run(run)
@@ -52,6 +53,16 @@ def test_each_view_kind_trains_and_embeds(tmp_path, corpus, views):
     metrics = read_metrics(run)
     scores = [r["eval_mutual_knn"] for r in metrics if "eval_mutual_knn" in r]
     assert len(scores) == 2 and all(0.0 <= s <= 1.0 for s in scores)
+    # the logged evaluation is the alignment of the saved model: the first caption of each
+    # evaluated image, embedded by the loaded run, against the feature file
+    from prh.data import load_corpus
+    from prh.metrics import measure
+
+    c = load_corpus(str(corpus))
+    first = dict(zip(c.image_ids, (caps[0] for caps in c.captions)))
+    mine = loaded.encode_texts([first[f"scene_{i}"] for i in range(20)])
+    want = measure(mine, rng_feats, metric="mutual_knn", k=10).score
+    assert scores[-1] == pytest.approx(float(want), abs=1e-9)
     assert (run / "tokenizer.json").is_file()
 
 

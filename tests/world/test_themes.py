@@ -1,5 +1,7 @@
 """Scene themes: an option that leaves the plain world untouched and keeps every marginal."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -62,10 +64,21 @@ def test_themed_table_is_a_pure_function_of_its_arguments():
 
 
 def test_captions_of_a_themed_world_name_its_objects():
-    w = CaveWorld(WorldConfig(num_scenes=300, themes=3))
-    s = w.scene(7)
-    text = " ".join(w.captions(7, 5, seed=0))
-    assert len(s.objects) >= 1 and isinstance(text, str) and text
+    """Every caption of a themed scene names each object's shape and colour (by one of their
+    words), and no shape or colour the scene lacks (captions that omit nothing)."""
+    from prh.world.captions import COLOUR_WORDS, SHAPE_WORDS
+
+    w = CaveWorld(WorldConfig(num_scenes=300, themes=3, omit_prob=0.0))
+    for i in range(20):
+        objs = w.scene(i).objects
+        shapes = {o.shape_name for o in objs}
+        colours = {o.colour_name for o in objs}
+        for cap in w.captions(i, 5, seed=0):
+            words = set(re.findall(r"[a-z-]+", cap.lower()))
+            named_shapes = {s for s, ws in SHAPE_WORDS.items() if words & set(ws)}
+            named_colours = {c for c, ws in COLOUR_WORDS.items() if words & set(ws)}
+            assert named_shapes == shapes, (i, cap)
+            assert named_colours == colours, (i, cap)
 
 
 def test_negative_themes_are_refused():
