@@ -9,7 +9,7 @@ export HF_HUB_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: setup browser test lint demo clean
+.PHONY: setup browser test test-fast lint demo clean
 
 setup: $(STAMP)
 
@@ -35,6 +35,10 @@ browser:
 
 test: lint browser
 	$(BIN)/python -m pytest -q
+
+# Everything but the tests marked slow (the toy demo, multi-process training, the README example).
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow"
 
 # The main job: the whole story on the embedded world (report in runs/demo/report.html).
 demo: $(STAMP)

@@ -82,6 +82,10 @@ CASES = {
         ["minilm", *DS, "--out", "{ds}/state.json"],
         "would overwrite the input",
     ),
+    "a new file inside the data set folder": (
+        ["minilm", *DS, "--out", "{ds}/features.safetensors"],
+        r"features\.safetensors: lies inside the input folder",
+    ),
     # impossible output places
     "output in a missing folder": (
         ["minilm", *DS, "--out", "{root}/no/o.safetensors"],
