@@ -164,8 +164,6 @@ def alignment_matrix(
     -------
     AlignmentMatrix
     """
-    from prh.metrics import measure
-
     names = tuple(train)
     if tuple(test) != names:
         raise InputError(f"train and test name different encoders: {names} vs {tuple(test)}")
@@ -178,61 +176,11 @@ def alignment_matrix(
         raise InputError(f"mutual-kNN@{k} needs more than {k} held-out rows, got {n_test}")
     for n in names:
         _layer_of(tr[n], layer, n)
-    e = len(names)
-    knn, cka = np.full((e, e), np.nan), np.full((e, e), np.nan)
-    ci = np.full((e, e, 2), np.nan)
-    layers = np.zeros((e, e, 2), dtype=np.int64)
-    rot, rot_r2 = np.full((e, e), np.nan), np.full((e, e), np.nan)
-    rot_ci = np.full((e, e, 2), np.nan)
-    pairs: dict[tuple[int, int], RotationScore] = {}
-    constant = [is_constant(_layer_of(tr[n], layer, n)) for n in names]
     fixed = None if best_layers else (layer, layer)
-    dims_of = dict(layer_dims or {})
-    caches: dict[str, dict[Any, Any]] = {"mutual_knn": {}, "cka": {}}
-    for i in range(e):
-        for j in range(i + 1, e):
-            a, b = te[names[i]], te[names[j]]
-            kw: dict[str, Any] = {
-                "seed": seed,
-                "name_a": names[i],
-                "name_b": names[j],
-                "layer_dims_a": dims_of.get(names[i]),
-                "layer_dims_b": dims_of.get(names[j]),
-            }
-            r = measure(
-                a,
-                b,
-                "mutual_knn",
-                k=k,
-                bootstrap=bootstrap,
-                layers=fixed,
-                cache=caches["mutual_knn"],
-                **kw,
-            )
-            c = measure(a, b, "cka", k=k, layers=r.layers, cache=caches["cka"], **kw)
-            knn[i, j] = knn[j, i] = r.score
-            cka[i, j] = cka[j, i] = c.score
-            if r.ci is not None:
-                ci[i, j] = ci[j, i] = r.ci
-            layers[i, j], layers[j, i] = r.layers, r.layers[::-1]
-    for i in range(e):
-        for j in range(e):
-            if i == j or constant[i] or constant[j]:
-                continue  # a constant side has no map to fit: its rotation score is undefined
-            s = rotation_score(
-                _layer_of(tr[names[i]], layer, names[i]),
-                _layer_of(tr[names[j]], layer, names[j]),
-                _layer_of(te[names[i]], layer, names[i]),
-                _layer_of(te[names[j]], layer, names[j]),
-                dims=dims,
-                common=common,
-                bootstrap=bootstrap,
-                seed=seed,
-            )
-            pairs[i, j] = s
-            if s.score_ci is not None:
-                rot_ci[i, j] = s.score_ci
-            rot[i, j], rot_r2[i, j] = s.score, s.r2_ratio
+    knn, ci, cka, layers = _pair_metrics(te, k, bootstrap, seed, fixed, dict(layer_dims or {}))
+    rot, rot_r2, rot_ci, pairs = _rotation_scores(
+        tr, te, layer, dims=dims, common=common, bootstrap=bootstrap, seed=seed
+    )
     return AlignmentMatrix(
         names=names,
         mutual_knn=knn,
@@ -251,6 +199,62 @@ def alignment_matrix(
         common=common,
         layer=layer,
     )
+
+
+def _pair_metrics(te, k, bootstrap, seed, fixed, dims_of) -> tuple[np.ndarray, ...]:
+    """Mutual-kNN ``(E, E)`` with its interval ``(E, E, 2)``, CKA at mutual-kNN's layer pair,
+    and that pair ``(E, E, 2)``, for every unordered pair of the held-out sets ``te``."""
+    from prh.metrics import measure
+
+    names = tuple(te)
+    e = len(names)
+    knn, cka = np.full((e, e), np.nan), np.full((e, e), np.nan)
+    ci = np.full((e, e, 2), np.nan)
+    layers = np.zeros((e, e, 2), dtype=np.int64)
+    caches: dict[str, dict[Any, Any]] = {"mutual_knn": {}, "cka": {}}
+    for i in range(e):
+        for j in range(i + 1, e):
+            a, b = te[names[i]], te[names[j]]
+            kw: dict[str, Any] = {
+                "seed": seed,
+                "name_a": names[i],
+                "name_b": names[j],
+                "layer_dims_a": dims_of.get(names[i]),
+                "layer_dims_b": dims_of.get(names[j]),
+            }
+            r = measure(a, b, "mutual_knn", k=k, bootstrap=bootstrap, layers=fixed,
+                        cache=caches["mutual_knn"], **kw)  # fmt: skip
+            c = measure(a, b, "cka", k=k, layers=r.layers, cache=caches["cka"], **kw)
+            knn[i, j] = knn[j, i] = r.score
+            cka[i, j] = cka[j, i] = c.score
+            if r.ci is not None:
+                ci[i, j] = ci[j, i] = r.ci
+            layers[i, j], layers[j, i] = r.layers, r.layers[::-1]
+    return knn, ci, cka, layers
+
+
+def _rotation_scores(tr, te, layer: int, **kw: Any) -> tuple[Any, ...]:
+    """Rotation score ``(E, E)``, its R^2 ratio and interval of every ordered pair at ``layer``
+    (``kw``: :func:`rotation_score`'s settings), and the scores by pair. A constant side has no
+    map to fit: its cells stay NaN and the pair has no entry."""
+    names = tuple(tr)
+    e = len(names)
+    rot, rot_r2 = np.full((e, e), np.nan), np.full((e, e), np.nan)
+    rot_ci = np.full((e, e, 2), np.nan)
+    pairs: dict[tuple[int, int], RotationScore] = {}
+    at = {n: (_layer_of(tr[n], layer, n), _layer_of(te[n], layer, n)) for n in names}
+    constant = [is_constant(at[n][0]) for n in names]
+    for i in range(e):
+        for j in range(e):
+            if i == j or constant[i] or constant[j]:
+                continue
+            (xtr, xte), (ytr, yte) = at[names[i]], at[names[j]]
+            s = rotation_score(xtr, ytr, xte, yte, **kw)
+            pairs[i, j] = s
+            if s.score_ci is not None:
+                rot_ci[i, j] = s.score_ci
+            rot[i, j], rot_r2[i, j] = s.score, s.r2_ratio
+    return rot, rot_r2, rot_ci, pairs
 
 
 def _layers(a: np.ndarray, name: str) -> np.ndarray:

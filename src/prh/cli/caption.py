@@ -77,7 +77,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="torch CPU threads (1 to the machine's CPU count)",
     )  # fmt: skip
     parser.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
-    ev = parser.add_argument_group("--eval")
+    _eval_flags(parser.add_argument_group("--eval"))
+    _build_flags(parser.add_argument_group("--build"))
+
+
+def _eval_flags(ev: argparse._ArgumentGroup) -> None:
     ev.add_argument(
         "--world", choices=world_names(), default="cave", help="world of the run (cave)"
     )
@@ -96,7 +100,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--tokenizer", choices=("ptb", "simple"), default=None,
         help="caption tokenizer for scoring (default ptb when java is installed, else simple)",
     )  # fmt: skip
-    b = parser.add_argument_group("--build")
+
+
+def _build_flags(b: argparse._ArgumentGroup) -> None:
     b.add_argument("--text-run", type=Path, help="text JEPA run from prh train (the shared space)")
     b.add_argument("--out", type=Path, help="run folder to write caption/ into")
     b.add_argument(

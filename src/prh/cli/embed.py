@@ -71,6 +71,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         required=True,
         help="captions, rendered images, or line sketches (cave world only)",
     )
+    _output_flags(parser)
+    _scene_flags(parser)
+    _dataset_flags(parser)
+    _draw_flags(parser)
+    _model_flags(parser)
+    _pool_flags(parser)
+
+
+def _output_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", metavar="FILE", help="output .safetensors (or .pt) file")
     parser.add_argument(
         "--out-dir",
@@ -88,6 +97,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="prh safetensors, or platonic-rep's .pt ({'feats': ...}, torch.save) (default: "
         "from the --out suffix, .pt is platonic-rep)",
     )
+
+
+def _scene_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--n",
         metavar="N",
@@ -123,6 +135,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="scene split: train, test or all for the world (default test); a corpus split name;"
         " a data set's split (default train)",
     )
+
+
+def _dataset_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--revision", metavar="R", default=None, help="hub revision of a named --dataset (wit_1024)"
     )
@@ -154,6 +169,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--images", metavar="DIR", default=None, help="folder of a corpus's image files"
     )
+
+
+def _draw_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--batch-size",
         metavar="N",
@@ -202,6 +220,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="stages",
         help="EfficientNet outputs kept as layers (default stages: 7 stages + head)",
     )
+
+
+def _model_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--threads",
         metavar="N",
@@ -243,6 +264,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="hf: 4-bit weights (bitsandbytes NF4, compute in --dtype; needs CUDA and"
         " pip install 'prh[quantize]'); the reference's --qlora: scores are slightly off",
     )
+
+
+def _pool_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--pool",
         choices=["avg", "last", "cls"],

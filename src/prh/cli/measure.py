@@ -96,6 +96,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--y-models", metavar="LIST", default=None, help="the same for the columns and --y"
     )
+    _statistics_flags(parser)
+    _preprocess_flags(parser)
+    _output_flags(parser)
+    _compute_flags(parser)
+
+
+def _statistics_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--metric",
         type=_metrics,
@@ -115,6 +122,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=seed, default=0, help="seed of the null and the bootstrap")
     parser.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
+
+
+def _preprocess_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--layers", type=_layer_pair, default=None, help="fixed layer pair I,J (default: best pair)"
     )
@@ -137,6 +147,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="skip the reference preprocessing (clamp and L2 rows): features used as given",
     )
+
+
+def _output_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ids-a", default=None, help="text file, one id per row of A")
     parser.add_argument("--ids-b", default=None, help="text file, one id per row of B")
     parser.add_argument("--json", default=None, metavar="PATH", help="write the results here")
@@ -154,6 +167,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="alignment against bits per byte: each X file's bpb (stored by prh embed or the"
         " reference) against its mean score over Y (first metric)",
     )
+
+
+def _compute_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--block-size", type=positive_int, default=None, help="kNN tile side in rows (memory)"
     )

@@ -91,6 +91,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--out", metavar="RUN", help="new run directory to create")
     p.add_argument("--resume", metavar="RUN", help="continue the run in RUN from its checkpoint")
+    _optimiser_flags(p)
+    _objective_flags(p)
+    _run_flags(p)
+    _world_flags(p)
+
+
+def _optimiser_flags(p: argparse.ArgumentParser) -> None:
+    d = TrainConfig  # defaults from the config, so the help cannot drift from it
     p.add_argument(
         "--batch-size",
         type=positive_int,
@@ -110,6 +118,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help=f"tokens per sequence (default {d.max_len}, at most {MAX_LEN})",
     )
+
+
+def _objective_flags(p: argparse.ArgumentParser) -> None:
+    d = TrainConfig  # defaults from the config, so the help cannot drift from it
     p.add_argument(
         "--objective",
         choices=["whitened", "soft", "sigreg"],
@@ -128,6 +140,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help="SIGReg random directions per step (default 256)",
     )
+
+
+def _run_flags(p: argparse.ArgumentParser) -> None:
+    d = TrainConfig  # defaults from the config, so the help cannot drift from it
     p.add_argument(
         "--eval-features",
         metavar="FILE",
@@ -155,6 +171,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+
+
+def _world_flags(p: argparse.ArgumentParser) -> None:
+    d = TrainConfig  # defaults from the config, so the help cannot drift from it
     p.add_argument(
         "--world-themes",
         metavar="T",
