@@ -157,6 +157,15 @@ def create_app(
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     app.state.gate = gate
     app.state.run_info = info
+    _error_handlers(app)
+    _info_routes(app, info, gate, name)
+    _scene_routes(app, scene_source)
+    _caption_route(app, captioner, gate, limits, max_upload_bytes)
+    return app
+
+
+def _error_handlers(app: FastAPI) -> None:
+    """Every error, framework or ours, as one JSON body ``{"error": ...}``."""
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -165,6 +174,10 @@ def create_app(
     @app.exception_handler(RequestValidationError)
     async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
         return _error(422, "; ".join(str(e.get("msg", e)) for e in exc.errors()) or "bad request")
+
+
+def _info_routes(app: FastAPI, info: RunInfo, gate: _Gate, name: str) -> None:
+    """The page, the health check, the run's summary and its plots."""
 
     @app.get("/", include_in_schema=False)
     async def index() -> FileResponse:
@@ -191,6 +204,10 @@ def create_app(
             return _error(404, f"no plot named {plot_name[:80]!r}; available: {listed}")
         return FileResponse(path, media_type="image/png")
 
+
+def _scene_routes(app: FastAPI, scene_source: SceneSource) -> None:
+    """A held-out scene's render by seed, and what it shows."""
+
     @app.get("/api/scene")
     async def scene(request: Request) -> Response:
         try:
@@ -211,6 +228,13 @@ def create_app(
         except InputError as e:
             return _error(400, str(e))
         return JSONResponse(await to_thread.run_sync(scene_source.info, seed))
+
+
+def _caption_route(
+    app: FastAPI, captioner: Captioner, gate: _Gate, limits: ImageLimits, max_upload_bytes: int
+) -> None:
+    """``POST /api/caption``: admitted up to the queue limit, decoded under ``limits``,
+    captioned in a worker thread."""
 
     def busy() -> JSONResponse:
         return _error(
@@ -256,8 +280,6 @@ def create_app(
                 "size": [int(image.shape[1]), int(image.shape[0])],
             }
         )
-
-    return app
 
 
 async def _read_upload(request: Request, max_bytes: int) -> bytes | Response:
