@@ -368,3 +368,25 @@ def test_safetensors_files_are_byte_identical_across_processes(tmp_path):
     from safetensors.numpy import load_file
 
     assert load_file(str(p))["w"].tolist() == list(np.arange(6.0))
+
+
+def test_a_failed_caption_build_leaves_no_partial_caption_folder(
+    tmp_path, monkeypatch, text_run, tiny_vit
+):
+    import prh.caption.build as build
+    from conftest import BUILD_KW
+
+    calls = {"n": 0}
+    real = build.write_tensors
+
+    def write_tensors(*a, **kw):  # the disk fills up after the first tensor file
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise OSError(errno.ENOSPC, "No space left on device", str(a[0]))
+        return real(*a, **kw)
+
+    monkeypatch.setattr(build, "write_tensors", write_tensors)
+    out = tmp_path / "run"
+    with pytest.raises(OSError, match="No space left"):
+        build.build_caption_run(text_run, out, vision=f"hf:{tiny_vit}", **BUILD_KW)
+    assert not (out / "caption").exists()

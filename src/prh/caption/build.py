@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -497,10 +498,23 @@ def build_caption_run(
     decoder, losses, dcfg, tcfg = train_text_decoder(run, texts, cond, fit.sigma, cfg, progress)
     timings["train_decoder_s"] = time.perf_counter() - t0
 
-    gallery_size = write_caption_folder(
-        folder, fit, normalizer, decoder, run.tokenizer, texts, cond, pair_scenes
-    )
-    info = manifest(cfg, run, enc, fit, wseed, text_run, folder)
+    created = not folder.exists()
+    try:  # the folder is one output: complete (its manifest written last) or removed
+        gallery_size = write_caption_folder(
+            folder, fit, normalizer, decoder, run.tokenizer, texts, cond, pair_scenes
+        )
+        info = manifest(cfg, run, enc, fit, wseed, text_run, folder)
+        _finish_manifest(folder, info, dcfg, tcfg, decoder, losses, gallery_size, timings, t_start)
+    except BaseException:
+        if created:
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
+    _say(progress, f"wrote {folder} in {info['seconds']['total_s']:.0f} s")
+    return out
+
+
+def _finish_manifest(folder, info, dcfg, tcfg, decoder, losses, gallery_size, timings, t_start):
+    """Complete ``info`` and write it: last, so its presence marks a complete folder."""
     info.update(
         captioner="decoder" if decoder is not None else "nearest",
         decoder=dcfg.to_dict(),
@@ -512,9 +526,7 @@ def build_caption_run(
             "total_s": round(time.perf_counter() - t_start, 2),
         },
     )
-    write_json(folder / MANIFEST, info)  # last: its presence marks a complete folder
-    _say(progress, f"wrote {folder} in {info['seconds']['total_s']:.0f} s")
-    return out
+    write_json(folder / MANIFEST, info)
 
 
 def manifest(
