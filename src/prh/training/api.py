@@ -130,7 +130,7 @@ def _train(
     )
     model, mcfg = build_model(cfg, tokenizer.vocab_size)
     model.to(dev)
-    optimizer = make_optimizer(model, cfg)
+    optimizer = make_optimizer(model, cfg.optim)
     start = restore(model, optimizer, last, state)
     stored = {"train": cfg.to_dict(), "model": mcfg.to_dict()}
     log = open_run_files(run_dir, stored, cfg, dev, threads, info, start, resume)

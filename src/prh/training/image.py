@@ -231,7 +231,7 @@ def train_image(
     last, state = latest_state(folder, resume)  # fail before data work
     dataset = image_dataset(train, image, run_dir, info, lambda: barrier(info), workers, model)
     model.to(dev)
-    optimizer = make_optimizer(model, train)
+    optimizer = make_optimizer(model, train.optim)
     start = restore(model, optimizer, last, state)
     stored = {
         "modality": image.modality,
