@@ -1,5 +1,5 @@
-"""Text runs: the :class:`TextTask` of :func:`prh.training.fit.fit`, ``train`` a run directory
-(fresh or resumed) and ``load_run`` it back (:func:`prh.training.fit.load_run`, every modality)."""
+"""Text runs: :class:`TextTask` for :func:`~prh.training.lifecycle.fit`; ``train`` a run folder
+(fresh or resumed) and ``load_run`` it back (:func:`~prh.training.lifecycle.load_run`)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from prh.models import CausalLM, ModelConfig, TextEncoder, layers_with_embedding
 from prh.training.config import TrainConfig, check_batch
 from prh.training.data import TOKENIZER_FILE, default_data_factory, eval_texts
 from prh.training.distributed import DistInfo
-from prh.training.fit import Barrier, Encode, Run, fit, load_run, read_stored, restored
+from prh.training.lifecycle import Barrier, Encode, Run, fit, load_run, read_stored, restored
 from prh.training.loop import trim
 
 DataFactory = Callable[..., tuple[Any, Any]]
@@ -38,7 +38,7 @@ def build_model(cfg: TrainConfig, vocab_size: int) -> tuple[nn.Module, ModelConf
 
 @dataclass(frozen=True)
 class TextTask:
-    """Text JEPAs and the next-token LM as a :class:`prh.training.fit.Task`.
+    """Text JEPAs and the next-token LM as a :class:`prh.training.lifecycle.Task`.
 
     ``data_factory(cfg, run_dir, rank, world_size, is_main, barrier) -> (tokenizer, dataset)``
     (default :func:`prh.training.data.default_data_factory`); ``tokenizer_loader(path)`` reads a
@@ -110,16 +110,8 @@ def train(
     stop_after: int | None = None,
     data_factory: DataFactory | None = None,
 ) -> Path:
-    """Train ``cfg`` into the run directory ``out_dir`` and return its path.
-
-    With ``resume=True`` the run continues from its latest checkpoint with its stored config
-    (``cfg`` is ignored); the result is bitwise identical to an uninterrupted run on CPU.
-    ``stop_after`` stops after that many steps without a checkpoint (a simulated kill).
-
-    A fresh start over the leftovers of a start that stopped before its first checkpoint
-    (a tokenizer, a config, no weights) clears them and starts again; ``resume=True`` on a folder
-    with a config but no checkpoint starts that config from step 0. Without ``threads``, a resumed
-    run uses the thread count stored in its ``meta.json``.
+    """Train ``cfg`` into the run directory ``out_dir`` and return its path: :func:`fit` of a
+    :class:`TextTask` (its resume rule, output checks and bitwise resume on CPU).
 
     Raises
     ------
@@ -153,15 +145,8 @@ def _train(
 
 
 def read_run_config(run_dir: str | os.PathLike[str]) -> TrainConfig:
-    """The stored :class:`TrainConfig` of a run folder (to resume it).
-
-    Raises
-    ------
-    InputError
-        ``run_dir`` is missing, a file, or a start that stopped before writing its config.
-    CheckpointError
-        ``config.json`` is unreadable or not a prh training config.
-    """
+    """The stored :class:`TrainConfig` of a run folder to resume (an :class:`InputError` or a
+    :class:`CheckpointError` as :func:`~prh.training.lifecycle.read_stored` says)."""
     run_dir = Path(run_dir)
     return restored(TextTask(), read_stored(run_dir), run_dir, "training config")[1]
 
@@ -212,7 +197,7 @@ def encode_texts(
 
 @dataclass
 class LoadedRun(Run):
-    """A trained text run: :class:`prh.training.fit.Run` with its ``tokenizer``.
+    """A trained text run: :class:`prh.training.lifecycle.Run` with its ``tokenizer``.
 
     :meth:`encode` is canonical; :meth:`encode_texts` (the same, with ``pool``) and
     :meth:`embed_texts` are kept for compatibility.

@@ -40,15 +40,10 @@ class OptimConfig:
 
     Attributes
     ----------
-    lr : float
-        Peak learning rate (finite, > 0).
-    weight_decay : float
-        AdamW decay of matrices (none on biases and norms; :func:`prh.optim.adamw`).
-    warmup_frac, min_lr_frac : float
-        Linear warm-up over ``warmup_frac`` of the steps, then cosine decay to
-        ``min_lr_frac * lr``.
-    grad_clip : float
-        Gradient-norm clip (0 disables).
+    lr, weight_decay, warmup_frac, min_lr_frac, grad_clip : float
+        AdamW (peak rate ``lr``, finite and > 0; no decay on biases and norms) with linear
+        warm-up over ``warmup_frac`` of the steps, then cosine decay to ``min_lr_frac * lr``;
+        gradient norm clipped at ``grad_clip`` (0 disables).
     """
 
     lr: float = 1e-3
@@ -88,8 +83,7 @@ class TrainConfig:
     batch_size : int
         Global batch (pairs or sequences per step, over all data-parallel ranks).
     lr, weight_decay, warmup_frac, min_lr_frac, grad_clip : float
-        The optimiser, read as one :class:`OptimConfig` through :attr:`optim` (flat here so
-        that ``config.json``, the CLI flags and ``train_config(lr=...)`` keep their layout).
+        The :class:`OptimConfig` read as :attr:`optim` (flat, as ``config.json`` stores it).
     max_len : int
         Tokens per sequence (longer captions are truncated).
     objective : {"whitened", "soft", "sigreg"}

@@ -2,7 +2,7 @@
 
 The same run directory, checkpoints, bitwise resume, metrics, evaluation hook and ``torchrun``
 data parallelism as text runs (:mod:`prh.training.api`), through the one trainer
-(:func:`prh.training.fit.fit`, with :class:`ImageTask`), with an
+(:func:`prh.training.lifecycle.fit`, with :class:`ImageTask`), with an
 :class:`~prh.models.ImageEncoder` on pairs of renders (or sketches) of the cave world:
 
 - ``good``: two renders of one scene under independent nuisance (light, camera, jitter,
@@ -30,8 +30,8 @@ from prh.errors import CheckpointError, InputError
 from prh.models import BackboneEncoder, ImageEncoder, ModelConfig, layers_with_embedding
 from prh.training.config import TrainConfig, check_batch
 from prh.training.distributed import DistInfo, gather_rows
-from prh.training.fit import Barrier, Encode, Run, fit, load_run
 from prh.training.image_config import ImageConfig, check_image_run, image_model_config
+from prh.training.lifecycle import Barrier, Encode, Run, fit, load_run
 from prh.training.loop import LossContext, jepa_objective
 
 
@@ -170,8 +170,8 @@ def is_image_run(run_dir: str | os.PathLike[str]) -> bool:
 
 @dataclass(frozen=True)
 class ImageTask:
-    """Image and sketch JEPAs as a :class:`prh.training.fit.Task`: ``image`` is what the run adds
-    to its :class:`TrainConfig`; ``workers`` processes build the render cache (or, with
+    """Image and sketch JEPAs as a :class:`~prh.training.lifecycle.Task`: ``image`` is what a run
+    adds to its :class:`TrainConfig`; ``workers`` processes build the render cache (or, with
     ``render_views = 0``, draw batches ahead)."""
 
     image: ImageConfig = field(default_factory=ImageConfig)
@@ -246,15 +246,9 @@ def train_image(
     stop_after: int | None = None,
     workers: int = 1,
 ) -> tuple[Path, nn.Module]:
-    """Train an image/sketch JEPA into ``out_dir``; return the run path and this rank's model.
-
-    With ``resume=True`` the stored configs are used (``train``/``image`` ignored) and the run
-    continues from its latest checkpoint, bitwise identical to an uninterrupted run on CPU
-    (without ``threads``, with the thread count stored in its ``meta.json``).
-    ``stop_after`` stops after that many steps without a checkpoint (a simulated kill);
-    ``workers`` processes build the render cache (or, with ``render_views = 0``, draw batches
-    ahead).
-    """
+    """Train an image/sketch JEPA into ``out_dir``; return the run path and this rank's model:
+    :func:`~prh.training.lifecycle.fit` of an :class:`ImageTask` (``train``/``image`` ignored
+    on resume; ``workers``: see :class:`ImageTask`)."""
     task = ImageTask(image or ImageConfig(), workers)
     return fit(
         task, train, out_dir, progress, resume=resume, device=device, threads=threads,
@@ -321,7 +315,7 @@ def encode_images(
 
 @dataclass
 class LoadedImageRun(Run):
-    """A trained image/sketch run: :class:`prh.training.fit.Run` with its ``image`` config.
+    """A trained image/sketch run: :class:`prh.training.lifecycle.Run` with its ``image`` config.
 
     :meth:`encode` is canonical; :meth:`encode_images` (the same) and :meth:`embed_images` are
     kept for compatibility.
@@ -351,7 +345,7 @@ class LoadedImageRun(Run):
 
 def load_image_run(run_dir: str | os.PathLike[str], device: str | None = None) -> LoadedImageRun:
     """Load an image run: ``model.safetensors``, or the latest checkpoint of an unfinished run
-    (:func:`prh.training.fit.load_run` with an :class:`ImageTask`)."""
+    (:func:`prh.training.lifecycle.load_run` with an :class:`ImageTask`)."""
     run = load_run(run_dir, device, ImageTask())
     assert isinstance(run, LoadedImageRun)
     return run
