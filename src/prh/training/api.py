@@ -18,7 +18,8 @@ from prh.models import CausalLM, ModelConfig, TextEncoder, layers_with_embedding
 from prh.training.config import TrainConfig, check_batch
 from prh.training.data import TOKENIZER_FILE, default_data_factory, eval_texts
 from prh.training.distributed import DistInfo
-from prh.training.lifecycle import Barrier, Encode, Run, fit, load_run, read_stored, restored
+from prh.training.lifecycle import Barrier, Encode, Run, Task, fit, read_stored, restored
+from prh.training.lifecycle import load_run as load_task_run
 from prh.training.loop import trim
 
 DataFactory = Callable[..., tuple[Any, Any]]
@@ -234,3 +235,27 @@ class LoadedRun(Run):
                 enc = self.model.encode(ids.to(self.device), mask.to(self.device))
                 out.append(enc.pooled.float().cpu().numpy())
         return np.concatenate(out) if out else np.zeros((0, 0), dtype=np.float32)
+
+
+def load_run(
+    run_dir: str | os.PathLike[str], device: str | None = None, tokenizer_loader: Any = None
+) -> Run:
+    """Load a run folder of any modality as one :class:`~prh.training.lifecycle.Run` (a
+    :class:`LoadedRun` or a :class:`~prh.training.image.LoadedImageRun`): the final
+    ``model.safetensors`` or, for an unfinished run, the latest checkpoint.
+
+    Raises
+    ------
+    CheckpointError
+        Not a run directory, missing or corrupt weights, weights of another model.
+    """
+    return load_task_run(run_dir, device, lambda s: task_for(s, tokenizer_loader))
+
+
+def task_for(stored: Any, tokenizer_loader: Any = None) -> Task:
+    """The task of a stored ``config.json``: image/sketch when its ``modality`` says so."""
+    if isinstance(stored, dict) and stored.get("modality") in ("image", "sketch"):
+        from prh.training.image import ImageTask
+
+        return ImageTask()
+    return TextTask(tokenizer_loader=tokenizer_loader)

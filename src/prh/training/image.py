@@ -346,6 +346,6 @@ class LoadedImageRun(Run):
 def load_image_run(run_dir: str | os.PathLike[str], device: str | None = None) -> LoadedImageRun:
     """Load an image run: ``model.safetensors``, or the latest checkpoint of an unfinished run
     (:func:`prh.training.lifecycle.load_run` with an :class:`ImageTask`)."""
-    run = load_run(run_dir, device, ImageTask())
+    run = load_run(run_dir, device, lambda _: ImageTask())
     assert isinstance(run, LoadedImageRun)
     return run

@@ -148,7 +148,7 @@ def fit(
     task, cfg, threads, state = _resume_rule(task, cfg, run_dir, resume, threads)
     dev, info = start_processes(device, threads)
     if resume and (run_dir / MODEL_FILE).exists():
-        return run_dir, load_run(run_dir, str(dev), task).model  # already finished
+        return run_dir, load_run(run_dir, str(dev), lambda _: task).model  # already finished
     task.check(cfg)
     if cfg.batch_size % info.world_size:
         raise InputError(
@@ -322,25 +322,12 @@ def alignment_eval(
     return evaluate
 
 
-def task_for(stored: Any, tokenizer_loader: Any = None) -> Task:
-    """The task of a stored ``config.json``: image/sketch when its ``modality`` says so."""
-    if isinstance(stored, dict) and stored.get("modality") in ("image", "sketch"):
-        from prh.training.image import ImageTask
-
-        return ImageTask()
-    from prh.training.api import TextTask
-
-    return TextTask(tokenizer_loader=tokenizer_loader)
-
-
 def load_run(
-    run_dir: str | os.PathLike[str],
-    device: str | None = None,
-    task: Task | None = None,
-    tokenizer_loader: Any = None,
+    run_dir: str | os.PathLike[str], device: str | None, task_of: Callable[[dict[str, Any]], Task]
 ) -> Run:
-    """Load a run folder of any modality: the final ``model.safetensors`` or, for an unfinished
-    run, the latest checkpoint (``task``: default the one its ``config.json`` names).
+    """Load a run folder with the task ``task_of(stored config)``: the final
+    ``model.safetensors`` or, for an unfinished run, the latest checkpoint
+    (:func:`prh.training.load_run` picks the task its ``config.json`` names).
 
     Raises
     ------
@@ -353,7 +340,7 @@ def load_run(
         mcfg = ModelConfig.from_dict(stored["model"])
     except (OSError, json.JSONDecodeError, KeyError, TypeError, InputError) as e:
         raise CheckpointError(f"{run}: not a prh run directory ({e})") from None
-    task, cfg = restored(task or task_for(stored, tokenizer_loader), stored, run, "run directory")
+    task, cfg = restored(task_of(stored), stored, run, "run directory")
     model = task.rebuild(cfg, mcfg)
     step = load_trained(model, run, cfg.steps)
     dev = resolve_device(device)
