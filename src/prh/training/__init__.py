@@ -1,8 +1,8 @@
 """Training: text JEPAs (whitened, soft, SIGReg) and the next-token baseline, resumable, DDP-ready.
 
-Public API: :class:`TrainConfig`, :func:`train_config`, :func:`train`, :func:`load_run`,
-:class:`LoadedRun`; lower layers in :mod:`.loop` (``compute_loss``, ``train_step``, ``run_loop``),
-:mod:`.checkpoint` and :mod:`.rundir`.
+Public API: :class:`TrainConfig` (its optimiser: :class:`OptimConfig`), :func:`train_config`,
+:func:`train`, :func:`load_run`, :class:`LoadedRun`; lower layers in :mod:`.loop`
+(``compute_loss``, ``train_step``, ``run_loop``), :mod:`.checkpoint` and :mod:`.rundir`.
 
 The torch-backed names load on first use, so ``prh.training.config`` (what ``prh train --help``
 reads its defaults from) stays importable without torch.
@@ -10,7 +10,14 @@ reads its defaults from) stays importable without torch.
 
 from typing import Any
 
-from prh.training.config import OBJECTIVES, PRESET_DEFAULTS, VIEWS, TrainConfig, train_config
+from prh.training.config import (
+    OBJECTIVES,
+    PRESET_DEFAULTS,
+    VIEWS,
+    OptimConfig,
+    TrainConfig,
+    train_config,
+)
 
 _API = ("LoadedRun", "build_model", "encode_texts", "load_run", "train")
 
@@ -19,6 +26,7 @@ __all__ = [
     "PRESET_DEFAULTS",
     "VIEWS",
     "LoadedRun",
+    "OptimConfig",
     "TrainConfig",
     "build_model",
     "encode_texts",

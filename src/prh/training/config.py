@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from prh.errors import InputError
+from prh.optim import warmup_cosine_lr, warmup_steps
 
 VIEWS = ("good", "bad", "next-token", "mixture")
 # Longest sequence a model is built for: its position table is (max_len, d), so an unbounded
@@ -22,12 +23,43 @@ OPTIONAL_DEFAULTS: dict[str, Any] = {
     "doc_style": False,
 }
 
+# The optimiser's fields, stored flat in ``config.json``'s "train" (see :class:`OptimConfig`).
+OPTIM_FIELDS = ("lr", "weight_decay", "warmup_frac", "min_lr_frac", "grad_clip")
+
 # Optimiser defaults per model size (smaller models tolerate larger steps).
 PRESET_DEFAULTS: dict[str, dict[str, Any]] = {
     "tiny": {"lr": 1e-3, "batch_size": 128},
     "small": {"lr": 5e-4, "batch_size": 256},
     "base": {"lr": 2e-4, "batch_size": 512},
 }
+
+
+@dataclass(frozen=True)
+class OptimConfig:
+    """AdamW and its schedule, shared by text and image runs (:attr:`TrainConfig.optim`).
+
+    Attributes
+    ----------
+    lr, weight_decay, warmup_frac, min_lr_frac, grad_clip : float
+        AdamW (peak rate ``lr``, finite and > 0; no decay on biases and norms) with linear
+        warm-up over ``warmup_frac`` of the steps, then cosine decay to ``min_lr_frac * lr``;
+        gradient norm clipped at ``grad_clip`` (0 disables).
+    """
+
+    lr: float = 1e-3
+    weight_decay: float = 0.01
+    warmup_frac: float = 0.05
+    min_lr_frac: float = 0.1
+    grad_clip: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.lr) and self.lr > 0):
+            raise InputError(f"lr must be a finite number > 0, got {self.lr}")
+
+    def lr_at(self, step: int, total: int) -> float:
+        """Learning rate at ``step`` (0-based) of ``total``: warm-up, then cosine decay."""
+        warm = warmup_steps(self.warmup_frac, total)
+        return warmup_cosine_lr(step, self.lr, total, warm, self.min_lr_frac)
 
 
 @dataclass(frozen=True)
@@ -51,8 +83,7 @@ class TrainConfig:
     batch_size : int
         Global batch (pairs or sequences per step, over all data-parallel ranks).
     lr, weight_decay, warmup_frac, min_lr_frac, grad_clip : float
-        AdamW with linear warm-up over ``warmup_frac`` of the steps, then cosine decay to
-        ``min_lr_frac * lr``; gradient norm clipped at ``grad_clip`` (0 disables).
+        The :class:`OptimConfig` read as :attr:`optim` (flat, as ``config.json`` stores it).
     max_len : int
         Tokens per sequence (longer captions are truncated).
     objective : {"whitened", "soft", "sigreg"}
@@ -83,11 +114,11 @@ class TrainConfig:
     preset: str = "tiny"
     seed: int = 0
     batch_size: int = 128
-    lr: float = 1e-3
-    weight_decay: float = 0.01
-    warmup_frac: float = 0.05
-    min_lr_frac: float = 0.1
-    grad_clip: float = 1.0
+    lr: float = OptimConfig.lr
+    weight_decay: float = OptimConfig.weight_decay
+    warmup_frac: float = OptimConfig.warmup_frac
+    min_lr_frac: float = OptimConfig.min_lr_frac
+    grad_clip: float = OptimConfig.grad_clip
     max_len: int = 48
     objective: str = "whitened"
     whiten_eps: float = 1e-4
@@ -136,8 +167,12 @@ class TrainConfig:
             raise InputError("doc_style needs --world cave (styles regenerate captions)")
         if self.max_len > MAX_LEN:
             raise InputError(f"max_len must be <= {MAX_LEN} tokens, got {self.max_len}")
-        if not (math.isfinite(self.lr) and self.lr > 0):
-            raise InputError(f"lr must be a finite number > 0, got {self.lr}")
+        self.optim  # noqa: B018 (validates the optimiser fields)
+
+    @property
+    def optim(self) -> OptimConfig:
+        """The optimiser fields as one :class:`OptimConfig`."""
+        return OptimConfig(**{name: getattr(self, name) for name in OPTIM_FIELDS})
 
     @property
     def steps(self) -> int:

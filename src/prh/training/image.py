@@ -1,7 +1,8 @@
 """Image and sketch JEPAs: ``train_image`` a run directory, ``load_image_run`` it back.
 
 The same run directory, checkpoints, bitwise resume, metrics, evaluation hook and ``torchrun``
-data parallelism as text runs (:mod:`prh.training.api`), with an
+data parallelism as text runs (:mod:`prh.training.api`), through the one trainer
+(:func:`prh.training.lifecycle.fit`, with :class:`ImageTask`), with an
 :class:`~prh.models.ImageEncoder` on pairs of renders (or sketches) of the cave world:
 
 - ``good``: two renders of one scene under independent nuisance (light, camera, jitter,
@@ -17,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,27 +26,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from prh.device import resolve_device
 from prh.errors import CheckpointError, InputError
 from prh.models import BackboneEncoder, ImageEncoder, ModelConfig, layers_with_embedding
 from prh.training.config import TrainConfig, check_batch
-from prh.training.distributed import DistInfo, default_threads, gather_rows
+from prh.training.distributed import DistInfo, gather_rows
 from prh.training.image_config import ImageConfig, check_image_run, image_model_config
-from prh.training.lifecycle import (
-    barrier,
-    callbacks,
-    data_parallel,
-    finish,
-    latest_state,
-    load_trained,
-    make_sigreg,
-    open_run_files,
-    restore,
-    run_steps,
-    start_processes,
-)
-from prh.training.loop import LossContext, jepa_objective, make_optimizer
-from prh.training.rundir import MODEL_FILE, read_meta
+from prh.training.lifecycle import Barrier, Encode, Run, fit, load_run
+from prh.training.loop import LossContext, jepa_objective
 
 
 def image_loss(
@@ -166,13 +153,10 @@ def read_image_config(run_dir: Path) -> tuple[TrainConfig, ImageConfig, dict[str
     """The stored configs of an image run (one :class:`CheckpointError` if not one)."""
     try:
         stored = json.loads((run_dir / "config.json").read_text())
-        return (
-            TrainConfig.from_dict(stored["train"]),
-            ImageConfig.from_dict(stored["image"]),
-            stored,
-        )
+        task, train = ImageTask().restored(stored)
     except (OSError, json.JSONDecodeError, KeyError, TypeError, InputError) as e:
         raise CheckpointError(f"{run_dir}: not a prh image run directory ({e})") from None
+    return train, task.image, stored
 
 
 def is_image_run(run_dir: str | os.PathLike[str]) -> bool:
@@ -182,6 +166,72 @@ def is_image_run(run_dir: str | os.PathLike[str]) -> bool:
     except (OSError, json.JSONDecodeError):
         return False
     return isinstance(stored, dict) and stored.get("modality") in ("image", "sketch")
+
+
+@dataclass(frozen=True)
+class ImageTask:
+    """Image and sketch JEPAs as a :class:`~prh.training.lifecycle.Task`: ``image`` is what a run
+    adds to its :class:`TrainConfig`; ``workers`` processes build the render cache (or, with
+    ``render_views = 0``, draw batches ahead)."""
+
+    image: ImageConfig = field(default_factory=ImageConfig)
+    workers: int = 1
+    loss = staticmethod(image_loss)
+
+    def restored(self, stored: dict[str, Any]) -> tuple[ImageTask, TrainConfig]:
+        image = ImageConfig.from_dict(stored["image"])
+        return replace(self, image=image), TrainConfig.from_dict(stored["train"])
+
+    def check(self, cfg: TrainConfig) -> None:
+        check_image_run(cfg, self.image)
+        check_batch(cfg, image_model_config(cfg))
+
+    def inputs(self, cfg: TrainConfig) -> dict[str, str | None]:
+        return {"eval_features": cfg.eval_features}
+
+    def prepare(self, *_: Any) -> None:
+        return None  # the render cache is the dataset's (a backbone run's needs the model)
+
+    def model(self, cfg: TrainConfig, prepared: Any) -> tuple[nn.Module, ModelConfig]:
+        return build_image_model(cfg, self.image)
+
+    def dataset(
+        self, cfg: TrainConfig, prepared: Any, model: nn.Module, run_dir: Path, info: DistInfo,
+        wait: Barrier,
+    ) -> Any:  # fmt: skip
+        return image_dataset(cfg, self.image, run_dir, info, wait, self.workers, model)
+
+    def eval_items(self, cfg: TrainConfig, ids: list[str]) -> list[np.ndarray]:
+        """The ``scene_<i>`` ids' renders (sketches) under nuisance seed 0."""
+        bad = [s for s in ids if not s.startswith("scene_") or not s[6:].isdigit()]
+        if bad:
+            raise InputError(f"--eval-features: id {bad[0]!r} is not a world scene id 'scene_<i>'")
+        return draw_scenes(cfg, self.image, [int(s[6:]) for s in ids])
+
+    def encoder(
+        self, cfg: TrainConfig, prepared: Any, model: nn.Module, dev: torch.device
+    ) -> Encode:
+        return lambda images: encode_images(model, images, self.image.image_size, dev)
+
+    def stored(self, cfg: TrainConfig, mcfg: ModelConfig) -> dict[str, Any]:
+        return {
+            "modality": self.image.modality,
+            "train": cfg.to_dict(),
+            "image": self.image.to_dict(),
+            "model": mcfg.to_dict(),
+        }
+
+    def kind(self, cfg: TrainConfig) -> str:
+        return f"{self.image.modality}-encoder"
+
+    def rebuild(self, cfg: TrainConfig, mcfg: ModelConfig) -> nn.Module:
+        return build_image_model(cfg, self.image, pretrained=False)[0]  # weights: the run's own
+
+    def as_run(
+        self, model: nn.Module, cfg: TrainConfig, mcfg: ModelConfig, path: Path, step: int,
+        dev: torch.device,
+    ) -> LoadedImageRun:  # fmt: skip
+        return LoadedImageRun(model, cfg, mcfg, path, step, dev, self.image)
 
 
 def train_image(
@@ -196,62 +246,14 @@ def train_image(
     stop_after: int | None = None,
     workers: int = 1,
 ) -> tuple[Path, nn.Module]:
-    """Train an image/sketch JEPA into ``out_dir``; return the run path and this rank's model.
-
-    With ``resume=True`` the stored configs are used (``train``/``image`` ignored) and the run
-    continues from its latest checkpoint, bitwise identical to an uninterrupted run on CPU
-    (without ``threads``, with the thread count stored in its ``meta.json``).
-    ``stop_after`` stops after that many steps without a checkpoint (a simulated kill);
-    ``workers`` processes build the render cache (or, with ``render_views = 0``, draw batches
-    ahead).
-    """
-    run_dir = Path(out_dir)
-    if resume:
-        train, image, _ = read_image_config(run_dir)
-        # The run's own thread count keeps a resumed run bitwise identical on CPU.
-        threads = threads or read_meta(run_dir).get("threads")
-    threads = threads or default_threads()
-    dev, info = start_processes(device, threads)
-    if resume and (run_dir / MODEL_FILE).exists():
-        return run_dir, load_image_run(run_dir, "cpu").model  # already finished
-    if not resume and run_dir.exists() and any(run_dir.iterdir()):
-        raise InputError(
-            f"--out {run_dir}: folder exists and is not empty (use --resume to continue)"
-        )
-    assert train is not None and image is not None
-    check_image_run(train, image)
-    model, mcfg = build_image_model(train, image)  # refuses a batch too small before any work
-    if train.batch_size % info.world_size:
-        raise InputError(f"batch size {train.batch_size} not divisible by {info.world_size} ranks")
-    if info.is_main:
-        run_dir.mkdir(parents=True, exist_ok=True)
-    barrier(info)
-
-    folder = run_dir / "checkpoints"
-    last, state = latest_state(folder, resume)  # fail before data work
-    dataset = image_dataset(train, image, run_dir, info, lambda: barrier(info), workers, model)
-    model.to(dev)
-    optimizer = make_optimizer(model, train)
-    start = restore(model, optimizer, last, state)
-    stored = {
-        "modality": image.modality,
-        "train": train.to_dict(),
-        "image": image.to_dict(),
-        "model": mcfg.to_dict(),
-    }
-    log = open_run_files(run_dir, stored, train, dev, threads, info, start, resume)
-    ddp = data_parallel(model, info, dev)
-    ctx = LossContext(train, info, dev, make_sigreg(train, dev), loss_fn=image_loss)
-    on_checkpoint, on_log = callbacks(folder, model, optimizer, stored, log, info)
-    on_eval = make_image_eval(train, image, model, dev, info) if train.eval_features else None
-    step = run_steps(
-        ddp, optimizer, dataset, start, ctx, folder, on_log, on_checkpoint, on_eval, progress,
-        stop_after,
+    """Train an image/sketch JEPA into ``out_dir``; return the run path and this rank's model:
+    :func:`~prh.training.lifecycle.fit` of an :class:`ImageTask` (``train``/``image`` ignored
+    on resume; ``workers``: see :class:`ImageTask`)."""
+    task = ImageTask(image or ImageConfig(), workers)
+    return fit(
+        task, train, out_dir, progress, resume=resume, device=device, threads=threads,
+        stop_after=stop_after,
     )  # fmt: skip
-    if step < train.steps:
-        return run_dir, model  # stopped early (simulated kill)
-    finish(run_dir, model, f"{image.modality}-encoder", train, step, info, on_log, on_eval)
-    return run_dir, model
 
 
 def draw_scenes(
@@ -263,34 +265,6 @@ def draw_scenes(
     world = make_world("cave", seed=train.world_seed)
     draw = world.render if image.modality == "image" else world.sketch
     return [draw(int(i), nuisance_seed, image.image_size) for i in scene_ids]
-
-
-def make_image_eval(
-    train: TrainConfig, image: ImageConfig, model: nn.Module, dev: torch.device, info: DistInfo
-) -> Callable[[int], dict[str, float]]:
-    """Mutual-kNN (k = 10) of the model's features of the ``scene_<i>`` ids in
-    ``train.eval_features`` (drawn with nuisance seed 0) with that file's features, on rank 0."""
-    from prh.features import load_features
-    from prh.metrics import measure
-
-    target = load_features(train.eval_features)
-    if target.ids is None:
-        raise InputError(f"--eval-features {train.eval_features}: the file has no ids")
-    scenes = []
-    for s in target.ids:
-        if not s.startswith("scene_") or not s[6:].isdigit():
-            raise InputError(f"--eval-features: id {s!r} is not a world scene id 'scene_<i>'")
-        scenes.append(int(s[6:]))
-    images = draw_scenes(train, image, scenes) if info.is_main else []
-
-    def evaluate(step: int) -> dict[str, float]:
-        if not info.is_main:
-            return {}
-        feats = encode_images(model, images, image.image_size, dev)
-        res = measure(feats, target.features, metric="mutual_knn", k=min(10, len(images) - 1))
-        return {"eval_mutual_knn": float(res.score)}
-
-    return evaluate
 
 
 def to_input(images: Sequence[np.ndarray], size: int) -> torch.Tensor:
@@ -340,41 +314,38 @@ def encode_images(
 
 
 @dataclass
-class LoadedImageRun:
-    """A trained image/sketch run: model (eval mode), configs, ``step`` it was saved at."""
+class LoadedImageRun(Run):
+    """A trained image/sketch run: :class:`prh.training.lifecycle.Run` with its ``image`` config.
 
-    model: ImageEncoder | BackboneEncoder
-    config: TrainConfig
-    image: ImageConfig
-    model_config: ModelConfig
-    path: Path
-    step: int
-    device: torch.device
+    :meth:`encode` is canonical; :meth:`encode_images` (the same) and :meth:`embed_images` are
+    kept for compatibility.
+    """
+
+    image: ImageConfig = field(default_factory=ImageConfig)
 
     @property
     def modality(self) -> str:
         return self.image.modality
 
-    def encode_images(self, images: Sequence[np.ndarray], batch_size: int = 128) -> np.ndarray:
+    def encode(self, items: Sequence[np.ndarray], batch_size: int | None = None) -> np.ndarray:
         """``(N, L, D)`` float32 (see :func:`encode_images`); images resized to the run's size."""
-        return encode_images(self.model, images, self.image.image_size, self.device, batch_size)
+        return encode_images(
+            self.model, items, self.image.image_size, self.device, batch_size or 128
+        )
+
+    def encode_images(self, images: Sequence[np.ndarray], batch_size: int = 128) -> np.ndarray:
+        """:meth:`encode` (kept for compatibility)."""
+        return self.encode(images, batch_size)
 
     def embed_images(self, images: Sequence[np.ndarray], batch_size: int = 128) -> np.ndarray:
         """``(N, E)`` float32: the trained JEPA embedding."""
         E = self.model_config.embed_dim
-        return self.encode_images(images, batch_size)[:, -1, :E]
+        return self.encode(images, batch_size)[:, -1, :E]
 
 
 def load_image_run(run_dir: str | os.PathLike[str], device: str | None = None) -> LoadedImageRun:
-    """Load an image run: ``model.safetensors``, or the latest checkpoint of an unfinished run."""
-    run = Path(run_dir)
-    train, image, stored = read_image_config(run)
-    try:
-        mcfg = ModelConfig.from_dict(stored["model"])
-    except (KeyError, TypeError, InputError) as e:
-        raise CheckpointError(f"{run}: not a prh image run directory ({e})") from None
-    model = build_image_model(train, image, pretrained=False)[0]  # weights: the run's own
-    step = load_trained(model, run, train.steps)
-    dev = resolve_device(device)
-    model.to(dev).eval()
-    return LoadedImageRun(model, train, image, mcfg, run, step, dev)
+    """Load an image run: ``model.safetensors``, or the latest checkpoint of an unfinished run
+    (:func:`prh.training.lifecycle.load_run` with an :class:`ImageTask`)."""
+    run = load_run(run_dir, device, lambda _: ImageTask())
+    assert isinstance(run, LoadedImageRun)
+    return run

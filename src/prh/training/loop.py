@@ -23,21 +23,20 @@ from prh.losses import (
     soft_whitening_loss,
     whitened_jepa_loss,
 )
-from prh.optim import adamw, warmup_cosine_lr, warmup_steps
+from prh.optim import adamw
 from prh.progress import Progress
-from prh.training.config import TrainConfig
+from prh.training.config import OptimConfig, TrainConfig
 from prh.training.distributed import DistInfo, all_reduce_sum, gather_rows
 
 
 def lr_at(step: int, cfg: TrainConfig) -> float:
     """Learning rate at ``step`` (0-based): linear warm-up, then cosine decay to ``min_lr_frac``."""
-    warm = warmup_steps(cfg.warmup_frac, cfg.steps)
-    return warmup_cosine_lr(step, cfg.lr, cfg.steps, warm, cfg.min_lr_frac)
+    return cfg.optim.lr_at(step, cfg.steps)
 
 
-def make_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.AdamW:
+def make_optimizer(model: nn.Module, optim: OptimConfig) -> torch.optim.AdamW:
     """AdamW (:func:`prh.optim.adamw`); no weight decay on 1-D tensors (biases, norms)."""
-    return adamw(model, cfg.lr, cfg.weight_decay)
+    return adamw(model, optim.lr, optim.weight_decay)
 
 
 def _pad_to(x: torch.Tensor, T: int, value: int | bool) -> torch.Tensor:
@@ -143,7 +142,8 @@ def train_step(
 ) -> dict[str, float]:
     """One optimisation step at ``lr_at(step)``; raises :class:`TrainingError` on a non-finite
     loss or gradient BEFORE changing any weight."""
-    lr = lr_at(step, ctx.cfg)
+    optim = ctx.cfg.optim
+    lr = optim.lr_at(step, ctx.cfg.steps)
     for group in optimizer.param_groups:
         group["lr"] = lr
     loss, logs = (ctx.loss_fn or compute_loss)(model, batch, step, ctx)
@@ -152,8 +152,8 @@ def train_step(
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     params = [p for p in model.parameters() if p.grad is not None]
-    if ctx.cfg.grad_clip > 0:
-        norm = torch.nn.utils.clip_grad_norm_(params, ctx.cfg.grad_clip)
+    if optim.grad_clip > 0:
+        norm = torch.nn.utils.clip_grad_norm_(params, optim.grad_clip)
     else:
         norm = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in params]))
     if not torch.isfinite(norm):

@@ -9,6 +9,7 @@ Layout::
       metrics.jsonl        one JSON object per logged step / evaluation
       tokenizer.json       the tokenizer trained on the run's corpus (prh.views.TextTokenizer)
       checkpoints/         step_XXXXXXXX.safetensors + step_XXXXXXXX.json (latest two)
+      render_cache/        image/sketch runs without --cache-dir: the cached renders
       model.safetensors    final weights (written last: its presence means the run finished)
 """
 
@@ -148,6 +149,7 @@ def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
 # Files a run writes; anything else in a folder means it is not (only) a prh run.
 RUN_FILES = ("config.json", "meta.json", "metrics.jsonl", "tokenizer.json", "model.safetensors")
 CHECKPOINTS = "checkpoints"
+RENDER_CACHE = "render_cache"  # an image run's cached renders (rebuilt when cleared)
 
 
 def run_state(run_dir: Path) -> str:
@@ -179,6 +181,8 @@ def run_state(run_dir: Path) -> str:
 def _is_run_entry(e: Path) -> bool:
     if e.name == CHECKPOINTS:
         return e.is_dir() and all(_is_checkpoint_file(c) for c in e.iterdir())
+    if e.name == RENDER_CACHE:
+        return e.is_dir() and all(c.is_file() for c in e.iterdir())
     return e.is_file() and (e.name in RUN_FILES or _is_temp(e))
 
 
