@@ -58,6 +58,8 @@ def hold_output(output: str | os.PathLike[str], what: str = "--out") -> None:
     InputError
         When another process holds it: one line naming the output and the holder's PID.
     """
+    if os.environ.get("RANK", "0") not in ("", "0"):
+        return  # a torchrun rank other than 0: rank 0 holds the run's lock for all of them
     key = os.path.realpath(output)
     if key in _HELD:
         lock, n = _HELD[key]

@@ -390,3 +390,20 @@ def test_a_failed_caption_build_leaves_no_partial_caption_folder(
     with pytest.raises(OSError, match="No space left"):
         build.build_caption_run(text_run, out, vision=f"hf:{tiny_vit}", **BUILD_KW)
     assert not (out / "caption").exists()
+
+
+def test_training_from_python_takes_the_run_folders_lock(tmp_path):
+    """`prh.training.train` (the library, not only the CLI) refuses a folder another process
+    writes, before any work."""
+    from prh.errors import InputError
+    from prh.training import train, train_config
+
+    out = tmp_path / "run"
+    holder = Holder(out)
+    try:
+        cfg = train_config("tiny", samples=64, batch_size=64, train_scenes=100, vocab_size=200)
+        with pytest.raises(InputError, match=rf"in use by process {holder.pid}"):
+            train(cfg, out, progress=False, threads=1)
+    finally:
+        holder.kill()
+    assert not (out / "config.json").exists()

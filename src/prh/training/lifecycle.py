@@ -11,6 +11,7 @@ the checkpoint and log callbacks of :func:`~prh.training.loop.run_loop`, the fin
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Callable, Sequence
@@ -25,6 +26,7 @@ from torch import nn
 from prh.device import resolve_device
 from prh.errors import CheckpointError, InputError, TrainingError
 from prh.io import atomic_write, canonical_safetensors, write_json
+from prh.locks import output_lock
 from prh.models import ModelConfig
 from prh.training import checkpoint as ckpt
 from prh.training.config import TrainConfig
@@ -147,6 +149,14 @@ def fit(
     run_dir = Path(out)
     task, cfg, threads, state = _resume_rule(task, cfg, run_dir, resume, threads)
     dev, info = start_processes(device, threads)
+    # one writer per run folder: the main rank holds its lock for every rank (prh.locks)
+    with output_lock(run_dir) if info.is_main else contextlib.nullcontext():
+        return _fit_locked(task, cfg, run_dir, dev, info, threads, state, progress, resume,
+                           stop_after)  # fmt: skip
+
+
+def _fit_locked(task, cfg, run_dir, dev, info, threads, state, progress, resume, stop_after):
+    """:func:`fit` once the run folder is this process's (or the rank's main process's)."""
     if resume and (run_dir / MODEL_FILE).exists():
         return run_dir, load_run(run_dir, str(dev), lambda _: task).model  # already finished
     task.check(cfg)
