@@ -81,6 +81,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     i = sub.add_parser("info", help="print the world's size and splits as JSON")
     _world_args(i)
+    from prh.cli import world_moving
+
+    world_moving.add_parsers(sub)
 
 
 def _pick_scenes(world, split: str, n: int) -> list[int]:
@@ -121,6 +124,10 @@ def run(args: argparse.Namespace) -> int:
     from prh.world import make_world
     from prh.world.cave import MAX_SCENES
 
+    if args.action in ("spectrum", "trajectory"):  # the moving world (prh.cli.world_moving)
+        from prh.cli import world_moving
+
+        return world_moving.run(args)
     if not 2 <= args.num_scenes <= MAX_SCENES:
         raise InputError(
             f"--num-scenes {args.num_scenes:,}: expected 2 to {MAX_SCENES:,} scenes "

@@ -12,6 +12,7 @@ from prh.metrics.kernel import cka, cknna
 from prh.metrics.knn import knn
 from prh.metrics.neighbors import cycle_knn, edit_distance_knn, lcs_knn, mutual_knn
 from prh.metrics.preprocess import preprocess
+from prh.metrics.theory_cca import TheoryCCA, theory_cca
 
 
 def unbiased_cka(a, b, **kwargs) -> float:
@@ -23,6 +24,7 @@ __all__ = [
     "METRICS",
     "MeasureResult",
     "MetricOptions",
+    "TheoryCCA",
     "cka",
     "cknna",
     "cycle_knn",
@@ -35,5 +37,6 @@ __all__ = [
     "mutual_knn",
     "preprocess",
     "svcca",
+    "theory_cca",
     "unbiased_cka",
 ]

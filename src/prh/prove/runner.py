@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Iterator
 
 from prh.errors import InputError
-from prh.prove import alignment, spectral
+from prh.prove import alignment, moving, spectral
 from prh.prove.result import CheckResult, ProveConfig
 
 CheckFn = Callable[[ProveConfig], CheckResult]
@@ -22,6 +22,7 @@ def _registry() -> dict[str, CheckFn]:
         "views": alignment.check_views,
         "next-token": alignment.check_next_token,
         "training": spectral.check_training,
+        "moving-world": moving.check_moving_world,
     }
 
 
@@ -32,7 +33,8 @@ CHECK_NAMES: tuple[str, ...] = (
     "bound",
     "views",
     "next-token",
-    "training",
+    "moving-world",
+    "training",  # last: the slowest (and tests read it from the end)
 )
 
 

@@ -67,7 +67,16 @@ def _cave(seed: int = 0, **options: Any) -> CaveWorld:
         raise InputError(f"world cave: {e}") from None
 
 
-WORLDS: dict[str, Callable[..., World]] = {"cave": _cave}
+def _moving(seed: int = 0, **options: Any) -> World:
+    from prh.world.moving import MovingWorld, MovingWorldConfig
+
+    try:
+        return MovingWorld(MovingWorldConfig(seed=seed, **options))
+    except TypeError as e:  # an option the moving world does not have
+        raise InputError(f"world moving: {e}") from None
+
+
+WORLDS: dict[str, Callable[..., World]] = {"cave": _cave, "moving": _moving}
 
 
 def register_world(name: str, factory: Callable[..., World]) -> None:

@@ -1,0 +1,40 @@
+"""``prh world spectrum`` / ``trajectory`` (issue 21): outputs, refusals in one line, exit 2."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from prh.cli import main
+from prh.features import load_features
+from prh.world import make_world
+
+
+def test_spectrum_writes_the_theory_embedding_of_the_asked_states(tmp_path, capsys):
+    out = tmp_path / "g.safetensors"
+    assert main(["world", "spectrum", "--scenes", "0,5,17", "--out", str(out),
+                 "--plot", str(tmp_path / "s.png")]) == 0  # fmt: skip
+    text = capsys.readouterr().out
+    assert "gap 0.0560" in text and "min separation 0.0219" in text
+    fs = load_features(out)
+    assert fs.ids == ["scene_0", "scene_5", "scene_17"]
+    ref = make_world("moving", seed=0).theory_embedding([0, 5, 17], 8)
+    assert np.allclose(fs.features[:, 0, :], ref, atol=1e-5)
+    assert (tmp_path / "s.png").stat().st_size > 0
+
+
+def test_still_world_bad_ids_and_bad_lag_are_one_line_exit_2(tmp_path, capsys):
+    assert main(["world", "spectrum", "--lag", "0", "--out", str(tmp_path / "a.npz")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "no gap after eigenvalue 8" in err and "\n" not in err
+    assert not (tmp_path / "a.npz").exists()
+    assert main(["world", "spectrum", "--scenes", "2160", "--out", str(tmp_path / "b.npz")]) == 2
+    assert "outside the world" in capsys.readouterr().err
+    assert main(["world", "spectrum", "--lag", "100001"]) == 2
+    assert "lag" in capsys.readouterr().err
+    assert main(["world", "spectrum", "--out", str(tmp_path / "c.txt")]) == 2
+
+
+def test_trajectory_figure(tmp_path):
+    out = tmp_path / "t.png"
+    assert main(["world", "trajectory", "--frames", "3", "--size", "32", "--out", str(out)]) == 0
+    assert out.read_bytes()[:4] == b"\x89PNG"
