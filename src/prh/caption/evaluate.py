@@ -134,10 +134,8 @@ def evaluate_captioner(
     InputError
         For ``n`` or ``beam`` out of range.
     """
-    from prh.bridge import retrieval
     from prh.bridge.caption_metrics import score_captions
     from prh.caption.build import render_features, stored_features
-    from prh.caption.pipeline import resolve_text_run
     from prh.world import make_world
 
     info = captioner.info
@@ -187,31 +185,8 @@ def evaluate_captioner(
         secs["beam_s"] = time.perf_counter() - t0
     hyps[NEAREST_ROW] = [r[0][0] for r in captioner.nearest(cond, k=1)]
 
-    recall: dict[str, float] = {}
-    notes: list[str] = []
-    run = text_run
-    if run is None or not hasattr(run, "embed_texts"):
-        from prh.training import load_run
-
-        try:
-            if run is None and captioner.folder is None:
-                raise InputError("the captioner has no folder to find its text run from")
-            path = run or resolve_text_run(captioner.folder, info)
-            run = load_run(path, device="cpu")
-        except Exception as e:  # the oracle is optional: a moved text run only drops it
-            run = None
-            notes.append(f"oracle skipped: text run not found ({type(e).__name__}: {e})")
-    if run is not None:
-        t0 = time.perf_counter()
-        oracle_caps = [
-            _oracle_caption(world, i, references[k], seed + 1) for k, i in zip(ids, scenes)
-        ]
-        oc = captioner.normalizer.transform(run.embed_texts(oracle_caps))  # (n, E)
-        oracle = "decoder" if has_decoder else "nearest caption"
-        hyps[f"oracle ({oracle} on the text embedding)"] = captioner.generate(oc, beam=1)
-        r = retrieval(cond, oc, ks=(1, 5, 10))
-        recall = {f"R@{k}": float(v) for k, v in r.x_to_y.items()}
-        secs["oracle_s"] = time.perf_counter() - t0
+    recall, notes = _oracle_row(captioner, text_run, world, (ids, scenes), references, seed, cond,
+                                hyps, secs)  # fmt: skip
 
     metrics = ("BLEU-4", "METEOR", "ROUGE-L", "CIDEr") if meteor else ("BLEU-4", "ROUGE-L", "CIDEr")
     t0 = time.perf_counter()
@@ -238,6 +213,44 @@ def evaluate_captioner(
         "notes": notes,
     }
     return CaptionEvalResult(n, metrics, scores, recall, examples, config, secs)
+
+
+def _oracle_row(captioner, text_run, world, rows, references, seed, cond, hyps, secs):
+    """The oracle row: the decoder (or nearest caption) on the text JEPA's embedding of a held
+    -out caption, added to ``hyps``; returns ``(recall of the oracle embedding from the image
+    conditions, notes)``. Skipped, with a note, when the text run cannot be found."""
+    from prh.bridge import retrieval
+    from prh.caption.pipeline import resolve_text_run
+
+    ids, scenes = rows
+    info = captioner.info
+    has_decoder = getattr(captioner, "kind", "decoder") == "decoder"
+    recall: dict[str, float] = {}
+    notes: list[str] = []
+    run = text_run
+    if run is None or not hasattr(run, "embed_texts"):
+        from prh.training import load_run
+
+        try:
+            if run is None and captioner.folder is None:
+                raise InputError("the captioner has no folder to find its text run from")
+            path = run or resolve_text_run(captioner.folder, info)
+            run = load_run(path, device="cpu")
+        except Exception as e:  # the oracle is optional: a moved text run only drops it
+            run = None
+            notes.append(f"oracle skipped: text run not found ({type(e).__name__}: {e})")
+    if run is not None:
+        t0 = time.perf_counter()
+        oracle_caps = [
+            _oracle_caption(world, i, references[k], seed + 1) for k, i in zip(ids, scenes)
+        ]
+        oc = captioner.normalizer.transform(run.embed_texts(oracle_caps))  # (n, E)
+        oracle = "decoder" if has_decoder else "nearest caption"
+        hyps[f"oracle ({oracle} on the text embedding)"] = captioner.generate(oc, beam=1)
+        r = retrieval(cond, oc, ks=(1, 5, 10))
+        recall = {f"R@{k}": float(v) for k, v in r.x_to_y.items()}
+        secs["oracle_s"] = time.perf_counter() - t0
+    return recall, notes
 
 
 def compare_captioners(
