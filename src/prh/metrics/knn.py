@@ -40,6 +40,8 @@ References
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
+
 import numpy as np
 
 from prh.errors import InputError
@@ -161,30 +163,48 @@ def _knn_symmetric(
 
     Diagonal tiles ``(I, I)`` seed the float32 top-``c`` of their rows (a dense top-k); each tile
     ``(I, J)``, ``J > I``, then updates the rows of ``I`` with ``S_IJ`` and the rows of ``J`` with
-    ``S_IJ^T``: about half the multiply-adds of row blocks.
+    ``S_IJ^T``: about half the multiply-adds of row blocks. The products run in this thread
+    (BLAS), the merging in one helper thread, one tile behind (two tile buffers): the merges,
+    which BLAS does not parallelise, overlap the next product instead of following it.
     """
     n = x.shape[0]
     bs = block_size or tile_side(n)
     blocks = [(s, min(s + bs, n)) for s in range(0, n, bs)]
-    best_v = np.full((n, c), -np.inf, dtype=np.float32)  # (N, c) running candidates
-    best_i = np.zeros((n, c), dtype=np.int64)
-    # One tile and one mask buffer for the whole sweep: fresh 4-16 MiB arrays per tile cost page
-    # faults (first touch) that, on a small machine, rival the products themselves.
-    buf = np.empty(bs * bs, dtype=np.float32), np.empty(bs * bs, dtype=bool)
-    for i0, i1 in blocks:
-        _seed(x, i0, i1, best_v, best_i, buf[0])
-    for b, (i0, i1) in enumerate(blocks):
-        xi = x[i0:i1]
-        for j0, j1 in blocks[b + 1 :]:
-            s = np.matmul(xi, x[j0:j1].T, out=_view(buf[0], i1 - i0, j1 - j0))  # (bI, bJ) sgemm
-            _fold(best_v, best_i, s, i0, j0, _view(buf[1], *s.shape), by_column=False)
-            _fold(best_v, best_i, s, j0, i0, _view(buf[1], *s.shape), by_column=True)
+    best = (np.full((n, c), -np.inf, dtype=np.float32), np.zeros((n, c), dtype=np.int64))
+    tiles = [(b, b) for b in blocks] + [
+        (bi, bj) for t, bi in enumerate(blocks) for bj in blocks[t + 1 :]
+    ]  # diagonal seeds first: they write whole lists, later tiles merge into them
+    # Reused buffers: fresh 4-16 MiB arrays per tile cost page faults (first touch) that, on a
+    # small machine, rival the products themselves.
+    bufs = [np.empty(bs * bs, dtype=np.float32) for _ in range(2)]
+    mask = np.empty(bs * bs, dtype=bool)
+    pending: list[Future | None] = [None, None]  # the merge still reading each buffer
+    with ThreadPoolExecutor(max_workers=1) as pool, _blas_leaves_a_core():
+        for t, ((i0, i1), (j0, j1)) in enumerate(tiles):
+            if pending[t % 2] is not None:
+                pending[t % 2].result()  # that buffer is free again (and errors surface)
+            s = np.matmul(x[i0:i1], x[j0:j1].T, out=_view(bufs[t % 2], i1 - i0, j1 - j0))
+            pending[t % 2] = pool.submit(_use_tile, best, s, i0, j0, mask)
+        for f in pending:
+            if f is not None:
+                f.result()
     out = np.empty((n, k), dtype=np.int64)
     step = 1 << 14
     for s0 in range(0, n, step):
         q = np.arange(s0, min(s0 + step, n))
-        out[q] = _select(x, q, best_v[q], best_i[q], k, slack, None, n)
+        out[q] = _select(x, q, best[0][q], best[1][q], k, slack, None, n)
     return out
+
+
+def _blas_leaves_a_core():
+    """A context in which BLAS runs one thread fewer than it has (at least one), so that the
+    merging thread has a core of its own instead of preempting a BLAS thread (which stalls the
+    whole product)."""
+    from threadpoolctl import ThreadpoolController
+
+    ctl = ThreadpoolController()
+    blas = [i["num_threads"] for i in ctl.info() if i["user_api"] == "blas"]
+    return ctl.limit(limits=max(1, max(blas, default=1) - 1), user_api="blas")
 
 
 def _view(flat: np.ndarray, rows: int, cols: int) -> np.ndarray:
@@ -192,18 +212,29 @@ def _view(flat: np.ndarray, rows: int, cols: int) -> np.ndarray:
     return flat[: rows * cols].reshape(rows, cols)
 
 
-def _seed(
-    x: np.ndarray, i0: int, i1: int, best_v: np.ndarray, best_i: np.ndarray, buf: np.ndarray
+def _use_tile(
+    best: tuple[np.ndarray, np.ndarray], s: np.ndarray, i0: int, j0: int, mask: np.ndarray
 ) -> None:
-    """Fill the candidate lists of rows ``i0:i1`` with their top entries of the diagonal tile."""
-    m = min(best_v.shape[1], i1 - i0 - 1)
+    """Seed the lists of a diagonal tile's rows, or fold an off-diagonal tile into its rows' and
+    its columns' lists."""
+    if i0 == j0:
+        _seed(s, i0, *best)
+        return
+    m = _view(mask, *s.shape)
+    _fold(*best, s, i0, j0, m, by_column=False)
+    _fold(*best, s, j0, i0, m, by_column=True)
+
+
+def _seed(s: np.ndarray, i0: int, best_v: np.ndarray, best_i: np.ndarray) -> None:
+    """Fill the candidate lists of rows ``i0 : i0 + b`` with their top entries of the diagonal
+    tile ``s`` ``(b, b)``."""
+    m = min(best_v.shape[1], s.shape[0] - 1)
     if m < 1:
         return
-    s = np.matmul(x[i0:i1], x[i0:i1].T, out=_view(buf, i1 - i0, i1 - i0))  # (b, b) float32
     np.fill_diagonal(s, -np.inf)  # self is never a neighbour
     vals, idx = _top(s, m)
-    best_v[i0:i1, :m] = vals
-    best_i[i0:i1, :m] = idx + i0
+    best_v[i0 : i0 + len(s), :m] = vals
+    best_i[i0 : i0 + len(s), :m] = idx + i0
 
 
 def _fold(
