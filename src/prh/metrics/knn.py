@@ -23,9 +23,14 @@ so ties from duplicated rows are resolved by index, exactly. Rows whose ``k + ma
 candidates do not reach below the threshold (heavy near-ties) are re-scored over all their
 candidates.
 
-Each tile ``(I, J)``, ``J >= I``, of the symmetric ``X X^T`` is computed once and updates the
-running top candidates of both its row block and its column block: half the multiply-adds of two
-full Gram products. Memory: ``N (k + 6)`` candidates plus one ``block x block`` float32 tile.
+Each tile ``(I, J)``, ``J >= I``, of the symmetric ``X X^T`` is computed once: a diagonal tile
+seeds the running float32 top candidates of its rows (a dense top-k), an off-diagonal tile updates
+those of both its row block and its column block (the few entries above a row's current ``c``-th
+value, merged sparsely): about half the multiply-adds of two full Gram products. The merging runs
+in one helper thread, one tile behind the products. Only candidates in a *cluster* (float32 values
+closer than the error bound to a neighbour in the list) get the float64 canonical score; the others
+are already in canonical order. Memory: ``N (k + 6)`` candidates plus two ``block x block``
+float32 tiles and one boolean mask.
 
 Backends only differ in who computes the float32 candidates: ``numpy`` (the symmetric tile sweep
 above, BLAS), ``torch`` (row blocks ``X_b X^T`` and ``torch.topk`` on a torch device, CUDA when
@@ -90,8 +95,9 @@ def knn(
         L2-normalise rows first (cosine similarity, the reference protocol). ``False`` ranks by the
         raw inner product.
     block_size : int, optional
-        Side of the square tiles of ``X X^T`` (default 2048); memory is about
-        ``4 block_size^2 + 12 N (k + 6)`` bytes. The result does not depend on it.
+        Side of the square tiles of ``X X^T`` (default :func:`tile_side`: about ``N / 4``, 256 to
+        2048); memory is about ``9 block_size^2 + 12 N (k + 6)`` bytes. The result does not
+        depend on it.
     backend : {"numpy", "torch", "faiss"}
         Who computes the float32 candidate similarities; ``"torch"`` runs on ``device``,
         ``"faiss"`` uses ``faiss.IndexFlatIP`` (needs ``faiss-cpu``). The exact re-scoring makes
