@@ -58,7 +58,7 @@ _U64 = 2.0**-53
 _MARGIN = 6  # extra float32 candidates per row beyond k
 _BLOCK_BYTES = 256 * 2**20  # default budget for one (block, N) float32 similarity block
 _RESCORE_BYTES = 4 * 2**20  # budget for the float64 (rows, candidates, D) re-scoring buffer
-_TILE = 2048  # default tile side of the symmetric Gram sweep (16 MiB float32)
+_TILE = 2048  # largest default tile side of the symmetric Gram sweep (16 MiB float32)
 _TORCH_TOPK_MIN_N = 768  # rows longer than this use torch.topk (argpartition copies the tile)
 
 
