@@ -13,13 +13,22 @@ One table, one run. For each N (default 1k, 4k, 16k, 64k) at D = 768, k = 10:
   alive), two dense ``N x N`` masks and their product. Sizes whose estimated need (``~28 N^2``
   bytes) exceeds the memory budget print ``OOM (needs X GiB)`` instead of running;
 * ``floor``: the two Gram products alone (``A A^T`` and ``B B^T``, same blocks, results dropped):
-  what any exact method must pay at this machine's matrix-multiply speed.
+  what a method that computes every product pays at this machine's matrix-multiply speed;
+* ``half``: the two *half* Grams, the tiles on and above the diagonal of each (prh's tile side,
+  one reused output buffer, results dropped): what an exact method that uses the symmetry of
+  ``A A^T`` pays, the floor of prh's tile sweep. ``prh/floor`` and ``prh/half`` are prh's time
+  over each.
 
 Every cell runs in a fresh subprocess. Time is wall-clock of the call. Peak memory is the growth
 of the resident set during the call: the peak RSS counter is reset (``/proc/self/clear_refs``)
 just before the call, and ``VmHWM - VmRSS(before)`` is reported (inputs, 2 x N x D float32, are
 allocated before and not counted; so is importing torch, which prh uses for ``topk``).
 Run with ``python benchmarks/bench_metrics.py [--sizes ...] [--with-100k] [--no-baseline]``.
+
+``--gpu`` is the prepared GPU run (needs CUDA; refused in one line without it): the torch cell
+runs on ``cuda`` (TF32 off), sizes default to 16k, 64k and 100k, the dense baseline is skipped
+above 16k, and a ``gpu floor`` column times the two full Grams on the GPU (``torch.matmul`` in
+row blocks, synchronised). See ``docs/benchmarks.md`` for the output to expect.
 
 ``--svcca-seeds S`` prints instead how much the reference's SVCCA moves between seeds: its formula
 (standardise, randomised ``torch.svd_lowrank(q = 10)``, scikit-learn ``CCA``, ``1e-10`` noise, mean
@@ -120,10 +129,41 @@ def _floor(a: np.ndarray, b: np.ndarray) -> float:
     return float("nan")
 
 
+def _half_floor(a: np.ndarray, b: np.ndarray) -> float:
+    from prh.metrics.knn import tile_side
+
+    n = a.shape[0]
+    bs = tile_side(n)
+    buf = np.empty(bs * bs, dtype=np.float32)
+    for x in (a, b):
+        for i0 in range(0, n, bs):
+            for j0 in range(i0, n, bs):
+                xi, xj = x[i0 : i0 + bs], x[j0 : j0 + bs]
+                np.matmul(xi, xj.T, out=buf[: len(xi) * len(xj)].reshape(len(xi), len(xj)))
+    return float("nan")
+
+
+def _gpu_floor(a: np.ndarray, b: np.ndarray) -> float:
+    import torch
+
+    from prh.metrics.knn import default_block_size
+
+    torch.backends.cuda.matmul.allow_tf32 = False  # as the torch kNN backend
+    bs = default_block_size(a.shape[0])
+    for x in (torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()):
+        for s in range(0, x.shape[0], bs):
+            _ = x[s : s + bs] @ x.T  # (b, N) on the GPU
+    torch.cuda.synchronize()
+    return float("nan")
+
+
 def worker(method: str, n: int, d: int, k: int, seed: int) -> None:
     """Run one cell and print one JSON line."""
     a, b = _inputs(n, d, seed)
-    if method in ("prh", "torch"):
+    if method == "gpu_floor":
+        _gpu_floor(a[:64], b[:64])  # CUDA context and kernels: warm-up
+        call = lambda: _gpu_floor(a, b)  # noqa: E731
+    elif method in ("prh", "torch"):
         import torch  # imported before timing: knn uses torch.topk on long rows
 
         from prh.metrics import mutual_knn
@@ -134,6 +174,8 @@ def worker(method: str, n: int, d: int, k: int, seed: int) -> None:
         call = lambda: mutual_knn(a, b, k, backend=backend)  # noqa: E731
     elif method == "baseline":
         call = lambda: _baseline(a, b, k)  # noqa: E731
+    elif method == "half":
+        call = lambda: _half_floor(a, b)  # noqa: E731
     else:
         call = lambda: _floor(a, b)  # noqa: E731
     with open("/proc/self/clear_refs", "w") as f:
@@ -173,9 +215,9 @@ def _mem_available_gib() -> float:
     return 0.0
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--sizes", default="1000,4000,16000,64000", help="comma-separated N")
+    p.add_argument("--sizes", default=None, help="comma-separated N (default 1k,4k,16k,64k)")
     p.add_argument("--dim", type=int, default=768, help="feature dimension D")
     p.add_argument("--k", type=int, default=10, help="neighbours")
     p.add_argument("--seed", type=int, default=0)
@@ -185,9 +227,54 @@ def main(argv: list[str] | None = None) -> int:
         " MemAvailable)"
     )  # fmt: skip
     p.add_argument("--no-baseline", action="store_true", help="skip the dense baseline")
+    p.add_argument(
+        "--gpu", action="store_true", help="the prepared GPU run: torch cell on CUDA, sizes 16k,"
+        " 64k, 100k, a gpu floor column"
+    )  # fmt: skip
     p.add_argument("--svcca-seeds", type=int, default=0, help="SVCCA spread over seeds instead")
     p.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
-    args = p.parse_args(argv)
+    return p
+
+
+def _header(gpu: bool) -> str:
+    head = f"{'N':>7} | {'prh s':>8} {'prh MiB':>8} | {'torch s':>8} {'torch MiB':>9} {'dev':>4}"
+    head += f" {'same':>4} | {'base s':>8} {'base MiB':>9} | {'floor s':>8} {'half s':>8}"
+    head += f" {'gpu fl s':>8}" if gpu else ""
+    return head + f" | {'prh/floor':>9} {'prh/half':>8} {'base/prh':>8} | |score diff|"
+
+
+def _ratio(num: dict, den: dict) -> float:
+    return num["time"] / den["time"] if "time" in num and "time" in den else float("nan")
+
+
+def _row(n: int, args: argparse.Namespace, with_baseline: bool, budget: float) -> str:
+    """Run every cell of size ``n`` (each in its own subprocess) and format the table line."""
+    cell = lambda m: _run_cell(m, n, args.dim, args.k, args.seed)  # noqa: E731
+    prh, tch, floor, half = cell("prh"), cell("torch"), cell("floor"), cell("half")
+    need = 28 * n * n / 2**30
+    if not with_baseline:
+        base = {"skip": "not run"}
+    elif need > budget:
+        base = {"skip": f"OOM (needs {need:.0f} GiB)"}
+    else:
+        base = cell("baseline")
+    line = f"{n:>7} | {_cell(prh, 'time', 1, 8)} {_cell(prh, 'peak_kib', 1024, 8)} | "
+    same = "yes" if tch.get("score", 0) == prh.get("score", 1) else "NO"
+    line += f"{_cell(tch, 'time', 1, 8)} {_cell(tch, 'peak_kib', 1024, 9)} "
+    line += f"{tch.get('device', '?'):>4} {same:>4} | "
+    if "skip" in base and base["skip"].startswith("OOM"):
+        line += f"{base['skip']:>18}"
+    else:
+        line += f"{_cell(base, 'time', 1, 8)} {_cell(base, 'peak_kib', 1024, 9)}"
+    line += f" | {_cell(floor, 'time', 1, 8)} {_cell(half, 'time', 1, 8)}"
+    line += f" {_cell(cell('gpu_floor'), 'time', 1, 8)}" if args.gpu else ""
+    line += f" | {_ratio(prh, floor):>9.2f} {_ratio(prh, half):>8.2f}"
+    diff = abs(base["score"] - prh["score"]) if "score" in base and "score" in prh else None
+    return line + f" {_ratio(base, prh):>8.1f} | " + ("-" if diff is None else f"{diff:.1e}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     if args.worker:
         m, n, d, k, s = args.worker
         worker(m, int(n), int(d), int(k), int(s))
@@ -195,43 +282,25 @@ def main(argv: list[str] | None = None) -> int:
     if args.svcca_seeds:
         svcca_seed_spread(args.svcca_seeds)
         return 0
+    if args.gpu:
+        import torch
+
+        if not torch.cuda.is_available():
+            print("--gpu: CUDA is not available on this machine", file=sys.stderr)
+            return 2
     budget = args.budget_gib or 0.8 * _mem_available_gib()
-    sizes = [int(s) for s in args.sizes.split(",") if s]
+    default = "16000,64000,100000" if args.gpu else "1000,4000,16000,64000"
+    sizes = [int(s) for s in (args.sizes or default).split(",") if s]
     print(
         f"mutual_knn, D = {args.dim}, k = {args.k}, {os.cpu_count()} CPUs, budget {budget:.1f} GiB"
     )
-    head = f"{'N':>7} | {'prh s':>8} {'prh MiB':>8} | {'torch s':>8} {'torch MiB':>9} {'dev':>4}"
-    head += f" {'same':>4} | {'base s':>8} {'base MiB':>9} | {'floor s':>8}"
-    head += f" | {'prh/floor':>9} {'base/prh':>8} | |score diff|"
+    head = _header(args.gpu)
     print(head)
     print("-" * len(head))
-    rows = [(n, not args.no_baseline) for n in sizes]
+    rows = [(n, not args.no_baseline and not (args.gpu and n > 16000)) for n in sizes]
     rows += [(100_000, False)] if args.with_100k else []
     for n, with_baseline in rows:
-        prh = _run_cell("prh", n, args.dim, args.k, args.seed)
-        tch = _run_cell("torch", n, args.dim, args.k, args.seed)
-        floor = _run_cell("floor", n, args.dim, args.k, args.seed)
-        need = 28 * n * n / 2**30
-        if not with_baseline:
-            base = {"skip": "not run"}
-        elif need > budget:
-            base = {"skip": f"OOM (needs {need:.0f} GiB)"}
-        else:
-            base = _run_cell("baseline", n, args.dim, args.k, args.seed)
-        line = f"{n:>7} | {_cell(prh, 'time', 1, 8)} {_cell(prh, 'peak_kib', 1024, 8)} | "
-        same = "yes" if tch.get("score", 0) == prh.get("score", 1) else "NO"
-        line += f"{_cell(tch, 'time', 1, 8)} {_cell(tch, 'peak_kib', 1024, 9)} "
-        line += f"{tch.get('device', '?'):>4} {same:>4} | "
-        if "skip" in base and base["skip"].startswith("OOM"):
-            line += f"{base['skip']:>18}"
-        else:
-            line += f"{_cell(base, 'time', 1, 8)} {_cell(base, 'peak_kib', 1024, 9)}"
-        line += f" | {_cell(floor, 'time', 1, 8)} | "
-        ratio = prh["time"] / floor["time"] if "time" in prh and "time" in floor else float("nan")
-        speed = base["time"] / prh["time"] if "time" in base and "time" in prh else float("nan")
-        diff = abs(base["score"] - prh["score"]) if "score" in base and "score" in prh else None
-        line += f"{ratio:>9.2f} {speed:>8.1f} | " + ("-" if diff is None else f"{diff:.1e}")
-        print(line, flush=True)
+        print(_row(n, args, with_baseline, budget), flush=True)
     return 0
 
 

@@ -289,6 +289,17 @@ def join_by_ids(a: FeatureSet, b: FeatureSet) -> tuple[np.ndarray, np.ndarray, l
     InputError
         When either side has no ids, ids repeat, or an id of ``a`` is missing from ``b``.
     """
+    return a.features, b.features[join_rows(a, b)], list(a.ids)
+
+
+def join_rows(a: FeatureSet, b: FeatureSet) -> np.ndarray:
+    """``(N_a,)`` int64: the row of ``b`` that carries each id of ``a``, in ``a``'s order.
+
+    Raises
+    ------
+    InputError
+        As :func:`join_by_ids`.
+    """
     if a.ids is None or b.ids is None:
         missing = a.path if a.ids is None else b.path
         raise InputError(f"{missing}: no ids to join on (pass --ids-a/--ids-b)")
@@ -307,8 +318,7 @@ def join_by_ids(a: FeatureSet, b: FeatureSet) -> tuple[np.ndarray, np.ndarray, l
         raise InputError(
             f"{b.path}: {len(missing_ids)} ids of {a.path} are missing, first {missing_ids[0]!r}"
         )
-    rows_b = np.array([index_b[i] for i in a.ids], dtype=np.int64)
-    return a.features, b.features[rows_b], list(a.ids)
+    return np.array([index_b[i] for i in a.ids], dtype=np.int64)
 
 
 def _load_npz(p: Path) -> tuple[np.ndarray, list[str] | None]:

@@ -17,7 +17,7 @@ __all__ = ["l2_normalize", "procrustes_rotation", "row_norms", "zca_whitener"]
 def row_norms(x: np.ndarray) -> np.ndarray:
     """``(N,)`` float64 Euclidean norms of the rows of ``(N, D)`` ``x``, in row chunks."""
     out = np.empty(x.shape[0], dtype=np.float64)
-    step = max(1, 2**22 // max(x.shape[1], 1))
+    step = max(1, 2**18 // max(x.shape[1], 1))  # 2 MiB float64 chunks: small, warm temporaries
     for s0 in range(0, x.shape[0], step):
         out[s0 : s0 + step] = np.sqrt(np.square(x[s0 : s0 + step], dtype=np.float64).sum(axis=1))
     return out

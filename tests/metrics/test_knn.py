@@ -130,3 +130,88 @@ def test_torch_device_refuses_what_is_absent():
         with pytest.raises(InputError, match="CUDA is not available"):
             knn(np.eye(4, dtype=np.float32), 1, backend="torch", device="cuda")
     assert torch_device("cpu").type == "cpu"
+
+
+def brute_force_canonical(x: np.ndarray, k: int, normalize: bool = True) -> list[list[int]]:
+    """Sorted lists by (-canonical score, index), every pair scored: the float64 sum of the exact
+    float32 products (the definition in :mod:`prh.metrics.knn`), no candidates, no tiles."""
+    xs = l2_normalize(x) if normalize else np.asarray(x, dtype=np.float32)
+    x64 = xs.astype(np.float64)
+    n = len(x)
+    out = []
+    for i in range(n):
+        s = (x64[i] * x64).sum(axis=1)  # (N,) one pair per row, summed along D
+        s[i] = -np.inf
+        out.append(np.lexsort((np.arange(n), -s))[:k].tolist())
+    return out
+
+
+def _knn_module():
+    import sys
+
+    return sys.modules["prh.metrics.knn"]  # the package exports a function of that name
+
+
+def near_ties(seed: int, n: int = 300, d: int = 48, noise: float = 0.02) -> np.ndarray:
+    """Rows scattered tightly around a few centres: many similarities closer than the float32
+    error bound, so the exact order rests on the float64 re-scoring."""
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((6, d)).astype(np.float32)
+    x = centres[rng.integers(0, 6, n)] + noise * rng.standard_normal((n, d)).astype(np.float32)
+    return x.astype(np.float32)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_symmetric_tiles_match_canonical_brute_force_on_near_ties(monkeypatch, seed):
+    knn_module = _knn_module()
+    calls = []
+    pair_scores = knn_module._pair_scores
+    monkeypatch.setattr(
+        knn_module, "_pair_scores", lambda *a: calls.append(len(a[1])) or pair_scores(*a)
+    )
+    x = near_ties(seed)
+    for normalize in (True, False):
+        ref = brute_force_canonical(x, 10, normalize)
+        for bs in (None, 1, 13, 64, 299, 1000):  # one tile, ragged tiles, a row per tile
+            assert knn(x, 10, normalize=normalize, block_size=bs).tolist() == ref, (normalize, bs)
+    assert sum(calls) > 0  # the cluster re-scoring ran
+
+
+def test_tiles_wider_than_the_torch_topk_threshold(monkeypatch):
+    knn_module = _knn_module()
+    monkeypatch.setattr(knn_module, "_TORCH_TOPK_MIN_N", 8)  # diagonal tiles seeded by torch.topk
+    x = np.concatenate([near_ties(3, 200), near_ties(4, 40, noise=0.0)])  # exact duplicates too
+    ref = brute_force_canonical(x, 7)
+    for bs in (9, 50, 240):
+        assert knn(x, 7, block_size=bs).tolist() == ref
+
+
+def test_heavy_ties_take_the_full_row_path(monkeypatch):
+    knn_module = _knn_module()
+    rows = []
+    rescore = knn_module._rescore
+    monkeypatch.setattr(knn_module, "_rescore", lambda *a: rows.append(len(a[1])) or rescore(*a))
+    rng = np.random.default_rng(8)
+    x = np.concatenate([np.ones((30, 5)), rng.standard_normal((30, 5))]).astype(np.float32)
+    assert knn(x, 4, block_size=16).tolist() == brute_force_exact(x, 4)
+    assert sum(rows) >= 30  # every copy has more than k + 6 equal candidates: unsettled
+
+
+@pytest.mark.parametrize("k", [1, 10])
+def test_random_large_matches_canonical_brute_force(k):
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((700, 96)).astype(np.float32)
+    ref = brute_force_canonical(x, k)
+    assert knn(x, k).tolist() == ref  # default tiles (4 of 192 rows)
+    assert knn(x, k, block_size=256).tolist() == ref
+    assert knn(x, k, backend="torch", device="cpu").tolist() == ref
+
+
+def test_row_value_key_orders_like_a_lexsort():
+    rng = np.random.default_rng(2)
+    special = [-np.inf, np.inf, 0.0, -0.0, 1e-40, -1e-40, 3.4e38, -3.4e38]
+    vals = np.concatenate([rng.standard_normal(500), special]).astype(np.float32)
+    rows = rng.integers(0, 9, len(vals))
+    got = np.argsort(_knn_module()._row_value_key(rows, vals), kind="stable")
+    want = np.lexsort((-vals, rows))
+    assert np.array_equal(rows[got], rows[want]) and np.array_equal(vals[got], vals[want])

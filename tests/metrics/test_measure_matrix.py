@@ -167,3 +167,81 @@ def test_an_unknown_metric_in_a_list_is_one_line(models, bad_input):
     xs, ys, _, _ = models
     bad_input(["measure", xs[0], ys[0], "--metric", "mutual_knn,cca"], inputs=[xs[0], ys[0]],
               match="unknown metric 'cca'")  # fmt: skip
+
+
+@pytest.fixture
+def count_knn(monkeypatch):
+    """Every neighbour search ``prh measure`` asks for, as ``(N, D)`` shapes."""
+    import prh.metrics.api as api
+
+    calls = []
+    real = api.knn
+
+    def counted(x, *args, **kwargs):
+        calls.append(x.shape)
+        return real(x, *args, **kwargs)
+
+    monkeypatch.setattr(api, "knn", counted)
+    return calls
+
+
+def ten_by_ten(tmp_path, with_ids: bool, shuffled_y: bool = False):
+    """Ten X and ten Y single-layer models of 30 shared samples; Y rows optionally shuffled."""
+    from prh.features import save_features
+
+    rng = np.random.default_rng(5)
+    base = rng.standard_normal((30, 8)).astype(np.float32)
+    ids = [f"s{i}" for i in range(30)]
+    paths = {"x": [], "y": []}
+    for side in ("x", "y"):
+        for m in range(10):
+            f = (base + 0.5 * rng.standard_normal(base.shape)).astype(np.float32)
+            order = rng.permutation(30) if side == "y" and shuffled_y else np.arange(30)
+            p = tmp_path / f"{side}{m}.safetensors"
+            save_features(p, f[order], ids=[ids[i] for i in order] if with_ids else None)
+            paths[side].append(p)
+    return paths["x"], paths["y"]
+
+
+@pytest.mark.parametrize(
+    "with_ids, shuffled_y", [(False, False), (True, False), (True, True)]
+)  # fmt: skip
+def test_ten_by_ten_matrix_computes_twenty_neighbour_lists(
+    tmp_path, count_knn, with_ids, shuffled_y
+):
+    xs, ys = ten_by_ten(tmp_path, with_ids, shuffled_y)
+    out = tmp_path / "m.json"
+    metrics = "mutual_knn,cycle_knn,lcs_knn,edit_distance_knn"
+    assert run("--x", *xs, "--y", *ys, "--metric", metrics, "--k", 4, "--json", out) == 0
+    assert len(count_knn) == 20  # one per model, shared by its 10 pairs and the 4 kNN metrics
+    doc = strict(out)
+    for i, j in ((0, 0), (3, 7), (9, 9)):  # each cell still equals its own pair's run
+        one = tmp_path / f"p{i}{j}.json"
+        assert run(xs[i], ys[j], "--metric", metrics, "--k", 4, "--json", one) == 0
+        for r in strict(one)["results"]:
+            assert doc["matrices"][r["metric"]]["scores"][i][j] == r["score"]
+
+
+def test_x_equals_y_computes_each_models_lists_once(tmp_path, count_knn):
+    xs, _ = ten_by_ten(tmp_path, with_ids=True)
+    out = tmp_path / "m.json"
+    assert run("--x", *xs[:3], "--y", *xs[:3], "--k", 4, "--json", out) == 0
+    assert len(count_knn) == 3
+    scores = np.array(strict(out)["matrices"]["mutual_knn"]["scores"])
+    assert np.all(np.diag(scores) == 1.0)
+    count_knn.clear()
+    assert run(xs[0], xs[0], "--k", 4) == 0  # the two-file form
+    assert len(count_knn) == 1
+
+
+def test_measure_of_an_array_against_itself_searches_once(count_knn):
+    from prh.metrics import measure
+
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((50, 2, 6)).astype(np.float32)
+    r = measure(a, a, "mutual_knn", k=5, null=3, bootstrap=3)
+    assert len(count_knn) == 2  # one per layer, not per side
+    assert r.layer_scores[0, 0] == r.layer_scores[1, 1] == 1.0
+    count_knn.clear()
+    fresh = measure(a, a.copy(), "mutual_knn", k=5, null=3, bootstrap=3)
+    assert len(count_knn) == 4 and fresh.to_dict() == r.to_dict()

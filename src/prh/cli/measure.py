@@ -357,6 +357,27 @@ class _Files:
         return fs, prepared
 
 
+def _joined(fx: Any, fy: Any, py: Any, args: argparse.Namespace) -> tuple[Any, str | None]:
+    """``y``'s rows in ``x``'s order when the files are joined by id, and that order's digest.
+
+    The clamp sees exactly the paired rows, so a join that is not the identity gives ``y`` new
+    preprocessed rows (digest: how to key their states); an identity join, or none, keeps the
+    file's own rows (digest None).
+    """
+    import hashlib
+
+    import numpy as np
+
+    from prh.features import join_rows
+
+    if not (args.ids_a or args.ids_b or (fx.ids is not None and fy.ids is not None)):
+        return py, None
+    rows = join_rows(fx, fy)  # (N_x,) row of y for each row of x
+    if len(rows) == len(fy.features) and np.array_equal(rows, np.arange(len(rows))):
+        return py, None
+    return _prepare(fy, fy.features[rows], args), hashlib.sha256(rows.tobytes()).hexdigest()
+
+
 def _fmt(v: float | None) -> str:
     return "-" if v is None else "undefined" if not math.isfinite(v) else f"{v:.4f}"
 
@@ -425,22 +446,22 @@ class _Matrix:
 
 def _measure_all(args, xs, ys, x_names, y_names, names, options, files):
     """Every (X, Y) cell and metric: the filled :class:`_Matrix` and the per-cell results."""
-    from prh.features import join_by_ids
     from prh.metrics import measure
     from prh.metrics.api import KNN_METRICS
 
     matrix = len(xs) * len(ys) > 1
-    # Each file's neighbour lists (N x k) or SVCCA basis (N x cca_dim) serve every pair it is in;
-    # kernel states (N x D float64, N x N Gram) are too large to keep for every file.
-    caches = {m: {} for m in names if m in (*KNN_METRICS, "svcca")} if matrix else {}
+    # Each file's neighbour lists (N x k) or SVCCA basis (N x cca_dim) serve every pair it is in
+    # (X = Y included), the lists every kNN metric: a model's neighbours do not depend on the
+    # other side. Kernel states (N x D float64, N x N Gram) are too large to keep for every file.
+    lists: dict[Any, Any] = {}
+    caches = {m: lists if m in KNN_METRICS else {} for m in names if m in (*KNN_METRICS, "svcca")}
     acc, results = _Matrix(names, len(xs), len(ys)), []
     for i, x in enumerate(xs):
         fx, px = files.get(x, args.ids_a)  # x keeps its own row order, joined or not
         for j, y in enumerate(ys):
             fy, py = files.get(y, args.ids_b)
-            joined = bool(args.ids_a or args.ids_b or (fx.ids is not None and fy.ids is not None))
-            if joined:  # y's rows in x's order: the clamp sees exactly the paired rows
-                py = _prepare(fy, join_by_ids(fx, fy)[1], args)
+            py, order = _joined(fx, fy, py, args)
+            key_y = str(y) if order is None else (str(y), order)
             cell = f"[{i},{j}] {x_names[i]} ~ {y_names[j]}" if matrix else ""
             for name in names:
                 r = measure(
@@ -448,7 +469,7 @@ def _measure_all(args, xs, ys, x_names, y_names, names, options, files):
                     seed=args.seed, layers=args.layers,
                     preprocess_features=False,  # done once per file above
                     options=options, name_a=str(x), name_b=str(y),
-                    cache=None if joined else caches.get(name),
+                    cache=caches.get(name), cache_keys=(str(x), key_y),
                     progress=not args.no_progress, label=cell,
                 )  # fmt: skip
                 acc.put(name, i, j, r)

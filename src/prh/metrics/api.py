@@ -239,6 +239,7 @@ def measure(
     per_layer_a: bool = False,
     per_layer_b: bool = False,
     cache: dict[Any, Any] | None = None,
+    cache_keys: tuple[Any, Any] | None = None,
     progress: bool = False,
     label: str = "",
 ) -> MeasureResult:
@@ -283,6 +284,11 @@ def measure(
         Per-side states (neighbour lists, kernel statistics) of the observed features, keyed by
         ``(name, layer)``; a caller measuring one file against many passes one dict per metric
         and options, so each file's states are computed once. Only use it with stable names.
+        Without it, passing the same array as ``a`` and ``b`` (``X = Y``, same preprocessing)
+        still computes its states (neighbour lists, ...) once.
+    cache_keys : (hashable, hashable), optional
+        Keys of ``a`` and ``b`` in ``cache`` instead of ``(name_a, name_b)``: a caller whose ``b``
+        is a file's rows re-ordered by an id join keys it by file and row order.
     progress : bool
         Report the null's and the bootstrap's draws on stderr (:mod:`prh.progress`).
     label : str
@@ -304,29 +310,31 @@ def measure(
         check_k(k, n, name_a)
     if clamp not in CLAMPS:
         raise InputError(f"unknown clamp rule {clamp!r}, expected one of {', '.join(CLAMPS)}")
+    same = b is a and (layer_dims_a, per_layer_a) == (layer_dims_b, per_layer_b)  # X = Y
     if preprocess_features:
         q, exact = (1.0 if clamp == "none" else quantile), clamp == "exact"
         a = preprocess(a, q, exact, name_a, layer_dims_a, per_layer_a)
-        b = preprocess(b, q, exact, name_b, layer_dims_b, per_layer_b)
+        b = a if same else preprocess(b, q, exact, name_b, layer_dims_b, per_layer_b)
     elif metric in KNN_METRICS:
         check_nonzero_rows(a, name_a)
         check_nonzero_rows(b, name_b)
     if n < m.min_rows:
         raise InputError(f"{name_a}: {metric} needs at least {m.min_rows} rows, got {n}")
     pair = resolve_pair(layers, (a.shape[1], b.shape[1])) if layers is not None else None
+    if cache is None:  # this call's own: X = Y computes each layer's state once
+        cache, cache_keys = {}, (("a",), ("a",) if same else ("b",))
+    key_a, key_b = cache_keys or (name_a, name_b)
 
-    def states(
-        x: np.ndarray, rows: np.ndarray | None, only: int | None, name: str = ""
-    ) -> list[Any]:
+    def states(x: np.ndarray, rows: np.ndarray | None, only: int | None, key: Any) -> list[Any]:
         xs = x if rows is None else x[rows]
         out = []
         for layer in range(x.shape[1]):
             if only is not None and layer != only:
                 out.append(None)
-            elif cache is not None and rows is None:
-                if (name, layer) not in cache:
-                    cache[name, layer] = m.prepare(xs[:, layer])
-                out.append(cache[name, layer])
+            elif rows is None:
+                if (key, layer) not in cache:
+                    cache[key, layer] = m.prepare(xs[:, layer])
+                out.append(cache[key, layer])
             else:
                 out.append(m.prepare(xs[:, layer]))
         return out
@@ -335,8 +343,8 @@ def measure(
         scores = layer_scores(m.score, sa, sb, perm, pair)
         return best_pair(scores)[0], scores
 
-    sa = states(a, None, pair[0] if pair else None, name_a)
-    sb = states(b, None, pair[1] if pair else None, name_b)
+    sa = states(a, None, pair[0] if pair else None, key_a)
+    sb = states(b, None, pair[1] if pair else None, key_b)
     obs, scores = statistic(sa, sb, None)
     best = pair if pair is not None else best_pair(scores)[1]
 
@@ -373,9 +381,10 @@ def measure(
     elif bootstrap > 0:
 
         def boot(rows: np.ndarray) -> float:
-            ra = states(a, rows, pair[0] if pair else None)
-            rb = states(b, rows, pair[1] if pair else None)
-            return statistic(ra, rb, None)[0]
+            ra = states(a, rows, pair[0] if pair else None, None)
+            if same and (pair is None or pair[0] == pair[1]):
+                return statistic(ra, ra, None)[0]
+            return statistic(ra, states(b, rows, pair[1] if pair else None, None), None)[0]
 
         with bar("bootstrap", bootstrap) as pb:
             draws = calibrate.bootstrap(

@@ -23,9 +23,14 @@ so ties from duplicated rows are resolved by index, exactly. Rows whose ``k + ma
 candidates do not reach below the threshold (heavy near-ties) are re-scored over all their
 candidates.
 
-Each tile ``(I, J)``, ``J >= I``, of the symmetric ``X X^T`` is computed once and updates the
-running top candidates of both its row block and its column block: half the multiply-adds of two
-full Gram products. Memory: ``N (k + 6)`` candidates plus one ``block x block`` float32 tile.
+Each tile ``(I, J)``, ``J >= I``, of the symmetric ``X X^T`` is computed once: a diagonal tile
+seeds the running float32 top candidates of its rows (a dense top-k), an off-diagonal tile updates
+those of both its row block and its column block (the few entries above a row's current ``c``-th
+value, merged sparsely): about half the multiply-adds of two full Gram products. The merging runs
+in one helper thread, one tile behind the products. Only candidates in a *cluster* (float32 values
+closer than the error bound to a neighbour in the list) get the float64 canonical score; the others
+are already in canonical order. Memory: ``N (k + 6)`` candidates plus two ``block x block``
+float32 tiles and one boolean mask.
 
 Backends only differ in who computes the float32 candidates: ``numpy`` (the symmetric tile sweep
 above, BLAS), ``torch`` (row blocks ``X_b X^T`` and ``torch.topk`` on a torch device, CUDA when
@@ -40,6 +45,8 @@ References
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
+
 import numpy as np
 
 from prh.errors import InputError
@@ -51,13 +58,19 @@ _U64 = 2.0**-53
 _MARGIN = 6  # extra float32 candidates per row beyond k
 _BLOCK_BYTES = 256 * 2**20  # default budget for one (block, N) float32 similarity block
 _RESCORE_BYTES = 4 * 2**20  # budget for the float64 (rows, candidates, D) re-scoring buffer
-_TILE = 2048  # default tile side of the symmetric Gram sweep (16 MiB float32)
-_TORCH_TOPK_MIN_N = 2048  # rows longer than this use torch.topk
+_TILE = 2048  # largest default tile side of the symmetric Gram sweep (16 MiB float32)
+_TORCH_TOPK_MIN_N = 768  # rows longer than this use torch.topk (argpartition copies the tile)
 
 
 def default_block_size(n: int) -> int:
     """Rows per block so that one ``(block, N)`` float32 block takes about 256 MiB."""
     return int(np.clip(_BLOCK_BYTES // (4 * max(n, 1)), 16, 8192))
+
+
+def tile_side(n: int) -> int:
+    """Default side of the square tiles of the symmetric sweep: about ``N / 4`` rows (so the
+    tiles on and above the diagonal are near half of ``X X^T`` at small ``N``), 256 to 2048."""
+    return int(np.clip(-(-n // 256) * 64, 256, _TILE))
 
 
 def knn(
@@ -82,8 +95,9 @@ def knn(
         L2-normalise rows first (cosine similarity, the reference protocol). ``False`` ranks by the
         raw inner product.
     block_size : int, optional
-        Side of the square tiles of ``X X^T`` (default 2048); memory is about
-        ``4 block_size^2 + 12 N (k + 6)`` bytes. The result does not depend on it.
+        Side of the square tiles of ``X X^T`` (default :func:`tile_side`: about ``N / 4``, 256 to
+        2048); memory is about ``9 block_size^2 + 12 N (k + 6)`` bytes. The result does not
+        depend on it.
     backend : {"numpy", "torch", "faiss"}
         Who computes the float32 candidate similarities; ``"torch"`` runs on ``device``,
         ``"faiss"`` uses ``faiss.IndexFlatIP`` (needs ``faiss-cpu``). The exact re-scoring makes
@@ -151,75 +165,144 @@ def _knn_blocks(
 def _knn_symmetric(
     x: np.ndarray, k: int, c: int, slack: np.ndarray, block_size: int | None
 ) -> np.ndarray:
-    """Exact top-k of every row, computing each block of ``X X^T`` once (the Gram is symmetric).
+    """Exact top-k of every row, computing each tile of ``X X^T`` on or above the diagonal once.
 
-    Block ``(I, J)``, ``J >= I``, updates the running float32 top-``c`` of the rows of ``I`` with
-    ``S_IJ`` and of the rows of ``J`` with ``S_IJ^T``: half the multiply-adds of row blocks.
+    Diagonal tiles ``(I, I)`` seed the float32 top-``c`` of their rows (a dense top-k); each tile
+    ``(I, J)``, ``J > I``, then updates the rows of ``I`` with ``S_IJ`` and the rows of ``J`` with
+    ``S_IJ^T``: about half the multiply-adds of row blocks. The products run in this thread
+    (BLAS), the merging in one helper thread, one tile behind (two tile buffers): the merges,
+    which BLAS does not parallelise, overlap the next product instead of following it.
     """
     n = x.shape[0]
-    bs = block_size or _TILE  # tiles of bs x bs float32
-    best_v = np.full((n, c), -np.inf, dtype=np.float32)  # (N, c) running candidates
-    best_i = np.zeros((n, c), dtype=np.int64)
-    starts = range(0, n, bs)
-    for i0 in starts:
-        ri = np.arange(i0, min(i0 + bs, n))
-        for j0 in starts:
-            if j0 < i0:
-                continue
-            rj = np.arange(j0, min(j0 + bs, n))
-            s = x[ri] @ x[rj].T  # (bI, bJ) float32
-            if i0 == j0:
-                np.fill_diagonal(s, -np.inf)  # self is never a neighbour
-            _merge(best_v, best_i, ri, s, rj, c)
-            if j0 != i0:
-                _merge(best_v, best_i, rj, s.T, ri, c)
+    bs = block_size or tile_side(n)
+    blocks = [(s, min(s + bs, n)) for s in range(0, n, bs)]
+    best = (np.full((n, c), -np.inf, dtype=np.float32), np.zeros((n, c), dtype=np.int64))
+    tiles = [(b, b) for b in blocks] + [
+        (bi, bj) for t, bi in enumerate(blocks) for bj in blocks[t + 1 :]
+    ]  # diagonal seeds first: they write whole lists, later tiles merge into them
+    # Reused buffers: fresh 4-16 MiB arrays per tile cost page faults (first touch) that, on a
+    # small machine, rival the products themselves.
+    bufs = [np.empty(bs * bs, dtype=np.float32) for _ in range(2)]
+    mask = np.empty(bs * bs, dtype=bool)
+    pending: list[Future | None] = [None, None]  # the merge still reading each buffer
+    with ThreadPoolExecutor(max_workers=1) as pool, _blas_leaves_a_core():
+        for t, ((i0, i1), (j0, j1)) in enumerate(tiles):
+            if pending[t % 2] is not None:
+                pending[t % 2].result()  # that buffer is free again (and errors surface)
+            s = np.matmul(x[i0:i1], x[j0:j1].T, out=_view(bufs[t % 2], i1 - i0, j1 - j0))
+            pending[t % 2] = pool.submit(_use_tile, best, s, i0, j0, mask)
+        for f in pending:
+            if f is not None:
+                f.result()
     out = np.empty((n, k), dtype=np.int64)
     step = 1 << 14
     for s0 in range(0, n, step):
         q = np.arange(s0, min(s0 + step, n))
-        out[q] = _select(x, q, best_v[q], best_i[q], k, slack, None, n)
+        out[q] = _select(x, q, best[0][q], best[1][q], k, slack, None, n)
     return out
 
 
-def _merge(
+def _blas_leaves_a_core():
+    """A context in which BLAS runs one thread fewer than it has (at least one), so that the
+    merging thread has a core of its own instead of preempting a BLAS thread (which stalls the
+    whole product)."""
+    from threadpoolctl import ThreadpoolController
+
+    ctl = ThreadpoolController()
+    blas = [i["num_threads"] for i in ctl.info() if i["user_api"] == "blas"]
+    return ctl.limit(limits=max(1, max(blas, default=1) - 1), user_api="blas")
+
+
+def _view(flat: np.ndarray, rows: int, cols: int) -> np.ndarray:
+    """A C-contiguous ``(rows, cols)`` view of the front of a flat buffer."""
+    return flat[: rows * cols].reshape(rows, cols)
+
+
+def _use_tile(
+    best: tuple[np.ndarray, np.ndarray], s: np.ndarray, i0: int, j0: int, mask: np.ndarray
+) -> None:
+    """Seed the lists of a diagonal tile's rows, or fold an off-diagonal tile into its rows' and
+    its columns' lists."""
+    if i0 == j0:
+        _seed(s, i0, *best)
+        return
+    m = _view(mask, *s.shape)
+    _fold(*best, s, i0, j0, m, by_column=False)
+    _fold(*best, s, j0, i0, m, by_column=True)
+
+
+def _seed(s: np.ndarray, i0: int, best_v: np.ndarray, best_i: np.ndarray) -> None:
+    """Fill the candidate lists of rows ``i0 : i0 + b`` with their top entries of the diagonal
+    tile ``s`` ``(b, b)``."""
+    m = min(best_v.shape[1], s.shape[0] - 1)
+    if m < 1:
+        return
+    np.fill_diagonal(s, -np.inf)  # self is never a neighbour
+    vals, idx = _top(s, m)
+    best_v[i0 : i0 + len(s), :m] = vals
+    best_i[i0 : i0 + len(s), :m] = idx + i0
+
+
+def _fold(
     best_v: np.ndarray,
     best_i: np.ndarray,
-    rows: np.ndarray,
     s: np.ndarray,
-    cols: np.ndarray,
-    c: int,
+    row0: int,
+    col0: int,
+    mask: np.ndarray,
+    *,
+    by_column: bool,
 ) -> None:
-    """Fold similarities ``s`` ``(b, m)`` of ``rows`` against ``cols`` into their top-``c``.
+    """Merge a tile ``s`` into the lists of its rows (``by_column=False``: rows ``row0 + r`` get
+    columns ``col0 + j``) or of its columns (``True``: rows ``row0 + j`` get ``col0 + r``).
 
-    Only entries above a row's current ``c``-th value can enter, and after the first tiles they are
-    few: those are found with one comparison and merged sparsely, without a top-k of the tile.
+    Only entries above a row's current ``c``-th value can enter; after the diagonal seeds they are
+    few, found by one comparison over the contiguous tile and merged sparsely.
     """
-    cur_v, cur_i = best_v[rows], best_i[rows]  # (b, c)
-    if np.isneginf(cur_v[:, -1]).mean() > 0.5:  # mostly empty lists: a dense top-k is cheaper
-        sv, si = _top(s, min(c, s.shape[1]))  # (b, c')
-        vals = np.concatenate([cur_v, sv], axis=1)  # (b, c + c')
-        idx = np.concatenate([cur_i, cols[si]], axis=1)
-        top_v, pos = _top(vals, c)
-        best_v[rows] = top_v
-        best_i[rows] = np.take_along_axis(idx, pos, axis=1)
+    size = s.shape[1] if by_column else s.shape[0]
+    thr = best_v[row0 : row0 + size, -1]  # (size,) current c-th values
+    np.greater(s, thr[None, :] if by_column else thr[:, None], out=mask)
+    flat = np.flatnonzero(mask)  # 1-D: far faster than a 2-D nonzero
+    if flat.size == 0:
         return
-    r, j = np.nonzero(s > cur_v[:, -1:])  # entries that beat the current c-th value
-    if r.size == 0:
-        return
-    hit = np.unique(r)  # rows to update
-    pos_of = np.full(len(rows), -1)
-    pos_of[hit] = np.arange(len(hit))
-    h = len(hit)
-    # old lists of hit rows and the new entries, as (row, value, column) triplets
-    rr = np.concatenate([np.repeat(np.arange(h), c), pos_of[r]])
-    vv = np.concatenate([cur_v[hit].ravel(), s[r, j]])
-    ii = np.concatenate([cur_i[hit].ravel(), cols[j]])
-    order = np.lexsort((-vv, rr))  # by row, then value descending
-    rr, vv, ii = rr[order], vv[order], ii[order]
-    start = np.searchsorted(rr, np.arange(h))  # first triplet of each row
-    take = (start[:, None] + np.arange(c)).ravel()  # (h * c,) the c best of each row
-    best_v[rows[hit]] = vv[take].reshape(h, c)
-    best_i[rows[hit]] = ii[take].reshape(h, c)
+    r, j = np.divmod(flat, s.shape[1])
+    vals = s.ravel()[flat]
+    rows, cols = (j, r) if by_column else (r, j)
+    _merge_hits(best_v, best_i, row0, rows, vals, cols + col0)
+
+
+def _merge_hits(
+    best_v: np.ndarray,
+    best_i: np.ndarray,
+    row0: int,
+    rows: np.ndarray,
+    vals: np.ndarray,
+    cols: np.ndarray,
+) -> None:
+    """Fold hits ``(row0 + rows, vals, cols)`` into the running top-``c`` lists."""
+    c = best_v.shape[1]
+    hit, pos = np.unique(rows, return_inverse=True)  # rows to update; each hit's row among them
+    h, g = len(hit), row0 + hit
+    # old lists of the hit rows and the new entries, as (row, value, column) triplets
+    rr = np.concatenate([np.repeat(np.arange(h), c), pos])
+    vv = np.concatenate([best_v[g].ravel(), vals])
+    ii = np.concatenate([best_i[g].ravel(), cols])
+    order = np.argsort(_row_value_key(rr, vv), kind="stable")  # by row, then value descending
+    start = np.searchsorted(rr[order], np.arange(h))  # first triplet of each row
+    take = order[(start[:, None] + np.arange(c)).ravel()]  # (h * c,) the c best of each row
+    best_v[g] = vv[take].reshape(h, c)
+    best_i[g] = ii[take].reshape(h, c)
+
+
+def _row_value_key(rows: np.ndarray, vals: np.ndarray) -> np.ndarray:
+    """int64 keys that sort by ``rows`` ascending, then float32 ``vals`` descending, exactly.
+
+    The float32 bit pattern, its magnitude bits flipped for negatives, orders like the value
+    (``-inf`` first, ``-0.0`` just below ``0.0``); one integer sort replaces a two-key lexsort.
+    """
+    b = vals.astype(np.float32).view(np.int32).astype(np.int64)
+    ordered = np.where(b < 0, b ^ 0x7FFFFFFF, b)  # in [-2^31, 2^31): increasing with the value
+    return (rows.astype(np.int64) << 32) + (2**31 - 1 - ordered)
 
 
 def _top(s: np.ndarray, c: int) -> tuple[np.ndarray, np.ndarray]:
@@ -331,19 +414,61 @@ def _select(
     v = vals.astype(np.float64)  # (b, c)
     thr = v[:, k - 1] - slack[q]  # (b,) every canonical top-k member reaches thr in float32
     settled = v[:, -1] < thr if c < n - 1 else np.ones(len(q), dtype=bool)
-    # Gaps wider than the slack between consecutive values up to k+1: float32 order is exact.
-    gaps = v[:, :k] - v[:, 1 : k + 1] if c > k else v[:, : k - 1] - v[:, 1:k]
-    clear = settled & (gaps > slack[q][:, None]).all(axis=1)
     out = np.empty((len(q), k), dtype=np.int64)
-    out[clear] = idx[clear, :k]
-    ok = np.flatnonzero(settled & ~clear)
-    out[ok] = _rescore(x, q[ok], idx[ok], k)
+    ok = np.flatnonzero(settled)
+    out[ok] = _order(x, q[ok], v[ok], idx[ok], k, slack[q[ok]])
     for r in np.flatnonzero(~settled):  # heavy near-ties: every row above the threshold
         row = x[q[r]] @ x.T if s is None else s[r]  # (N,) float32, same error bound
         if s is None:
             row[q[r]] = -np.inf
         cand = np.flatnonzero(row >= thr[r])  # ascending indices
         out[r] = _rescore(x, q[r : r + 1], cand[None, :], k)[0]
+    return out
+
+
+def _order(
+    x: np.ndarray, q: np.ndarray, v: np.ndarray, idx: np.ndarray, k: int, slack: np.ndarray
+) -> np.ndarray:
+    """Exact top-k of settled rows ``q`` from float32 candidates ``(v, idx)`` sorted descending.
+
+    Candidates below ``v[k-1] - slack`` cannot be in the top k. Among the others, float32 values
+    further apart than the slack are in canonical order; runs of values closer than that
+    (clusters) are the only places where the order can differ, so only their members get the
+    canonical float64 score, and each row is sorted by (cluster, -score, index): the order that
+    re-scoring every candidate would give.
+    """
+    b, c = v.shape
+    sl = slack[:, None]
+    live = v >= v[:, k - 1 : k] - sl  # (b, c) a prefix of each row
+    new = np.ones((b, c), dtype=bool)
+    new[:, 1:] = v[:, :-1] - v[:, 1:] > sl  # a gap wider than the slack starts a cluster
+    join = ~new[:, 1:] & live[:, 1:]  # (b, c - 1) positions p, p + 1 live and in one cluster
+    need = np.zeros((b, c), dtype=bool)
+    need[:, :-1] |= join
+    need[:, 1:] |= join
+    out = idx[:, :k].copy()
+    rows = np.flatnonzero(need[:, :k].any(axis=1))
+    if rows.size == 0:
+        return out
+    score = np.zeros((rows.size, c))
+    pr, pc = np.nonzero(need[rows])
+    score[pr, pc] = _pair_scores(x, q[rows[pr]], idx[rows[pr], pc])
+    cluster = np.where(live[rows], np.cumsum(new[rows], axis=1), c + 1)  # dead ones last
+    cand = idx[rows]
+    order = np.lexsort((cand, -score, cluster), axis=-1)[:, :k]
+    out[rows] = np.take_along_axis(cand, order, axis=-1)
+    return out
+
+
+def _pair_scores(x: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Canonical float64 scores of the row pairs ``(a[p], b[p])``: the float32 products (exact in
+    float64) summed along the contiguous last axis, numpy's pairwise summation, whatever the
+    pair's block: the same number as :func:`_rescore` gives."""
+    out = np.empty(len(a))
+    step = max(1, _RESCORE_BYTES // (8 * x.shape[1]))
+    for s0 in range(0, len(a), step):
+        xa = x[a[s0 : s0 + step]].astype(np.float64)  # (p, D)
+        out[s0 : s0 + step] = (xa * x[b[s0 : s0 + step]].astype(np.float64)).sum(axis=-1)
     return out
 
 
