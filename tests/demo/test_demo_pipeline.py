@@ -221,7 +221,8 @@ def test_toy_demo_outputs_resume_and_idempotence(tmp_path, tiny_bert):
     # idempotent: a rerun trains nothing, reuses features and step results, same numbers
     weights = {p: os.stat(p).st_mtime_ns for p in out.glob("sweep-*/runs/*/model.safetensors")}
     assert len(weights) == 8
-    weights.update({p: os.stat(p).st_mtime_ns for p in out.glob("modalities/*/model.safetensors")})
+    image_runs = out.glob("modalities/sweep-*/runs/*/model.safetensors")  # the image sweep's
+    weights.update({p: os.stat(p).st_mtime_ns for p in image_runs})
     assert len(weights) == 10
     again = run_demo(
         toy_config(tiny_bert, **CAPTION, **MODALITIES), out, log=lines.append, skip_prove=True
@@ -235,10 +236,17 @@ def test_toy_demo_outputs_resume_and_idempotence(tmp_path, tiny_bert):
     # run only, and gives the same numbers
     lost = next(r for r in rows if r["split"] == "repeat")
     (sweep / lost["extra"]["run_dir"] / "model.safetensors").unlink()
-    # and an image run killed before its final weights: trained again, the same weights
-    (image_model,) = out.glob("modalities/sketch-good-*/model.safetensors")
+    # and an image run killed before its final weights (a cell of the image sweep: its row
+    # lost too, as the driver writes a row only after the weights): trained again, the same
+    image_model = out / mod["runs"]["sketch-good"] / "model.safetensors"  # weights
     image_weights, image_bytes = load_file(image_model), image_model.read_bytes()
     image_model.unlink()
+    image_results = image_model.parents[2] / RESULTS
+    image_rows = read_results(image_results)
+    assert len(image_rows) == 2
+    left = [r for r in image_rows if r["extra"]["run_dir"] != f"runs/{image_model.parent.name}"]
+    image_results.write_text("".join(json.dumps(r) + "\n" for r in left))
+    assert len(left) == 1
     kept = [r for r in rows if r is not lost]
     (sweep / RESULTS).write_text("".join(json.dumps(r) + "\n" for r in kept))
     third = run_demo(

@@ -9,13 +9,13 @@ import pytest
 
 from prh.demo.config import MODALITY_RUNS, demo_config
 from prh.demo.modalities import (
-    IMAGE_RUNS,
     captioner_targets,
     layer_widths,
     pair_free_pairs,
-    run_flags,
+    run_settings,
     targets,
 )
+from prh.demo.protocol import IMAGE_RUNS, image_runs, image_sweep_dir
 from prh.demo.report_modalities import modalities_html, modalities_summary
 from prh.errors import InputError
 
@@ -39,14 +39,26 @@ def test_presets_and_refusals():
     assert demo_config("default", world_seed=1, modalities=()).world_seed == 1
 
 
-def test_run_flags_name_the_recipe():
+def test_run_settings_name_the_recipe():
     cfg = demo_config("full")
-    good, bad, sketch = (run_flags(cfg, n) for n in MODALITY_RUNS)
-    assert good[good.index("--views") + 1] == "good" and bad[bad.index("--views") + 1] == "bad"
-    assert sketch[sketch.index("--modality") + 1] == "sketch"
-    assert good[good.index("--samples") + 1] == str(cfg.image_samples)
-    assert "--scratch-branch" not in good
-    assert "--scratch-branch" in run_flags(demo_config("full", scratch_branch=True), "image-good")
+    good, bad, sketch = (run_settings(cfg)[n] for n in MODALITY_RUNS)
+    assert (good["train"]["views"], bad["train"]["views"]) == ("good", "bad")
+    assert (good["image"]["modality"], sketch["image"]["modality"]) == ("image", "sketch")
+    assert good["train"]["samples"] == cfg.image_samples and good["train"]["seed"] == cfg.seed
+    assert good["image"]["backbone"] == cfg.backbone and "cache_dir" not in good["image"]
+    assert not good["image"]["scratch_branch"]
+    on = run_settings(demo_config("full", scratch_branch=True))["image-good"]
+    assert on["image"]["scratch_branch"]
+
+
+def test_presets_share_one_image_sweep(tmp_path):
+    """The default demo's image-good run is a cell the full demo reuses: one folder, one id."""
+    d, f = demo_config("default"), demo_config("full")
+    assert image_sweep_dir(tmp_path, d) == image_sweep_dir(tmp_path, f)
+    assert image_runs(d).cells()[0] in image_runs(f).cells()
+    assert image_sweep_dir(tmp_path, demo_config("full", image_lr=1e-3)) != image_sweep_dir(
+        tmp_path, f
+    )
 
 
 def test_pair_free_pairs_keep_present_names_in_order():

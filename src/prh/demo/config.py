@@ -27,7 +27,7 @@ from typing import Any
 from prh.errors import InputError
 
 MODALITY_RUNS = ("image-good", "image-bad", "sketch-good")
-"""The image/sketch encoders a demo can train (:data:`prh.demo.modalities.IMAGE_RUNS`)."""
+"""The image/sketch encoders a demo can train (:data:`prh.demo.protocol.IMAGE_RUNS`)."""
 
 
 @dataclass(frozen=True)

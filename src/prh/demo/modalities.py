@@ -1,7 +1,8 @@
 """The demo's modalities step: image and sketch encoders trained apart, one rotation, no pairs.
 
 Issue 13's experiment on the demo's world. Each image/sketch encoder of ``cfg.modalities`` is
-trained alone (``prh train --modality image|sketch``: EfficientNet-Lite0's early blocks frozen,
+trained alone (one cell of a sweep, :func:`prh.demo.protocol.image_runs`, trained in-process by
+:func:`prh.training.image.train_image`: EfficientNet-Lite0's early blocks frozen,
 its later blocks and a whitened-JEPA head fine-tuned, :mod:`prh.models.backbone`) on its own
 views of the training scenes: ``image-good`` two renders of one scene (independent nuisance),
 ``image-bad`` two crops / colour jitters of one render, ``sketch-good`` two sketches of one
@@ -16,37 +17,28 @@ scene. Then, on the held-out scenes, with the bridge scenes as the maps' trainin
   the listed pairs, class level (shape, colour) and sample level;
 - issue 13's targets, each met or missed, from those figures (:func:`targets`).
 
-The runs go to ``OUT/modalities/<name>-<hash>/`` (the hash of what determines the run), the
-render caches to ``OUT/modalities/render_cache/``, the features to ``OUT/features/``; a rerun
-reuses finished runs and resumes unfinished ones.
+The runs go to ``OUT/modalities/sweep-<hash>/runs/<cell id>/`` (one sweep per runner settings
+and seed, :func:`prh.demo.protocol.image_sweep_dir`; its ``results.jsonl`` names each run's
+folder), the render caches to ``OUT/modalities/render_cache/`` (drawn once, before the runs
+start), the features to ``OUT/features/``; a rerun reuses finished runs (by cell id) and
+resumes an unfinished one from its latest checkpoint.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import shutil
-import subprocess
-import sys
-import time
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from prh.demo import protocol
 from prh.demo.config import DemoConfig
 from prh.demo.context import Context
 from prh.demo.figures import above, at_least, fig, interval
 from prh.demo.world import demo_world, scene_ids
-
-IMAGE_RUNS = {
-    "image-good": ("image", "good"),
-    "image-bad": ("image", "bad"),
-    "sketch-good": ("sketch", "good"),
-}
-"""Every image/sketch encoder the demo can train: name -> (modality, views)."""
 
 TEXT_SETS = {
     "text-good": "good",
@@ -71,114 +63,44 @@ GOOD_PAIRS = (
 """Pairs whose two sides were each trained on good views: the theorem's one-rotation pairs."""
 
 
-def run_flags(cfg: DemoConfig, name: str) -> list[str]:
-    """The ``prh train`` flags of one image/sketch run (without ``--out`` and ``--threads``)."""
-    modality, views = IMAGE_RUNS[name]
-    flags = [
-        "--modality",
-        modality,
-        "--views",
-        views,
-        "--backbone",
-        cfg.backbone,
-        "--freeze-until",
-        str(cfg.freeze_until),
-        "--backbone-size",
-        str(cfg.backbone_size),
-        "--samples",
-        str(cfg.image_samples),
-        "--batch-size",
-        str(cfg.batch_size),
-        "--lr",
-        str(cfg.image_lr),
-        "--image-size",
-        str(cfg.image_size),
-        "--train-scenes",
-        str(cfg.image_train_scenes),
-        "--render-views",
-        "2",
-        "--seed",
-        str(cfg.seed),
-        "--checkpoint-every",
-        "20",
-    ]
-    return [*flags, "--scratch-branch"] if cfg.scratch_branch else flags
-
-
-def run_dir(ctx: Context, name: str) -> Path:
-    """``OUT/modalities/<name>-<hash of its flags>``."""
-    h = hashlib.sha256(" ".join(run_flags(ctx.cfg, name)).encode()).hexdigest()[:10]
-    return ctx.path("modalities", f"{name}-{h}")
-
-
-def build_caches(ctx: Context) -> Path:
-    """Draw the render caches the runs read (one per modality), before the runs start in
-    parallel, so that no two runs draw the same cache."""
-    from prh.views.render_cache import cache_key, load_or_build
-
-    cfg = ctx.cfg
-    folder = ctx.path("modalities", "render_cache")
-    ids = demo_world(cfg).split("train")[: cfg.image_train_scenes]
-    for modality in sorted({IMAGE_RUNS[n][0] for n in cfg.modalities}):
-        key = cache_key(cfg.world_seed, modality, cfg.image_size, 2, ids)
-        if not (folder / key.file_name).is_file():
-            t = time.perf_counter()
-            load_or_build(folder, key, ids, workers=cfg.workers)
-            ctx.log(
-                f"  {modality} render cache: {len(ids)} scenes x 2 views in "
-                f"{time.perf_counter() - t:.0f}s"
-            )
-    return folder
-
-
 def train_runs(ctx: Context) -> dict[str, Path]:
-    """Train (or resume, or reuse) every run of ``cfg.modalities``, ``cfg.workers`` at a time
-    (one process each, ``cfg.threads`` threads; a lone run gets every thread)."""
+    """Train (or resume, or reuse) every run of ``cfg.modalities``: cells of one sweep
+    (:func:`prh.demo.protocol.image_runs`, the ``cave-image`` runner), ``cfg.workers`` at a time,
+    in this process (one worker) or a local pool; name -> run folder."""
+    from prh.errors import PrhError
+    from prh.scaling.sweep import RESULTS, read_results, run_sweep
+
     cfg = ctx.cfg
-    names = list(cfg.modalities)
-    if not names:
+    if not cfg.modalities:
         return {}
-    cache = build_caches(ctx)
-    threads = cfg.threads if len(names) > 1 else cfg.workers * cfg.threads
-    dirs = {n: run_dir(ctx, n) for n in names}
+    sweep = protocol.image_sweep_dir(ctx.out, cfg)
+    runner = protocol.image_backend(cfg, ctx.path("modalities", "render_cache"))
+    s = run_sweep(
+        protocol.image_runs(cfg),
+        runner,
+        sweep,
+        seed=cfg.seed,
+        workers=max(1, min(cfg.workers, len(cfg.modalities))),
+        progress=lambda m: ctx.log(f"  {m}"),
+    )
+    if s.failed:
+        raise PrhError(f"demo: {len(s.failed)} image run(s) failed, first: {s.failed[0][1]}")
+    if s.skipped:
+        ctx.log(f"  {s.skipped} finished run(s) reused ({sweep.relative_to(ctx.out)})")
+    return protocol.image_run_dirs(cfg, read_results(sweep / RESULTS), sweep)
 
-    def one(name: str) -> None:
-        d = dirs[name]
-        if (d / "model.safetensors").is_file():
-            ctx.log(f"  {name:<11} (finished run reused)")
-            return
-        resume = d.is_dir() and (d / "config.json").is_file()
-        argv = ["--resume", str(d)] if resume else [*run_flags(cfg, name), "--out", str(d)]
-        if not resume and d.is_dir():
-            shutil.rmtree(d)  # a run killed before it wrote its config: start it again
-        t = time.perf_counter()
-        with open(d.with_suffix(".log"), "a") as log:
-            rc = subprocess.call(
-                [
-                    sys.executable,
-                    "-m",
-                    "prh",
-                    "train",
-                    *argv,
-                    "--render-cache",
-                    str(cache),
-                    "--threads",
-                    str(threads),
-                    "--render-workers",
-                    "1",
-                ],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-        if rc != 0:
-            from prh.errors import PrhError
 
-            raise PrhError(f"demo: the {name} run failed (exit {rc}); see {d.with_suffix('.log')}")
-        ctx.log(f"  {name:<11} trained in {time.perf_counter() - t:.0f}s ({d.name})")
-
-    with ThreadPoolExecutor(max_workers=max(1, min(cfg.workers, len(names)))) as pool:
-        list(pool.map(one, names))
-    return dirs
+def run_settings(cfg: DemoConfig) -> dict[str, dict[str, Any]]:
+    """Name -> ``{"train", "image"}``: the :class:`~prh.training.TrainConfig` and
+    :class:`~prh.training.ImageConfig` (as dictionaries) each run of ``cfg.modalities`` trains
+    with (the render cache's folder left out: where it lies changes nothing)."""
+    runner = protocol.image_backend(cfg, Path("render_cache"))
+    out = {}
+    for name, cell in zip(cfg.modalities, protocol.image_runs(cfg).cells(cfg.seed), strict=True):
+        train, image = runner.configs(cell, Path("."))
+        img = {k: v for k, v in image.to_dict().items() if k != "cache_dir"}
+        out[name] = {"train": train.to_dict(), "image": img}
+    return out
 
 
 def embed_runs(ctx: Context, runs: Mapping[str, Path]) -> dict[str, dict[str, Path]]:
@@ -194,7 +116,7 @@ def embed_runs(ctx: Context, runs: Mapping[str, Path]) -> dict[str, dict[str, Pa
     test, train = scene_ids(cfg, demo_world(cfg))
     out: dict[str, dict[str, Path]] = {}
     for name, d in runs.items():
-        tag = f"{d.name[-10:]}-{cfg.digest('eval_scenes', 'bridge_scenes')}"
+        tag = f"{d.name}-{cfg.digest('eval_scenes', 'bridge_scenes')}"
         paths = {
             s: ctx.path("features", f"{name}-{s}-{tag}.safetensors") for s in ("test", "train")
         }
@@ -455,7 +377,7 @@ def step_modalities(
         ctx.log(f"  target {r['target']}: {r['figure']} ({label})")
     return {
         "runs": {n: str(d.relative_to(ctx.out)) for n, d in runs.items()},
-        "settings": {n: run_flags(cfg, n) for n in runs},
+        "settings": run_settings(cfg),
         "probe": probes,
         "evidence": ev,
         "targets": rows,

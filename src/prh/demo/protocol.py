@@ -9,6 +9,11 @@ its alignment curve against the frozen vision features of the held-out scenes
 (:class:`~prh.scaling.cave.CaveBackend` with ``curve_every``), so sample efficiency and the law
 read their points off the curves. :func:`prh.scaling.sweep.run_sweep` runs them, resumably
 (cells already in ``results.jsonl`` are skipped by id).
+
+The image and sketch encoders of the ``modalities`` step are a second sweep, of the same
+machinery: a :class:`~prh.scaling.grid.RunSet` (:func:`image_runs`) run by the ``cave-image``
+runner (:func:`image_backend`, :mod:`prh.scaling.cave_image`) into
+``OUT/modalities/sweep-<hash>/``, its render caches in ``OUT/modalities/render_cache/``.
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ from typing import Any
 
 from prh.demo.config import DemoConfig
 from prh.scaling.cave import CaveBackend
-from prh.scaling.grid import Cell, Grid, demo_grid
+from prh.scaling.cave_image import CaveImageBackend
+from prh.scaling.grid import Cell, Grid, RunSet, demo_grid
 
 _ORDER = {"curve": 0, "fit": 1, "heldout": 2, "repeat": 2}
 
@@ -119,3 +125,82 @@ def run_records(cfg: DemoConfig, rows: list[dict[str, Any]], sweep: Path, out: P
             }
         )
     return records
+
+
+IMAGE_RUNS = {
+    "image-good": ("image", "good"),
+    "image-bad": ("image", "bad"),
+    "sketch-good": ("sketch", "good"),
+}
+"""Every image/sketch encoder the demo can train: name -> (modality, views)."""
+
+
+def image_runs(cfg: DemoConfig) -> RunSet:
+    """The image/sketch runs of ``cfg.modalities``, in that order, ``image_samples`` each."""
+    runs = tuple((*IMAGE_RUNS[n], cfg.image_samples) for n in cfg.modalities)
+    return RunSet("prh-demo-modalities", runs)
+
+
+def image_backend(cfg: DemoConfig, render_cache: Path) -> CaveImageBackend:
+    """The image/sketch runner: the demo's image recipe, caches in ``render_cache``.
+
+    Every run fine-tunes ``cfg.backbone`` on renders of ``cfg.image_size`` pixels, two cached
+    views per training scene, checkpointed every 20 steps. Several runs: ``cfg.threads`` torch
+    threads each (``cfg.workers`` at a time); a lone run gets every thread.
+    """
+    n = len(cfg.modalities)
+    return CaveImageBackend(
+        batch_size=cfg.batch_size,
+        lr=cfg.image_lr,
+        train_scenes=cfg.image_train_scenes,
+        world_seed=cfg.world_seed,
+        image_size=cfg.image_size,
+        render_views=2,
+        backbone=cfg.backbone,
+        freeze_until=cfg.freeze_until,
+        backbone_size=cfg.backbone_size,
+        scratch_branch=cfg.scratch_branch,
+        checkpoint_every=20,
+        threads=cfg.threads if n > 1 else cfg.workers * cfg.threads,
+        render_cache=str(render_cache),
+        modalities=tuple(sorted({IMAGE_RUNS[m][0] for m in cfg.modalities})),
+        cache_workers=cfg.workers,
+    )
+
+
+def image_sweep_dir(out: Path, cfg: DemoConfig) -> Path:
+    """``OUT/modalities/sweep-<hash>``: one folder per (runner options, seed), whichever runs
+    ``cfg.modalities`` picks, so that a preset with more runs reuses those another one trained
+    (the run set is recorded by its family only, :class:`~prh.scaling.grid.RunSet`)."""
+    runner = image_backend(cfg, Path(out) / "modalities" / "render_cache")
+    desc = {"runs": image_runs(cfg).describe(), "options": runner.options(), "seed": cfg.seed}
+    blob = json.dumps(desc, sort_keys=True, default=list)
+    return Path(out) / "modalities" / f"sweep-{hashlib.sha256(blob.encode()).hexdigest()[:10]}"
+
+
+def image_run_dirs(cfg: DemoConfig, rows: list[dict[str, Any]], sweep: Path) -> dict[str, Path]:
+    """Name -> run folder of every run of ``cfg.modalities``, read off the sweep's rows.
+
+    Raises
+    ------
+    PrhError
+        When a run has no row, or its row names a folder without final weights (removed by
+        hand: delete its row from ``results.jsonl`` to train it again).
+    """
+    from prh.errors import PrhError
+
+    runner = image_backend(cfg, sweep.parent / "render_cache")
+    by_id = {r["cell_id"]: r for r in rows}
+    out: dict[str, Path] = {}
+    for name, cell in zip(cfg.modalities, image_runs(cfg).cells(cfg.seed), strict=True):
+        row = by_id.get(cell.cell_id(runner.name, runner.options()))
+        if row is None:
+            raise PrhError(f"demo: run {name} has no result in {sweep}")
+        run = sweep / row["extra"]["run_dir"]
+        if not (run / "model.safetensors").is_file():
+            raise PrhError(
+                f"demo: run {name} ({run}) has no final weights; remove its row from "
+                f"{sweep / 'results.jsonl'} to train it again"
+            )
+        out[name] = run
+    return out

@@ -81,7 +81,7 @@ class Executor(Protocol):
 def _row(cell: Cell, runner: CellRunner, result: dict[str, Any], seconds: float) -> dict:
     options = runner.options()
     extra = {k: v for k, v in result.items() if k not in ("score", "calibrated")}
-    return {
+    row = {
         "format": format_id("result"),
         "cell_id": cell.cell_id(runner.name, options),
         "split": cell.split,
@@ -90,17 +90,26 @@ def _row(cell: Cell, runner: CellRunner, result: dict[str, Any], seconds: float)
         "rho": cell.rho,
         "samples": cell.samples,
         "seed": cell.seed,
-        "score": float(result["score"]),
+        "score": None if result["score"] is None else float(result["score"]),
         "calibrated": None if result.get("calibrated") is None else float(result["calibrated"]),
         "seconds": round(seconds, 4),
         "backend": runner.name,
         "config": cell.key(runner.name, options),
         "extra": extra,
     }
+    # the modality only off text: the rows of text sweeps keep their layout
+    return row if cell.modality == "text" else {**row, "modality": cell.modality}
 
 
 def run_cell(runner: CellRunner, cell: Cell, out_dir: Path) -> dict[str, Any]:
-    """Run one cell and return its results row (what every executor calls, wherever it runs)."""
+    """Run one cell and return its results row (what every executor calls, wherever it runs).
+
+    Raises
+    ------
+    PrhError
+        When the runner's result has no ``score`` key (``None`` is allowed: a runner that
+        trains without measuring).
+    """
     t0 = time.perf_counter()
     result = runner(cell, out_dir)
     if "score" not in result:

@@ -17,14 +17,17 @@ through :func:`demo_grid`) reads every sample count off each run's curve, so its
 vary rho only: ``heldout`` random rho at least ``RHO_MARGIN`` away from the fit rhos, 0 and 1 and
 from each other, each run to the largest fit count.
 
+A :class:`RunSet` is the other kind of sweep: independent runs with no law to fit (split ``run``),
+e.g. the demo's image and sketch encoders (a cell of another ``modality`` than text).
+
 A grid may not ask for more held-out points than it has fit runs (``len(rhos) * len(samples) *
 fit_seeds``): predicting more runs than the law was fitted on is refused with ``InputError``. The
 published protocol (45 fit cells, 85 held-out runs) therefore runs each fit cell with 2 seeds (90
 fit runs; the law is fitted on both, which also halves the noise per cell).
 
 Every cell has a stable id: the first 16 hex digits of SHA-256 over the canonical JSON of what
-determines its result (backend name and options, views, rho, samples, seed). A resumed sweep skips
-cells whose id is already in ``results.jsonl``.
+determines its result (backend name and options, views, rho, samples, seed; the modality when it is
+not text). A resumed sweep skips cells whose id is already in ``results.jsonl``.
 """
 
 from __future__ import annotations
@@ -32,13 +35,15 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass
+from typing import Protocol
 
 import numpy as np
 
 from prh.errors import InputError
 
 VIEWS = ("mixture", "good", "bad", "next-token")
-SPLITS = ("fit", "heldout", "repeat", "curve")
+SPLITS = ("fit", "heldout", "repeat", "curve", "run")
+CELL_MODALITIES = ("text", "image", "sketch")
 RHO_MARGIN = 0.05  # off-grid held-out rho of a curve grid: at least this far from any other rho
 
 
@@ -49,7 +54,8 @@ class Cell:
     Attributes
     ----------
     split : str
-        ``fit``, ``heldout``, ``repeat`` or ``curve``.
+        ``fit``, ``heldout``, ``repeat``, ``curve`` (a :class:`Grid`) or ``run`` (a
+        :class:`RunSet`).
     views : str
         ``mixture`` (with ``rho``) or a pure kind: ``good``, ``bad``, ``next-token``.
     rho : float or None
@@ -60,6 +66,8 @@ class Cell:
         The run's seed.
     point : int or None
         Index of the held-out point (shared by ``heldout`` and ``repeat`` runs), else ``None``.
+    modality : str
+        What the run's encoder reads: ``text`` (captions), ``image`` or ``sketch``.
     """
 
     split: str
@@ -68,10 +76,12 @@ class Cell:
     samples: int
     seed: int
     point: int | None = None
+    modality: str = "text"
 
     def key(self, backend: str, options: dict) -> dict:
-        """What determines the result: hashed into :meth:`cell_id`."""
-        return {
+        """What determines the result: hashed into :meth:`cell_id` (the modality only when it is
+        not text, so that the ids of text cells stay those of sweeps that predate it)."""
+        key = {
             "backend": backend,
             "options": options,
             "views": self.views,
@@ -79,6 +89,7 @@ class Cell:
             "samples": int(self.samples),
             "seed": int(self.seed),
         }
+        return key if self.modality == "text" else {**key, "modality": self.modality}
 
     def cell_id(self, backend: str, options: dict) -> str:
         blob = json.dumps(self.key(backend, options), sort_keys=True, separators=(",", ":"))
@@ -187,6 +198,54 @@ class Grid:
             if d[k] == Grid.__dataclass_fields__[k].default:  # it resumes
                 del d[k]
         return {**d, "n_fit": self.n_fit, "n_cells": len(self.cells())}
+
+
+class CellSource(Protocol):
+    """What :func:`prh.scaling.sweep.run_sweep` runs: a :class:`Grid` or a :class:`RunSet`."""
+
+    name: str
+
+    def cells(self, seed: int = 0) -> list[Cell]: ...
+
+    def describe(self) -> dict: ...
+
+
+@dataclass(frozen=True)
+class RunSet:
+    """Independent runs, each once at the base seed: cells of split ``run``, no law to fit.
+
+    Attributes
+    ----------
+    name : str
+        The family of runs (recorded in ``sweep.json``).
+    runs : tuple of (str, str, int)
+        ``(modality, views, samples)`` of each run: ``modality`` in :data:`CELL_MODALITIES`,
+        ``views`` a pure kind (``good``, ``bad``, ``next-token``).
+
+    :meth:`describe` names the family, not the runs chosen: cells are independent (each id says
+    all that determines it), so a sweep folder keeps every run it ever finished and a later set
+    with more (or fewer) runs of the same runner resumes there, retraining none of them.
+    """
+
+    name: str
+    runs: tuple[tuple[str, str, int], ...]
+
+    def __post_init__(self) -> None:
+        for m, v, s in self.runs:
+            if m not in CELL_MODALITIES or v not in VIEWS[1:] or s < 1:
+                raise InputError(
+                    f"run set {self.name}: run ({m!r}, {v!r}, {s}) needs a modality in "
+                    f"{CELL_MODALITIES}, views in {VIEWS[1:]} and samples >= 1"
+                )
+        if len(set(self.runs)) != len(self.runs):
+            raise InputError(f"run set {self.name}: a run is listed twice")
+
+    def cells(self, seed: int = 0) -> list[Cell]:
+        """One ``run`` cell per run, at ``seed``, in the listed order."""
+        return [Cell("run", v, None, int(s), int(seed), modality=m) for m, v, s in self.runs]
+
+    def describe(self) -> dict:
+        return {"name": self.name, "kind": "run-set"}
 
 
 def off_grid_rhos(n: int, rhos: tuple[float, ...], seed: int = 0) -> list[float]:

@@ -8,6 +8,8 @@ Files in the sweep folder:
 - ``results.jsonl``: one JSON object per finished run, one line each: ``cell_id``, ``split``,
   ``point``, ``views``, ``rho``, ``samples``, ``seed``, ``score``, ``calibrated``, ``seconds``,
   ``backend``, ``config`` (what determined the result), ``extra`` (backend-specific fields).
+  ``score`` is ``None`` for a runner that trains without measuring (``cave-image``: the demo
+  measures its image and sketch runs afterwards).
 - ``.lock``: an exclusive ``flock`` held while the sweep runs, so two sweeps never write one file.
 
 Only the driver (the process that called :func:`run_sweep`) writes ``results.jsonl``: executors
@@ -37,7 +39,7 @@ from prh.io import write_json
 from prh.provenance import expect_rows, sniff_json_lines
 from prh.scaling.backends import CellRunner
 from prh.scaling.executors import Executor, InProcess, LocalPool, run_cell
-from prh.scaling.grid import Grid
+from prh.scaling.grid import CellSource
 
 __all__ = ["RESULTS", "SWEEP", "SweepSummary", "read_results", "run_cell", "run_sweep"]
 
@@ -142,7 +144,7 @@ def _check_sweep_json(out_dir: Path, desc: dict, has_results: bool) -> None:
 
 
 def run_sweep(
-    grid: Grid,
+    grid: CellSource,
     runner: CellRunner,
     out_dir: str | os.PathLike[str],
     *,
@@ -155,8 +157,8 @@ def run_sweep(
 
     Parameters
     ----------
-    grid : Grid
-        The cells to run (:meth:`Grid.cells` with ``seed``).
+    grid : Grid or RunSet
+        The cells to run (``grid.cells(seed)``; :mod:`prh.scaling.grid`).
     runner : CellRunner
         Trains and measures one cell (picklable unless it runs in-process).
     out_dir : path
@@ -215,14 +217,20 @@ def run_sweep(
                     continue
                 _append(f, o.row)
                 summary.ran += 1
-                row = o.row
-                say(
-                    f"[{summary.skipped + summary.ran}/{len(cells)}] {row['split']} {row['views']} "
-                    f"rho={row['rho']} S={row['samples']} seed={row['seed']} "
-                    f"score={row['score']:.4f} ({row['seconds']:.2f}s)"
-                )
+                say(_progress_line(o.row, summary.skipped + summary.ran, len(cells)))
     summary.seconds = time.perf_counter() - t0
     return summary
+
+
+def _progress_line(row: dict, done: int, total: int) -> str:
+    """``[done/total] split views rho= S= seed= score= (seconds)``; the modality first when it is
+    not text, no score when the runner gives none."""
+    what = f"{row['modality']} {row['views']}" if "modality" in row else row["views"]
+    score = "" if row["score"] is None else f" score={row['score']:.4f}"
+    return (
+        f"[{done}/{total}] {row['split']} {what} rho={row['rho']} S={row['samples']} "
+        f"seed={row['seed']}{score} ({row['seconds']:.2f}s)"
+    )
 
 
 def _append(f: Any, row: dict) -> None:
