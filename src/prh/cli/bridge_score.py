@@ -45,6 +45,11 @@ def add_parser(sub: Any) -> None:
         default=None,
         help="held-out fraction of a seeded split (default 0.5 when no other split is given)",
     )
+    _map_flags(p)
+    _match_and_output_flags(p)
+
+
+def _map_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=seed, default=0, help="seed of the split and the bootstrap")
     p.add_argument(
         "--dims", type=positive_int, default=256, help="principal dims per side of the maps"
@@ -70,6 +75,9 @@ def add_parser(sub: Any) -> None:
         default=1000,
         help="bootstrap resamples of the mutual-kNN and rotation score intervals (default 1000)",
     )
+
+
+def _match_and_output_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--pair-free",
         nargs="*",

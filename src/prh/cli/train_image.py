@@ -72,6 +72,10 @@ def add_image_arguments(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="image/sketch runs: training scenes drawn from (default 4000; 0 = all 18000)",
     )
+    _backbone_flags(p)
+
+
+def _backbone_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--backbone",
         default=None,

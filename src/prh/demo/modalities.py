@@ -172,81 +172,78 @@ def pair_free_pairs(names: list[str]) -> list[tuple[str, str]]:
 
 
 def targets(ev: Mapping[str, Any], probes: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Issue 13's targets, each ``{"target", "figure", "met"}`` (``met`` None when the figures
-    it needs were not run), from the evidence dictionary and the probes."""
+    """Issue 13's targets, each ``{"target", "figure", "met"}`` (``met`` None when a figure it
+    reads is undefined), from the evidence dictionary and the probes."""
     m = ev["matrix"]
-    names = m["names"]
     rows: list[dict[str, Any]] = []
-
-    def cell(a: str, b: str) -> tuple[float, list[float]] | None:
-        if a not in names or b not in names:
-            return None
-        i, j = names.index(a), names.index(b)
-        return m["mutual_knn"][i][j], [m["mutual_knn_ci_low"][i][j], m["mutual_knn_ci_high"][i][j]]
-
-    def rotation(a: str, b: str) -> float | None:
-        if a not in names or b not in names:
-            return None
-        i, j = names.index(a), names.index(b)
-        s = [m["rotation"][i][j], m["rotation"][j][i]]
-        return None if any(v is None for v in s) else min(s)
-
     for name in ("image-good", "sketch-good"):
-        if name in probes:
-            for f in ("shape", "colour") if name == "image-good" else ("shape",):
-                acc = probes[name][f]["embedding"]
-                rows.append(
-                    {
-                        "target": f"{name} kNN@10 {f} >= 0.6 (embedding)",
-                        "figure": fig(acc),
-                        "met": at_least(acc, 0.6),
-                    }
-                )
-        for control in (VISION, "image-bad"):
-            a, b = cell(name, "text-good"), cell(control, "text-good")
-            if a is None or b is None:
-                continue
-            rows.append(
-                {
-                    "target": f"{name}~text-good above {control}~text-good, intervals apart",
-                    "figure": f"{fig(a[0], '.4f')} {interval(*a[1])} vs "
-                    f"{fig(b[0], '.4f')} {interval(*b[1])}",
-                    "met": above(a[1][0], b[1][1]),
-                }
-            )
+        rows += _probe_targets(name, probes)
+        rows += _interval_targets(m, name)
     for a, b in GOOD_PAIRS:
-        r = rotation(a, b)
-        if a in names and b in names:
-            rows.append(
-                {
-                    "target": f"rotation score {a}~{b} >= 0.9 (lower of both ways)",
-                    "figure": fig(r) + _recall_note(m, a, b),
-                    "met": at_least(r, 0.9),
-                }
-            )
+        if a in m["names"] and b in m["names"]:
+            r = _rotation(m, a, b)
+            rows.append(_row(f"rotation score {a}~{b} >= 0.9 (lower of both ways)",
+                             fig(r) + _recall_note(m, a, b), at_least(r, 0.9)))  # fmt: skip
     for pf in ev["pair_free"]:
-        if (pf["x"], pf["y"]) != GOOD_PAIRS[0]:  # issue 13 sets these for image ~ text only
-            continue  # (a sketch has no colour); the other pairs are reported, not judged
-        pair = f"{pf['x']}~{pf['y']}"
-        for f, c in (pf.get("classes") or {}).items():
-            rows.append(
-                {
-                    "target": f"pair-free {pair} {f} classes exact",
-                    "figure": fig(c["accuracy"], ".2f"),
-                    "met": bool(c["exact"]),
-                }
-            )
-        s = pf.get("samples")
-        if s:
-            ratio = s["times_chance"]
-            rows.append(
-                {
-                    "target": f"pair-free {pair} samples >= 10x chance",
-                    "figure": f"{fig(s['accuracy'], '.4f')} ({fig(ratio, '.1f')}x chance "
-                    f"{fig(s['chance'], '.4f')})",
-                    "met": at_least(ratio, 10),
-                }
-            )
+        if (pf["x"], pf["y"]) == GOOD_PAIRS[0]:  # issue 13 sets these for image ~ text only
+            rows += _pair_free_targets(pf)  # (a sketch has no colour); others reported only
+    return rows
+
+
+def _row(target: str, figure: str, met: bool | None) -> dict[str, Any]:
+    return {"target": target, "figure": figure, "met": met}
+
+
+def _probe_targets(name: str, probes: Mapping[str, Any]) -> list[dict[str, Any]]:
+    if name not in probes:
+        return []
+    factors = ("shape", "colour") if name == "image-good" else ("shape",)
+    return [
+        _row(f"{name} kNN@10 {f} >= 0.6 (embedding)", fig(acc), at_least(acc, 0.6))
+        for f in factors
+        for acc in [probes[name][f]["embedding"]]
+    ]
+
+
+def _interval_targets(m: Mapping[str, Any], name: str) -> list[dict[str, Any]]:
+    rows = []
+    for control in (VISION, "image-bad"):
+        a, b = _knn_cell(m, name, "text-good"), _knn_cell(m, control, "text-good")
+        if a is None or b is None:
+            continue
+        figure = f"{fig(a[0], '.4f')} {interval(*a[1])} vs {fig(b[0], '.4f')} {interval(*b[1])}"
+        rows.append(_row(f"{name}~text-good above {control}~text-good, intervals apart",
+                         figure, above(a[1][0], b[1][1])))  # fmt: skip
+    return rows
+
+
+def _knn_cell(m: Mapping[str, Any], a: str, b: str) -> tuple[Any, list[Any]] | None:
+    names = m["names"]
+    if a not in names or b not in names:
+        return None
+    i, j = names.index(a), names.index(b)
+    return m["mutual_knn"][i][j], [m["mutual_knn_ci_low"][i][j], m["mutual_knn_ci_high"][i][j]]
+
+
+def _rotation(m: Mapping[str, Any], a: str, b: str) -> float | None:
+    """The lower of the two ways' rotation scores (undefined if either is)."""
+    i, j = m["names"].index(a), m["names"].index(b)
+    s = [m["rotation"][i][j], m["rotation"][j][i]]
+    return None if any(v is None for v in s) else min(s)
+
+
+def _pair_free_targets(pf: Mapping[str, Any]) -> list[dict[str, Any]]:
+    pair = f"{pf['x']}~{pf['y']}"
+    rows = [
+        _row(f"pair-free {pair} {f} classes exact", fig(c["accuracy"], ".2f"), bool(c["exact"]))
+        for f, c in (pf.get("classes") or {}).items()
+    ]
+    s = pf.get("samples")
+    if s:
+        ratio = s["times_chance"]
+        figure = (f"{fig(s['accuracy'], '.4f')} ({fig(ratio, '.1f')}x chance "
+                  f"{fig(s['chance'], '.4f')})")  # fmt: skip
+        rows.append(_row(f"pair-free {pair} samples >= 10x chance", figure, at_least(ratio, 10)))
     return rows
 
 

@@ -302,54 +302,19 @@ def measure(
         raise InputError(f"level must be in (0, 1), got {level}")
     options = MetricOptions(**{**(options or MetricOptions()).__dict__, "k": k})
     m = get_metric(metric, options)
-    a = as_layers(a, name_a)
-    b = as_layers(b, name_b)
-    check_pair(a, b, name_a, name_b)
+    side_a, side_b = (name_a, layer_dims_a, per_layer_a), (name_b, layer_dims_b, per_layer_b)
+    a, b, same = _inputs(m, metric, a, b, k, preprocess_features, quantile, clamp, side_a, side_b)
     n = a.shape[0]
-    if m.uses_k:
-        check_k(k, n, name_a)
-    if clamp not in CLAMPS:
-        raise InputError(f"unknown clamp rule {clamp!r}, expected one of {', '.join(CLAMPS)}")
-    same = b is a and (layer_dims_a, per_layer_a) == (layer_dims_b, per_layer_b)  # X = Y
-    if preprocess_features:
-        q, exact = (1.0 if clamp == "none" else quantile), clamp == "exact"
-        a = preprocess(a, q, exact, name_a, layer_dims_a, per_layer_a)
-        b = a if same else preprocess(b, q, exact, name_b, layer_dims_b, per_layer_b)
-    elif metric in KNN_METRICS:
-        check_nonzero_rows(a, name_a)
-        check_nonzero_rows(b, name_b)
-    if n < m.min_rows:
-        raise InputError(f"{name_a}: {metric} needs at least {m.min_rows} rows, got {n}")
     pair = resolve_pair(layers, (a.shape[1], b.shape[1])) if layers is not None else None
     if cache is None:  # this call's own: X = Y computes each layer's state once
         cache, cache_keys = {}, (("a",), ("a",) if same else ("b",))
     key_a, key_b = cache_keys or (name_a, name_b)
-
-    def states(x: np.ndarray, rows: np.ndarray | None, only: int | None, key: Any) -> list[Any]:
-        xs = x if rows is None else x[rows]
-        out = []
-        for layer in range(x.shape[1]):
-            if only is not None and layer != only:
-                out.append(None)
-            elif rows is None:
-                if (key, layer) not in cache:
-                    cache[key, layer] = m.prepare(xs[:, layer])
-                out.append(cache[key, layer])
-            else:
-                out.append(m.prepare(xs[:, layer]))
-        return out
-
-    def statistic(sa: list[Any], sb: list[Any], perm: np.ndarray | None) -> tuple[float, Any]:
-        scores = layer_scores(m.score, sa, sb, perm, pair)
-        return best_pair(scores)[0], scores
-
-    sa = states(a, None, pair[0] if pair else None, key_a)
-    sb = states(b, None, pair[1] if pair else None, key_b)
-    obs, scores = statistic(sa, sb, None)
+    sa = _states(m, a, None, pair[0] if pair else None, key_a, cache)
+    sb = _states(m, b, None, pair[1] if pair else None, key_b, cache)
+    scores = layer_scores(m.score, sa, sb, None, pair)
+    obs = best_pair(scores)[0]
     best = pair if pair is not None else best_pair(scores)[1]
-
     null_rng, boot_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2))
-    p = cal = crit = None
     if not np.isfinite(obs):  # undefined score (a constant kernel): no null, no interval
         null = bootstrap = 0
 
@@ -357,40 +322,18 @@ def measure(
         desc = f"{label} {metric} {what}" if label else f"{metric} {what}"
         return Progress(total, desc, enabled=progress, unit="draw")
 
+    p = cal = crit = ci = None
     if null > 0:
         with bar("null", null) as pb:
             draws = calibrate.permutation_null(
-                lambda perm: statistic(sa, sb, perm)[0], n, null, null_rng, progress=pb
-            )
-        p = calibrate.p_value(obs, draws)
-        crit = calibrate.critical_value(draws, level)
-        cal = obs - crit
-    ci = None
-    if bootstrap > 0 and m.rows is not None:
-        pairs = [pair] if pair is not None else list(np.ndindex(len(sa), len(sb)))
-        per_row = np.stack([m.rows(sa[i], sb[j]) for i, j in pairs])  # (P, N)
-        with bar("bootstrap", bootstrap) as pb:
-            draws = calibrate.bootstrap(
-                lambda rows: float(per_row[:, rows].mean(axis=1).max()),
-                n,
-                bootstrap,
-                boot_rng,
-                progress=pb,
-            )
-        ci = calibrate.basic_interval(obs, draws, level)
-    elif bootstrap > 0:
-
-        def boot(rows: np.ndarray) -> float:
-            ra = states(a, rows, pair[0] if pair else None, None)
-            if same and (pair is None or pair[0] == pair[1]):
-                return statistic(ra, ra, None)[0]
-            return statistic(ra, states(b, rows, pair[1] if pair else None, None), None)[0]
-
-        with bar("bootstrap", bootstrap) as pb:
-            draws = calibrate.bootstrap(
-                boot, n, bootstrap, boot_rng, distinct=m.distinct_rows, min_rows=m.min_rows,
-                progress=pb,
+                lambda perm: best_pair(layer_scores(m.score, sa, sb, perm, pair))[0],
+                n, null, null_rng, progress=pb,
             )  # fmt: skip
+        p, crit = calibrate.p_value(obs, draws), calibrate.critical_value(draws, level)
+        cal = obs - crit
+    if bootstrap > 0:
+        with bar("bootstrap", bootstrap) as pb:
+            draws = _bootstrap(m, (a, b, same), (sa, sb), pair, bootstrap, boot_rng, pb)
         ci = calibrate.basic_interval(obs, draws, level)
     return MeasureResult(
         metric=metric,
@@ -408,4 +351,71 @@ def measure(
         n_bootstrap=bootstrap,
         bootstrap_kind="queries" if m.rows else "distinct" if m.distinct_rows else "rows",
         layer_scores=scores,
+    )
+
+
+def _inputs(m, metric, a, b, k, preprocess_features, quantile, clamp, side_a, side_b):
+    """``(a, b, same)``: both sides checked and preprocessed as :func:`measure` says; ``same``
+    when ``b`` is ``a`` with the same preprocessing (``X = Y``: computed once)."""
+    (name_a, dims_a, per_a), (name_b, dims_b, per_b) = side_a, side_b
+    a, b = as_layers(a, name_a), as_layers(b, name_b)
+    check_pair(a, b, name_a, name_b)
+    n = a.shape[0]
+    if m.uses_k:
+        check_k(k, n, name_a)
+    if clamp not in CLAMPS:
+        raise InputError(f"unknown clamp rule {clamp!r}, expected one of {', '.join(CLAMPS)}")
+    same = b is a and (dims_a, per_a) == (dims_b, per_b)
+    if preprocess_features:
+        q, exact = (1.0 if clamp == "none" else quantile), clamp == "exact"
+        a = preprocess(a, q, exact, name_a, dims_a, per_a)
+        b = a if same else preprocess(b, q, exact, name_b, dims_b, per_b)
+    elif metric in KNN_METRICS:
+        check_nonzero_rows(a, name_a)
+        check_nonzero_rows(b, name_b)
+    if n < m.min_rows:
+        raise InputError(f"{name_a}: {metric} needs at least {m.min_rows} rows, got {n}")
+    return a, b, same
+
+
+def _states(m, x: np.ndarray, rows, only: int | None, key: Any, cache: dict) -> list[Any]:
+    """Each layer's state of ``x (N, L, D)`` (``None`` for layers other than ``only``); the
+    observed rows' states through ``cache`` (by ``(key, layer)``), a resample's fresh."""
+    xs = x if rows is None else x[rows]
+    out = []
+    for layer in range(x.shape[1]):
+        if only is not None and layer != only:
+            out.append(None)
+        elif rows is None:
+            if (key, layer) not in cache:
+                cache[key, layer] = m.prepare(xs[:, layer])
+            out.append(cache[key, layer])
+        else:
+            out.append(m.prepare(xs[:, layer]))
+    return out
+
+
+def _bootstrap(m, sides, states, pair, bootstrap: int, rng, pb) -> np.ndarray:
+    """Bootstrap draws of the best-pair score: by query rows where the metric has per-row
+    scores (``m.rows``), else by recomputing the states of resampled rows."""
+    (a, b, same), (sa, sb) = sides, states
+    n = a.shape[0]
+    if m.rows is not None:
+        pairs = [pair] if pair is not None else list(np.ndindex(len(sa), len(sb)))
+        per_row = np.stack([m.rows(sa[i], sb[j]) for i, j in pairs])  # (P, N)
+        return calibrate.bootstrap(
+            lambda rows: float(per_row[:, rows].mean(axis=1).max()), n, bootstrap, rng,
+            progress=pb,
+        )  # fmt: skip
+
+    def boot(rows: np.ndarray) -> float:
+        ra = _states(m, a, rows, pair[0] if pair else None, None, {})
+        if same and (pair is None or pair[0] == pair[1]):
+            rb = ra
+        else:
+            rb = _states(m, b, rows, pair[1] if pair else None, None, {})
+        return best_pair(layer_scores(m.score, ra, rb, None, pair))[0]
+
+    return calibrate.bootstrap(
+        boot, n, bootstrap, rng, distinct=m.distinct_rows, min_rows=m.min_rows, progress=pb
     )
