@@ -31,7 +31,7 @@ from prh.cli.train_flags import (
 )
 from prh.cli.train_image import add_image_arguments, image_run_requested, run_image
 from prh.errors import InputError
-from prh.training.config import MAX_LEN, PRESET_DEFAULTS, TrainConfig, train_config
+from prh.training.config import MAX_LEN, PRESET_DEFAULTS, VIEWS, TrainConfig, train_config
 from prh.world.registry import world_names
 
 
@@ -62,7 +62,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     src.add_argument("--corpus", metavar="PATH", help="train on a caption corpus file")
     p.add_argument(
         "--views",
-        choices=["good", "bad", "next-token", "mixture"],
+        choices=VIEWS,
         default=None,
         help="positive pairs: two captions of one scene (good), two distortions of "
         "one caption (bad), a mixture with fraction --rho of good, or next-token LM "

@@ -8,8 +8,9 @@ from typing import Any
 
 from prh.errors import InputError
 from prh.optim import warmup_cosine_lr, warmup_steps
+from prh.views.text import KINDS as TEXT_VIEW_KINDS
 
-VIEWS = ("good", "bad", "next-token", "mixture")
+VIEWS = TEXT_VIEW_KINDS  # one list of view kinds: prh.views defines them
 # Longest sequence a model is built for: its position table is (max_len, d), so an unbounded
 # value would allocate without limit (captions are tens of tokens).
 MAX_LEN = 4096

@@ -13,9 +13,10 @@ from typing import Any
 from prh.errors import InputError
 from prh.models import ModelConfig, model_config
 from prh.training.config import TrainConfig
+from prh.views.render_cache import PAIR_KINDS
 
 MODALITIES = ("image", "sketch")
-IMAGE_VIEWS = ("good", "bad", "mixture")
+IMAGE_VIEWS = PAIR_KINDS  # one list of view kinds: prh.views defines them
 MIN_SIZE, MAX_SIZE = 16, 256
 DEFAULT_TRAIN_SCENES = 4000
 # Pretrained backbones (prh.models.BackboneEncoder); "random:" = the same net, seeded init.

@@ -149,67 +149,41 @@ class ViewDataset(BatchStream):
 
         items, good, row_seeds = self.plan(i)
         rows = list(self.rows())
-        tok, cfg = self.tokenizer, self.config
-        texts: list[str] = []
-        spec = []  # per row: (index of first text, number of texts, nuisance ids)
-        rngs = []
-        for r in rows:
-            rr = np.random.default_rng(int(row_seeds[r]))
-            rngs.append(rr)
-            j = int(items[r])
-            if good[r]:
-                caps, nuis = self.source.draw(j, 2, rr)
-            elif self.kind == "next-token" and cfg.doc_captions > 1:
-                # A document: several captions of the item in a random order, one text.
-                n_doc = min(cfg.doc_captions, self.source.min_captions())
-                caps, nuis = self.source.draw(j, n_doc, rr)
-                caps, nuis = [" ".join(caps)], nuis[:1]
-            else:
-                caps, nuis = self.source.draw(j, 1, rr)
-            spec.append((len(texts), len(caps), nuis))
-            texts.extend(caps)
-        ids = tok.tokenize(texts)
-        a, b, whole, na, nb = [], [], [], [], []
-        for rr, (t0, nt, nuis) in zip(rngs, spec):
-            if nt == 2:  # good: two captions as they are
-                a.append(tok.wrap(ids[t0], self.max_len))
-                b.append(tok.wrap(ids[t0 + 1], self.max_len))
-                na.append(nuis[0])
-                nb.append(nuis[1])
-                continue
-            body = ids[t0][: self.max_len - 2]
-            if self.kind == "next-token":
-                cut = int(rr.integers(1, len(body))) if len(body) >= 2 else len(body)
-                a.append(tok.wrap(body[:cut], self.max_len))
-                b.append(tok.wrap(body[cut:], self.max_len))
-                whole.append(tok.wrap(body, self.max_len))
-            else:
-                ops = cfg.bad_ops
-                a.append(
-                    tok.wrap(
-                        distort(body, ops[rr.integers(len(ops))], rr, cfg, tok.mask_id),
-                        self.max_len,
-                    )
-                )
-                b.append(
-                    tok.wrap(
-                        distort(body, ops[rr.integers(len(ops))], rr, cfg, tok.mask_id),
-                        self.max_len,
-                    )
-                )
-            na.append(nuis[0])
-            nb.append(nuis[0])
+        rngs = [np.random.default_rng(int(row_seeds[r])) for r in rows]
+        drawn = [self._texts(int(items[r]), bool(good[r]), rr) for r, rr in zip(rows, rngs)]
+        ids = self.tokenizer.tokenize([t for caps, _ in drawn for t in caps])
+        pairs, at = [], 0
+        for rr, (caps, nuis) in zip(rngs, drawn):
+            toks = ids[at : at + len(caps)]
+            at += len(caps)
+            kind = "good" if len(caps) == 2 else self.kind if self.kind == "next-token" else "bad"
+            pairs.append(
+                (*PAIRS[kind](self, toks, rr), nuis[0], nuis[-1] if kind == "good" else nuis[0])
+            )
         out = {}
-        out["a"], out["a_mask"] = tok.pad(a, self.max_len)
-        out["b"], out["b_mask"] = tok.pad(b, self.max_len)
+        tok = self.tokenizer
+        out["a"], out["a_mask"] = tok.pad([p[0] for p in pairs], self.max_len)
+        out["b"], out["b_mask"] = tok.pad([p[1] for p in pairs], self.max_len)
         if self.kind == "next-token":
-            out["tokens"], out["tokens_mask"] = tok.pad(whole, self.max_len)
+            out["tokens"], out["tokens_mask"] = tok.pad([p[2] for p in pairs], self.max_len)
         out["good"] = torch.from_numpy(good[rows].copy())
         out["state"] = torch.from_numpy(self.source.state_of(items[rows]))
-        out["nuisance_a"] = torch.tensor(na, dtype=torch.int64)
-        out["nuisance_b"] = torch.tensor(nb, dtype=torch.int64)
+        out["nuisance_a"] = torch.tensor([p[3] for p in pairs], dtype=torch.int64)
+        out["nuisance_b"] = torch.tensor([p[4] for p in pairs], dtype=torch.int64)
         out["index"] = torch.tensor(rows, dtype=torch.int64)
         return out
+
+    def _texts(self, item: int, good: bool, rr: np.random.Generator) -> tuple[list[str], list]:
+        """The captions one row needs, with their nuisance ids: two for a good row, else one
+        (for next-token with ``doc_captions > 1``: one document of several, joined)."""
+        if good:
+            return self.source.draw(item, 2, rr)
+        if self.kind == "next-token" and self.config.doc_captions > 1:
+            # A document: several captions of the item in a random order, one text.
+            n_doc = min(self.config.doc_captions, self.source.min_captions())
+            caps, nuis = self.source.draw(item, n_doc, rr)
+            return [" ".join(caps)], nuis[:1]
+        return self.source.draw(item, 1, rr)
 
     def stats(self, n_batches: int = 8) -> dict:
         """Pair statistics over global batches ``0 .. n_batches - 1``.
@@ -267,6 +241,32 @@ def pair_statistics(batches: Sequence[dict], kind: str = "", rho: float | None =
         "share_nuisance": float((na == nb).float().mean()) if n else 0.0,
         "identical": float(torch.cat(identical).float().mean()) if n else 0.0,
     }
+
+
+def _good_pair(ds: ViewDataset, toks: list, rr: np.random.Generator) -> tuple:
+    """Good: two captions of the item, as they are."""
+    return ds.tokenizer.wrap(toks[0], ds.max_len), ds.tokenizer.wrap(toks[1], ds.max_len), None
+
+
+def _bad_pair(ds: ViewDataset, toks: list, rr: np.random.Generator) -> tuple:
+    """Bad: two independent distortions of one caption (shared wording)."""
+    body, ops, tok = toks[0][: ds.max_len - 2], ds.config.bad_ops, ds.tokenizer
+    a = distort(body, ops[rr.integers(len(ops))], rr, ds.config, tok.mask_id)
+    b = distort(body, ops[rr.integers(len(ops))], rr, ds.config, tok.mask_id)
+    return tok.wrap(a, ds.max_len), tok.wrap(b, ds.max_len), None
+
+
+def _next_token_pair(ds: ViewDataset, toks: list, rr: np.random.Generator) -> tuple:
+    """Next-token: a caption's (or document's) prefix and continuation, cut at a random token,
+    and the whole sequence for the causal LM."""
+    body, tok = toks[0][: ds.max_len - 2], ds.tokenizer
+    cut = int(rr.integers(1, len(body))) if len(body) >= 2 else len(body)
+    whole = tok.wrap(body, ds.max_len)
+    return tok.wrap(body[:cut], ds.max_len), tok.wrap(body[cut:], ds.max_len), whole
+
+
+# How a row of each kind becomes a pair (a mixture's rows are good or bad): one place per kind.
+PAIRS = {"good": _good_pair, "bad": _bad_pair, "next-token": _next_token_pair}
 
 
 def make_view_dataset(
