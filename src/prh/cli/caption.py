@@ -123,6 +123,11 @@ def _build_flags(b: argparse._ArgumentGroup) -> None:
         default=1500,
         help="decoder optimiser steps of 128 captions (default 1500)",
     )
+    _map_flags(b)
+
+
+def _map_flags(b: argparse._ArgumentGroup) -> None:
+    """--build: the map, its inputs and the decoder's seed."""
     b.add_argument(
         "--map", choices=("semi-orthogonal", "orthogonal", "ridge"), default="semi-orthogonal",
         help="map into the text space: semi-orthogonal (orthonormal rows, default), "

@@ -9,6 +9,7 @@ when the truth is known: equal id sets (rows) or equal class names (classes).
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from prh.cli._args import positive_int, seed
 
@@ -75,12 +76,10 @@ def _class_means(x, labels):
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from prh.bridge.match import match_classes, match_samples
     from prh.cli.bridge import pick_layer
     from prh.errors import InputError
     from prh.features import load_features, read_ids
     from prh.io import guard_outputs, write_json
-    from prh.progress import Progress
     from prh.provenance import stamped
 
     if (args.classes_x is None) != (args.classes_y is None):
@@ -93,45 +92,10 @@ def run(args: argparse.Namespace) -> int:
     fx, fy = load_features(args.x), load_features(args.y)
     x = pick_layer(fx, args.layer_x, "--layer-x").astype(np.float64)
     y = pick_layer(fy, args.layer_y, "--layer-y").astype(np.float64)
-    out: dict[str, object] = {}
     if args.classes_x is not None:
-        lx = _check_labels(labels[0], args.classes_x, fx.n, "--classes-x", fx.path)
-        ly = _check_labels(labels[1], args.classes_y, fy.n, "--classes-y", fy.path)
-        x, names_x = _class_means(x, lx)
-        y, names_y = _class_means(y, ly)
-        if len(names_x) != len(names_y):
-            raise InputError(
-                f"class lists do not match: {args.classes_x} has {len(names_x)} classes, "
-                f"{args.classes_y} has {len(names_y)}"
-            )
-        truth = None
-        if names_x == names_y:
-            truth = np.arange(len(names_x))
-        res = match_classes(
-            x, y, kernel=args.kernel, truth=truth, polish=args.polish, seed=args.seed
-        )
-        out["level"] = "class"
-        out["classes_x"], out["classes_y"] = names_x, names_y
-        out["pairs"] = [[names_x[i], names_y[j]] for i, j in enumerate(res.permutation)]
+        res, out = _match_class_means(args, fx, fy, x, y, labels)
     else:
-        if fx.n != fy.n:
-            raise InputError(
-                f"a one-to-one match needs equal row counts: {fx.path} has {fx.n}, "
-                f"{fy.path} has {fy.n}"
-            )
-        truth = None
-        if fx.ids is not None and fy.ids is not None and set(fx.ids) == set(fy.ids):
-            where = {k: j for j, k in enumerate(fy.ids)}
-            truth = np.array([where[k] for k in fx.ids])
-        if fx.n <= args.class_max:
-            res = match_classes(
-                x, y, kernel=args.kernel, truth=truth, polish=args.polish, seed=args.seed
-            )
-            out["level"] = "rows-qap"
-        else:
-            with Progress(None, "match", enabled=not args.no_progress, unit="stage") as bar:
-                res = match_samples(x, y, truth=truth, seed=args.seed, progress=bar)
-            out["level"] = "rows-sample"
+        res, out = _match_rows(args, fx, fy, x, y)
     inputs = [args.x, args.y, args.classes_x, args.classes_y]
     out = stamped("match", {**res.to_dict(), **out}, inputs=inputs, seed=args.seed, options=args)
     write_json(args.json, out)
@@ -142,3 +106,60 @@ def run(args: argparse.Namespace) -> int:
         f"objective {res.objective:.6f}, {res.seconds:.2f} s -> {args.json}"
     )
     return 0
+
+
+def _match_class_means(args, fx, fy, x, y, labels) -> tuple[Any, dict[str, object]]:
+    """Class level: each side's class means, matched (a known answer when the names agree)."""
+    import numpy as np
+
+    from prh.bridge.match import match_classes
+    from prh.errors import InputError
+
+    out: dict[str, object] = {}
+    lx = _check_labels(labels[0], args.classes_x, fx.n, "--classes-x", fx.path)
+    ly = _check_labels(labels[1], args.classes_y, fy.n, "--classes-y", fy.path)
+    x, names_x = _class_means(x, lx)
+    y, names_y = _class_means(y, ly)
+    if len(names_x) != len(names_y):
+        raise InputError(
+            f"class lists do not match: {args.classes_x} has {len(names_x)} classes, "
+            f"{args.classes_y} has {len(names_y)}"
+        )
+    truth = None
+    if names_x == names_y:
+        truth = np.arange(len(names_x))
+    res = match_classes(x, y, kernel=args.kernel, truth=truth, polish=args.polish, seed=args.seed)
+    out["level"] = "class"
+    out["classes_x"], out["classes_y"] = names_x, names_y
+    out["pairs"] = [[names_x[i], names_y[j]] for i, j in enumerate(res.permutation)]
+    return res, out
+
+
+def _match_rows(args, fx, fy, x, y) -> tuple[Any, dict[str, object]]:
+    """Row level: a one-to-one match of the rows (QAP up to --class-max rows, else sampled);
+    the truth is known when both files carry the same ids."""
+    import numpy as np
+
+    from prh.bridge.match import match_classes, match_samples
+    from prh.errors import InputError
+    from prh.progress import Progress
+
+    out: dict[str, object] = {}
+    if fx.n != fy.n:
+        raise InputError(
+            f"a one-to-one match needs equal row counts: {fx.path} has {fx.n}, {fy.path} has {fy.n}"
+        )
+    truth = None
+    if fx.ids is not None and fy.ids is not None and set(fx.ids) == set(fy.ids):
+        where = {k: j for j, k in enumerate(fy.ids)}
+        truth = np.array([where[k] for k in fx.ids])
+    if fx.n <= args.class_max:
+        res = match_classes(
+            x, y, kernel=args.kernel, truth=truth, polish=args.polish, seed=args.seed
+        )
+        out["level"] = "rows-qap"
+    else:
+        with Progress(None, "match", enabled=not args.no_progress, unit="stage") as bar:
+            res = match_samples(x, y, truth=truth, seed=args.seed, progress=bar)
+        out["level"] = "rows-sample"
+    return res, out
