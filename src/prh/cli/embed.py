@@ -458,8 +458,6 @@ def _open_source(args: argparse.Namespace) -> _Source:
 
 def _embed_one(args: argparse.Namespace, entry, out: Path, src: _Source) -> None:
     """Load one encoder, embed the source, write ``out`` and print one line."""
-    from dataclasses import asdict
-
     from prh.encoders import load_encoder
     from prh.encoders.embed import EmbedConfig, embed_corpus, embed_dataset, embed_world
     from prh.progress import Progress
@@ -497,16 +495,7 @@ def _embed_one(args: argparse.Namespace, entry, out: Path, src: _Source) -> None
         features, ids = embed_dataset(encoder, src.data, modality, args.batch_size, progress)
     seconds = time.perf_counter() - t1
     progress.close()
-    metadata = {
-        "encoder": encoder.spec,
-        "modality": modality,
-        "input": args.modality,
-        "source": src.source,
-        "layer_dims": json.dumps([int(d) for d in encoder.layer_dims]),
-        "layer_names": json.dumps(list(encoder.layer_names)),
-        "config": json.dumps(cfg.__dict__),
-        "encoder_options": json.dumps({**asdict(options), "pool": getattr(encoder, "pool", None)}),
-    }
+    metadata = _metadata(args, encoder, modality, src, cfg, options)
     quality = _quality(encoder)
     metadata.update({k: repr(v) for k, v in quality.items()})
     _write(args, out, encoder, features, ids, metadata, quality)
@@ -521,6 +510,22 @@ def _embed_one(args: argparse.Namespace, entry, out: Path, src: _Source) -> None
     sys.stdout.flush()
     del encoder
     gc.collect()
+
+
+def _metadata(args, encoder, modality: str, src: _Source, cfg, options) -> dict[str, str]:
+    """What the feature file says about its making (safetensors metadata: strings)."""
+    from dataclasses import asdict
+
+    return {
+        "encoder": encoder.spec,
+        "modality": modality,
+        "input": args.modality,
+        "source": src.source,
+        "layer_dims": json.dumps([int(d) for d in encoder.layer_dims]),
+        "layer_names": json.dumps(list(encoder.layer_names)),
+        "config": json.dumps(cfg.__dict__),
+        "encoder_options": json.dumps({**asdict(options), "pool": getattr(encoder, "pool", None)}),
+    }
 
 
 def _quality(encoder) -> dict[str, float]:

@@ -39,6 +39,20 @@ def _fmt(x: float) -> str:
     return "nan" if x != x else f"{x:.4f}"
 
 
+def _print_forms(report) -> None:
+    """One row per candidate law (the chosen one starred), the seed spread, the notes."""
+    print(f"{'form':<16}{'conv':>5}{'train RMSE':>12}{'held-out RMSE':>15}{'/ spread':>10}")
+    for f in report.forms:
+        ratio = f.heldout_rmse / report.seed_spread if report.seed_spread > 0 else float("nan")
+        mark = " *" if f.fit.form == report.chosen else ""
+        conv = "yes" if f.fit.converged else "NO"
+        train, held = _fmt(f.fit.train_rmse), _fmt(f.heldout_rmse)
+        print(f"{f.fit.form:<16}{conv:>5}{train:>12}{held:>15}{_fmt(ratio):>10}{mark}")
+    print(f"seed spread {_fmt(report.seed_spread)} (sqrt(mean((y - y_repeat)^2) / 2))")
+    for note in report.notes:
+        print(f"note: {note}")
+
+
 def run(args: argparse.Namespace) -> int:
     from prh.errors import InputError
     from prh.io import (
@@ -76,16 +90,7 @@ def run(args: argparse.Namespace) -> int:
         fit_data, heldout, pairs, forms=args.forms, starts=args.starts, seed=args.seed
     )
     print(f"{len(fit_data)} fit runs, {len(heldout)} held-out runs, {len(pairs[0])} repeat pairs")
-    print(f"{'form':<16}{'conv':>5}{'train RMSE':>12}{'held-out RMSE':>15}{'/ spread':>10}")
-    for f in report.forms:
-        ratio = f.heldout_rmse / report.seed_spread if report.seed_spread > 0 else float("nan")
-        mark = " *" if f.fit.form == report.chosen else ""
-        conv = "yes" if f.fit.converged else "NO"
-        train, held = _fmt(f.fit.train_rmse), _fmt(f.heldout_rmse)
-        print(f"{f.fit.form:<16}{conv:>5}{train:>12}{held:>15}{_fmt(ratio):>10}{mark}")
-    print(f"seed spread {_fmt(report.seed_spread)} (sqrt(mean((y - y_repeat)^2) / 2))")
-    for note in report.notes:
-        print(f"note: {note}")
+    _print_forms(report)
     d = {"results": str(args.results), "metric": args.metric, **report.to_dict()}
     d = stamped("fit-law", d, inputs=[args.results], seed=args.seed, options=args)
     if report.chosen:

@@ -175,21 +175,11 @@ def check_image_resume(args: argparse.Namespace) -> None:
     check_resume_threads(args.threads, args.resume)
 
 
-def image_configs(args: argparse.Namespace):
-    """``(TrainConfig, ImageConfig)`` from the flags; every refusal happens here, before work."""
-    from prh.training import train_config
-    from prh.training.config import TrainConfig, check_batch
-    from prh.training.image_config import (
-        DEFAULT_TRAIN_SCENES,
-        IMAGE_VIEWS,
-        ImageConfig,
-        check_image_run,
-        image_model_config,
-    )
-
+def _refuse_text_only_flags(args: argparse.Namespace, image_views, default_views: str) -> None:
+    """Refuse flags of text runs on an image or sketch run, each in one line."""
     m = args.modality
-    views = args.views or TrainConfig.views  # flags left out are None (see cli/train.py)
-    if views not in IMAGE_VIEWS:
+    views = args.views or default_views  # flags left out are None (see cli/train.py)
+    if views not in image_views:
         raise InputError(f"--views {views} is text-only; --modality {m} takes good, bad, mixture")
     if args.corpus:
         raise InputError(
@@ -206,6 +196,22 @@ def image_configs(args: argparse.Namespace):
                 f"--{flag.replace('_', '-')} applies to text runs only; --modality {m} trains on "
                 "the plain cave world's renders (themed worlds are not rendered yet)"
             )
+
+
+def image_configs(args: argparse.Namespace):
+    """``(TrainConfig, ImageConfig)`` from the flags; every refusal happens here, before work."""
+    from prh.training import train_config
+    from prh.training.config import TrainConfig, check_batch
+    from prh.training.image_config import (
+        DEFAULT_TRAIN_SCENES,
+        IMAGE_VIEWS,
+        ImageConfig,
+        check_image_run,
+        image_model_config,
+    )
+
+    m = args.modality
+    _refuse_text_only_flags(args, IMAGE_VIEWS, TrainConfig.views)
     views, rho = views_and_rho(args)
     given = {k: getattr(args, k) for k in ("image_size", "render_views", *BACKBONE_FLAGS)}
     if args.backbone is None:

@@ -90,7 +90,7 @@ def bridge_section(
 def _compute(ctx: Context, text, vision, runs, world, test, train) -> dict:
     import torch
 
-    from prh.bridge import VisionProjector, match_classes, retrieval, zero_shot
+    from prh.bridge import VisionProjector, retrieval, zero_shot
 
     torch.set_num_threads(max(1, ctx.cfg.workers * ctx.cfg.threads))
     v_te, v_tr = last_layer(vision["test"]), last_layer(vision["train"])
@@ -121,19 +121,11 @@ def _compute(ctx: Context, text, vision, runs, world, test, train) -> dict:
             pe = np.asarray(enc.encode_texts(prompts)[:, -1], dtype=np.float64)[:, keep]
             cls = (pe - mu).reshape(C, len(TEMPLATES), -1)  # (C, P, E)
             zs[kind] = zero_shot(mapped, cls, labels).to_dict()
-        pf = {}
-        for kind, labels, C in (("shape", shape_all, 8), ("colour", colour_all, 10)):
-            img_c = class_centroids(np.concatenate([v_te, v_tr]), labels, C)
-            txt_c = class_centroids(np.concatenate([t_te, t_tr]), labels, C)
-            m = match_classes(
-                img_c - img_c.mean(0), txt_c - txt_c.mean(0), truth=np.arange(C), seed=ctx.cfg.seed
-            )
-            pf[kind] = {
-                "accuracy": m.accuracy,
-                "objective": m.objective,
-                "classes": C,
-                "seconds": round(m.seconds, 3),
-            }
+        images, texts = np.concatenate([v_te, v_tr]), np.concatenate([t_te, t_tr])
+        pf = {
+            kind: _pair_free_classes(images, texts, labels, C, ctx.cfg.seed)
+            for kind, labels, C in (("shape", shape_all, 8), ("colour", colour_all, 10))
+        }
         out["encoders"][name] = {
             "retrieval": r,
             "zero_shot": zs,
@@ -141,6 +133,19 @@ def _compute(ctx: Context, text, vision, runs, world, test, train) -> dict:
             "d_text": int(t_tr.shape[1]),
         }
     return out
+
+
+def _pair_free_classes(images, texts, labels, n_classes: int, seed: int) -> dict[str, Any]:
+    """The class centroids of each side matched without pairs (the truth: class order)."""
+    from prh.bridge import match_classes
+
+    img_c = class_centroids(images, labels, n_classes)
+    txt_c = class_centroids(texts, labels, n_classes)
+    m = match_classes(
+        img_c - img_c.mean(0), txt_c - txt_c.mean(0), truth=np.arange(n_classes), seed=seed
+    )
+    return {"accuracy": m.accuracy, "objective": m.objective, "classes": n_classes,
+            "seconds": round(m.seconds, 3)}  # fmt: skip
 
 
 def _kept_columns(path: Path) -> np.ndarray:

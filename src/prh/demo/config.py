@@ -180,6 +180,12 @@ class DemoConfig:
             self.law_samples
         ):
             raise InputError("demo: more held-out points than fit points")
+        self._check_modalities()
+        if self.eval_scenes <= self.k or self.bridge_scenes <= self.k:
+            raise InputError(f"demo: need more than k = {self.k} scenes")
+
+    def _check_modalities(self) -> None:
+        """The image, sketch and captioner settings (issue 13's step)."""
         unknown = [m for m in self.modalities if m not in MODALITY_RUNS]
         if unknown or len(set(self.modalities)) != len(self.modalities):
             raise InputError(
@@ -202,8 +208,6 @@ class DemoConfig:
             )
         if self.zero_pair_captioner and "image-good" not in self.modalities:
             raise InputError("demo: zero_pair_captioner needs the image-good run in modalities")
-        if self.eval_scenes <= self.k or self.bridge_scenes <= self.k:
-            raise InputError(f"demo: need more than k = {self.k} scenes")
 
     @property
     def nt_samples(self) -> int:

@@ -312,15 +312,13 @@ def measure(
     sa = _states(m, a, None, pair[0] if pair else None, key_a, cache)
     sb = _states(m, b, None, pair[1] if pair else None, key_b, cache)
     scores = layer_scores(m.score, sa, sb, None, pair)
-    obs = best_pair(scores)[0]
-    best = pair if pair is not None else best_pair(scores)[1]
+    obs, best = best_pair(scores)[0], pair if pair is not None else best_pair(scores)[1]
     null_rng, boot_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2))
     if not np.isfinite(obs):  # undefined score (a constant kernel): no null, no interval
         null = bootstrap = 0
 
     def bar(what: str, total: int) -> Progress:
-        desc = f"{label} {metric} {what}" if label else f"{metric} {what}"
-        return Progress(total, desc, enabled=progress, unit="draw")
+        return Progress(total, f"{label} {metric} {what}".strip(), enabled=progress, unit="draw")
 
     p = cal = crit = ci = None
     if null > 0:
