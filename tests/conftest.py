@@ -84,6 +84,12 @@ def build_kw() -> dict:
 
 
 @pytest.fixture(scope="session")
+def caption_build_kw() -> dict:
+    """The toy caption build's settings (``caption_run``'s), for tests that build their own."""
+    return dict(BUILD_KW)
+
+
+@pytest.fixture(scope="session")
 def caption_run(tmp_path_factory, text_run, tiny_vit) -> Path:
     """``build_caption_run`` at toy size (the run folder holding ``caption/``)."""
     from prh.caption import build_caption_run

@@ -371,10 +371,9 @@ def test_safetensors_files_are_byte_identical_across_processes(tmp_path):
 
 
 def test_a_failed_caption_build_leaves_no_partial_caption_folder(
-    tmp_path, monkeypatch, text_run, tiny_vit
+    tmp_path, monkeypatch, text_run, tiny_vit, caption_build_kw
 ):
     import prh.caption.build as build
-    from conftest import BUILD_KW
 
     calls = {"n": 0}
     real = build.write_tensors
@@ -388,7 +387,7 @@ def test_a_failed_caption_build_leaves_no_partial_caption_folder(
     monkeypatch.setattr(build, "write_tensors", write_tensors)
     out = tmp_path / "run"
     with pytest.raises(OSError, match="No space left"):
-        build.build_caption_run(text_run, out, vision=f"hf:{tiny_vit}", **BUILD_KW)
+        build.build_caption_run(text_run, out, vision=f"hf:{tiny_vit}", **caption_build_kw)
     assert not (out / "caption").exists()
 
 
