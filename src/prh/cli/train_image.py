@@ -10,6 +10,7 @@ import argparse
 
 from prh.cli._args import local_workers, nonnegative_int, positive_int
 from prh.cli.train_flags import (
+    TEXT_ONLY_KNOBS,
     check_resume_flags,
     check_resume_out,
     check_resume_threads,
@@ -194,6 +195,12 @@ def image_configs(args: argparse.Namespace):
         )
     if args.max_len is not None:
         raise InputError(f"--max-len is text-only; --modality {m} reads images")
+    text_only = [
+        k for k in (*TEXT_ONLY_KNOBS, "config", "set") if getattr(args, k, None) is not None
+    ]
+    if text_only:
+        flag = "--" + text_only[0].replace("_", "-")
+        raise InputError(f"{flag} applies to text runs; --modality {m} takes the image flags")
     # text-world flags: refused unless left out or at the value that changes nothing
     for flag, inert in (("world_themes", 0), ("theme_strength", None), ("doc_captions", 1),
                         ("doc_style", None)):  # fmt: skip

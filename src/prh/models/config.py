@@ -49,20 +49,14 @@ class ModelConfig:
     """
 
     vocab_size: int = 2048
-    d_model: int = field(default=128, metadata={"help": "hidden width D (default per preset)"})
-    n_layers: int = field(
-        default=2, metadata={"help": "transformer blocks (depth; default per preset)"}
-    )
-    n_heads: int = field(
-        default=4, metadata={"help": "attention heads, dividing --d-model (default per preset)"}
-    )
-    d_ff: int = field(
-        default=512, metadata={"help": "MLP width inside each block (default per preset)"}
-    )
+    d_model: int = field(default=128, metadata={"help": "hidden width D"})
+    n_layers: int = field(default=2, metadata={"help": "transformer blocks (depth)"})
+    n_heads: int = field(default=4, metadata={"help": "attention heads, dividing --d-model"})
+    d_ff: int = field(default=512, metadata={"help": "MLP width inside each block"})
     max_len: int = 64
     embed_dim: int = field(
         default=64,
-        metadata={"help": "JEPA embedding width E of the projection head (default per preset)"},
+        metadata={"help": "JEPA embedding width E of the projection head"},
     )
     dropout: float = field(
         default=0.0,

@@ -166,7 +166,10 @@ def layered_config(layers: Sequence[Mapping[str, Any]]) -> TrainConfig:
     preset = merged.get("preset", TrainConfig.preset)
     if preset not in PRESET_DEFAULTS:
         raise InputError(f"unknown preset {preset!r}; expected one of {sorted(PRESET_DEFAULTS)}")
-    merged = implied_rho(merged, any("rho" in layer for layer in layers))
+    # rho counts as given when the layer that set views, or a later one, gives it: a file's
+    # stored rho 0 of bad views is no refusal of a --set views=good over it
+    last = max((i for i, layer in enumerate(layers) if "views" in layer), default=0)
+    merged = implied_rho(merged, any("rho" in layer for layer in layers[last:]))
     base = {**PRESET_DEFAULTS[preset], **{k: v for k, v in merged.items() if "." not in k}}
     if base.get("corpus") is not None:
         base.setdefault("world", None)
