@@ -172,6 +172,17 @@ def check_image_resume(args: argparse.Namespace) -> None:
     check_resume_threads(args.threads, args.resume)
 
 
+def refuse_text_only(args: argparse.Namespace) -> None:
+    """The text-only knobs (vocabulary, model shape) and --config/--set: refused on an image run."""
+    m = args.modality
+    text_only = [
+        k for k in (*TEXT_ONLY_KNOBS, "config", "set") if getattr(args, k, None) is not None
+    ]
+    if text_only:
+        flag = "--" + text_only[0].replace("_", "-")
+        raise InputError(f"{flag} applies to text runs; --modality {m} takes the image flags")
+
+
 def image_configs(args: argparse.Namespace):
     """``(TrainConfig, ImageConfig)`` from the flags; every refusal happens here, before work."""
     from prh.training import train_config
@@ -195,12 +206,7 @@ def image_configs(args: argparse.Namespace):
         )
     if args.max_len is not None:
         raise InputError(f"--max-len is text-only; --modality {m} reads images")
-    text_only = [
-        k for k in (*TEXT_ONLY_KNOBS, "config", "set") if getattr(args, k, None) is not None
-    ]
-    if text_only:
-        flag = "--" + text_only[0].replace("_", "-")
-        raise InputError(f"{flag} applies to text runs; --modality {m} takes the image flags")
+    refuse_text_only(args)
     # text-world flags: refused unless left out or at the value that changes nothing
     for flag, inert in (("world_themes", 0), ("theme_strength", None), ("doc_captions", 1),
                         ("doc_style", None)):  # fmt: skip
