@@ -183,7 +183,7 @@ CASES = {
         ["minilm", "--world", "cave", "--modality", "text", *OUT, "--revision", "x"],
         "--revision applies to --dataset only",
     ),
-    "caption index with a corpus": (
+    "caption index a corpus image lacks": (
         [
             "minilm",
             "--corpus",
@@ -192,9 +192,24 @@ CASES = {
             "text",
             *OUT,
             "--caption-index",
+            "2",
+        ],
+        r"--caption-index 2: image '0.png' has 2 caption\(s\)",
+    ),
+    "caption index of a corpus's images": (
+        [
+            "minilm",
+            "--corpus",
+            "{root}/c.jsonl",
+            "--modality",
+            "image",
+            "--images",
+            "{root}/imgs",
+            *OUT,
+            "--caption-index",
             "1",
         ],
-        "--caption-index applies to --dataset only",
+        "applies to --modality text only",
     ),
     "split a table does not have": (["minilm", *DS, *OUT, "--split", "test"], "not split 'test'"),
     "sketch of a data set": (

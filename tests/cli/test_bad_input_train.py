@@ -198,3 +198,68 @@ def test_an_input_inside_the_run_folder_is_refused(bad_input, tmp_path):
     corpus = _corpus(run / "metrics.jsonl")  # a failed start's file name: would be cleared
     argv = ["train", "--corpus", corpus, "--out", run, *SMALL]
     bad_input(argv, inputs=[corpus], match="is inside the run folder")
+
+
+@pytest.mark.parametrize(
+    "content, sets, match",
+    [
+        ('{"lr": 0.001, "learning_rate": 2}', [], r"unknown key 'learning_rate'; known keys: .*lr"),
+        ('{"train": {"samples": 64}, "model": {"width": 8}}', [], "unknown key 'model.width'"),
+        ("lr = 0.001\n", [], "not JSON"),
+        ("[1, 2]", [], "expected a JSON object"),
+        ('{"samples": "many"}', [], 'samples is int, got "many"'),
+        ('{"doc_style": 1}', [], "doc_style is bool, got 1"),
+        (None, ["lr"], "--set lr: expected key=value"),
+        (None, ["lr=fast"], "--set lr=fast: lr is float"),
+        (None, ["samples=1.5"], "--set samples=1.5: samples is int"),
+        (None, ["lr=inf"], "expected a finite number"),
+        (None, ["model.depth=3"], r"unknown key 'model.depth'; known keys: .*model.n_layers"),
+        (None, ["weight_decay=-1"], "weight_decay must be a finite number >= 0"),
+        (None, ["views=mixture"], "mixture needs --rho"),
+        (None, ["views=good", "rho=0.5"], "rho 0.5: views good implies rho 1"),
+    ],
+)
+def test_bad_config_file_and_sets(bad_input, tmp_path, content, sets, match):
+    argv = ["train", "--out", str(tmp_path / "r")]
+    if content is not None:
+        (tmp_path / "c.json").write_text(content)
+        argv += ["--config", str(tmp_path / "c.json")]
+    for item in sets:
+        argv += ["--set", item]
+    bad_input(argv, [tmp_path / "c.json"] if content is not None else [], match)
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize(
+    "flags, match",
+    [
+        (["--weight-decay", "x"], "--weight-decay"),
+        (["--warmup-frac", "1.5"], r"warmup_frac must be in \[0, 1\]"),
+        (["--whiten-eps", "0"], "whiten_eps must be a finite number > 0"),
+        (["--d-model", "100", "--n-heads", "3"], "not divisible by n_heads"),
+        (["--embed-dim", "0"], "embed_dim must be >= 1"),
+        (["--config", "{missing}"], "no such file"),
+    ],
+)
+def test_bad_knobs(bad_input, tmp_path, flags, match):
+    flags = [f.format(missing=tmp_path / "missing.json") for f in flags]
+    bad_input(["train", "--out", str(tmp_path / "r"), *flags], match=match)
+    assert not (tmp_path / "r").exists()
+
+
+def test_config_and_set_on_resume_are_refused(bad_input, stored_run):
+    (stored_run.parent / "c.json").write_text("{}")
+    for extra in (["--config", str(stored_run.parent / "c.json")], ["--set", "lr=0.1"]):
+        bad_input(
+            ["train", "--resume", str(stored_run), *extra],
+            [stored_run / "config.json"],
+            "start a new run",
+        )
+
+
+def test_model_flag_on_resume_is_refused(bad_input, stored_run):
+    bad_input(
+        ["train", "--resume", str(stored_run), "--d-model", "64"],
+        [stored_run / "config.json"],
+        "--d-model 64",
+    )

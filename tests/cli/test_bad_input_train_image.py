@@ -149,3 +149,10 @@ def test_image_resume_refuses_flags_that_change_the_run(bad_input, stored_image_
 def test_bad_backbone_flags(bad_input, tmp_path, extra, match):
     bad_input(_train(tmp_path, *extra), match=match)
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("flags", [["--d-model", "64"], ["--vocab-size", "99"], ["--set", "lr=1"]])
+def test_text_only_knobs_on_an_image_run(bad_input, tmp_path, flags):
+    argv = ["train", "--modality", "image", "--out", str(tmp_path / "r"), *flags]
+    bad_input(argv, match=f"{flags[0]} applies to text runs")
+    assert not (tmp_path / "r").exists()

@@ -17,7 +17,8 @@ The PRH benchmark's data set: `prh embed hf:MODEL --dataset minhuh/prh --revisio
 folder).
 
 Text of a scene is ONE seeded caption by default (caption seed 0); --captions-per-scene K averages
-K captions' features per layer. Images are rendered at --image-size px and resized by the encoder
+K captions' features per layer. A corpus image's text is its caption --caption-index I (default 0)
+and, with K, the K from there. Images are rendered at --image-size px and resized by the encoder
 (224 px for EfficientNet-Lite0).
 """
 
@@ -155,7 +156,9 @@ def _dataset_flags(parser: argparse.ArgumentParser) -> None:
         metavar="I",
         type=nonnegative_int,
         default=0,
-        help="which caption of a --dataset row's list (default 0, as platonic-rep's caption_idx)",
+        help="which caption of a --dataset row's list (default 0, as platonic-rep's caption_idx);"
+        " --corpus: of each image's captions, the first embedded (1 beside a run's 0: another"
+        " caption of the same photo)",
     )
     parser.add_argument(
         "--cache-dir",
@@ -470,6 +473,7 @@ def _embed_one(args: argparse.Namespace, entry, out: Path, src: _Source) -> None
         nuisance_seed=args.nuisance_seed,
         image_size=args.image_size,
         batch_size=args.batch_size,
+        caption_index=args.caption_index if src.kind == "corpus" else 0,
     )
     options = _encoder_options(args, _uses_torch_options(args, [entry]))
     modality = "text" if args.modality == "text" else "image"
@@ -523,9 +527,18 @@ def _metadata(args, encoder, modality: str, src: _Source, cfg, options) -> dict[
         "source": src.source,
         "layer_dims": json.dumps([int(d) for d in encoder.layer_dims]),
         "layer_names": json.dumps(list(encoder.layer_names)),
-        "config": json.dumps(cfg.__dict__),
+        "config": json.dumps(_config_record(cfg)),
         "encoder_options": json.dumps({**asdict(options), "pool": getattr(encoder, "pool", None)}),
     }
+
+
+def _config_record(cfg) -> dict:
+    """The EmbedConfig in a file's metadata; ``caption_index`` only when set, so that files of
+    caption 0 stay byte-identical to those written before the field existed."""
+    record = dict(cfg.__dict__)
+    if not record.get("caption_index"):
+        record.pop("caption_index", None)
+    return record
 
 
 def _quality(encoder) -> dict[str, float]:
@@ -658,7 +671,9 @@ def _corpus(args):
     if args.modality == "sketch":
         raise InputError("--modality sketch exists only for --world cave")
     _refuse_theme_flags(args, "--corpus")
-    _refuse_dataset_flags(args, "--corpus")
+    _refuse_dataset_flags(args, "--corpus", allowed=("--caption-index",))
+    if args.caption_index and args.modality != "text":
+        raise InputError("--caption-index picks a caption: it applies to --modality text only")
     if args.images is not None:
         images = Path(args.images).expanduser()
         if images.is_file():
@@ -674,7 +689,14 @@ def _corpus(args):
         if args.n > len(corpus):
             raise InputError(f"--n {args.n}: corpus {args.corpus} has only {len(corpus)} images")
         corpus = corpus.subset(corpus.image_ids[: args.n])
-    return corpus, f"corpus:{args.corpus} split={args.split or 'all'} n={len(corpus)}"
+    short = next((j for j, c in enumerate(corpus.captions) if len(c) <= args.caption_index), None)
+    if short is not None:  # before any model loads
+        raise InputError(
+            f"--caption-index {args.caption_index}: image {corpus.image_ids[short]!r} has "
+            f"{len(corpus.captions[short])} caption(s) (indices from 0)"
+        )
+    index = f" caption={args.caption_index}" if args.caption_index else ""
+    return corpus, f"corpus:{args.corpus} split={args.split or 'all'} n={len(corpus)}{index}"
 
 
 def _refuse_theme_flags(args, source: str) -> None:
@@ -687,8 +709,9 @@ def _refuse_theme_flags(args, source: str) -> None:
         )
 
 
-def _refuse_dataset_flags(args, source: str) -> None:
-    """--revision, --caption-index, ... mean nothing without --dataset: say so, do not ignore."""
+def _refuse_dataset_flags(args, source: str, allowed: tuple[str, ...] = ()) -> None:
+    """--revision, --caption-index, ... mean nothing without --dataset (``allowed``: those the
+    source takes, --caption-index for --corpus): say so, do not ignore."""
     from prh.errors import InputError
 
     given = [
@@ -700,7 +723,7 @@ def _refuse_dataset_flags(args, source: str) -> None:
             ("--caption-index", args.caption_index, 0),
             ("--cache-dir", args.cache_dir, None),
         )
-        if value != default
+        if value != default and flag not in allowed
     ]
     if given:
         verb = "applies" if len(given) == 1 else "apply"

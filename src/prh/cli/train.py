@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from prh.cli._args import (
     MAX_THREADS,
@@ -22,8 +23,12 @@ from prh.cli._args import (
     positive_int,
     seed,
 )
+from prh.cli.config_flags import add_field_flags, given_field_flags
 from prh.cli.train_flags import (
+    MODEL_KNOBS,
+    TRAIN_KNOBS,
     check_resume_flags,
+    check_resume_model_flags,
     check_resume_out,
     check_resume_threads,
     shared_overrides,
@@ -31,7 +36,8 @@ from prh.cli.train_flags import (
 )
 from prh.cli.train_image import add_image_arguments, image_run_requested, run_image
 from prh.errors import InputError
-from prh.training.config import MAX_LEN, PRESET_DEFAULTS, VIEWS, TrainConfig, train_config
+from prh.models.config import PRESETS
+from prh.training.config import MAX_LEN, PRESET_DEFAULTS, VIEWS, TrainConfig
 from prh.world.registry import world_names
 
 
@@ -95,6 +101,36 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     _objective_flags(p)
     _run_flags(p)
     _world_flags(p)
+    _config_flags(p)
+
+
+def _preset_shapes(name: str, default: Any) -> str:
+    """``default per preset: tiny 128, small 384, base 768`` of a model field."""
+    return "default per preset: " + ", ".join(
+        f"{k} {v.get(name, default):g}" for k, v in PRESETS.items()
+    )
+
+
+def _config_flags(p: argparse.ArgumentParser) -> None:
+    """--config, --set and the knobs derived from the config dataclasses' fields."""
+    p.add_argument(
+        "--config",
+        metavar="FILE",
+        default=None,
+        help="JSON config to start from (a run's config.json as it is, or flat keys as --set "
+        "names them); order: preset < --config < --set < flags",
+    )
+    p.add_argument(
+        "--set",
+        metavar="KEY=VALUE",
+        action="append",
+        default=None,
+        help="set one config key (repeatable; model.d_model etc. for the model), the value "
+        "parsed by the key's type",
+    )
+    add_field_flags(p, TRAIN_KNOBS, "optimiser, objective and tokenizer knobs")
+    shape = {f.dest: _preset_shapes(f.dest, f.default) for f in MODEL_KNOBS}
+    add_field_flags(p, MODEL_KNOBS, "model shape (text; overrides --preset's)", shape)
 
 
 def _optimiser_flags(p: argparse.ArgumentParser) -> None:
@@ -207,23 +243,36 @@ def _world_flags(p: argparse.ArgumentParser) -> None:
     add_image_arguments(p)  # --modality image|sketch and its flags (prh.cli.train_image)
 
 
+# Text flags passed to the config as given (None: left out), besides the shared ones.
+TEXT_FLAGS = ("preset", "max_len", "world_themes", "theme_strength", "doc_captions", "doc_style",
+              "vocab_size")  # fmt: skip
+
+
 def config_from_args(args: argparse.Namespace) -> TrainConfig:
-    """The :class:`TrainConfig` a fresh ``prh train`` runs: config defaults, then the preset's,
-    then the flags given."""
-    views, rho = views_and_rho(args)
-    return train_config(
-        args.preset or TrainConfig.preset,
-        world=args.world if (args.world or args.corpus) else "cave",
-        corpus=args.corpus,
-        views=views,
-        rho=rho,
-        max_len=args.max_len,
-        world_themes=args.world_themes,
-        theme_strength=args.theme_strength,
-        doc_captions=args.doc_captions,
-        doc_style=args.doc_style,
-        **shared_overrides(args),
-    )
+    """The :class:`TrainConfig` a fresh ``prh train`` runs, key by key the last of: config
+    defaults, the preset's, ``--config FILE``, ``--set`` (in order), the flags given."""
+    from prh.training.config_layers import layered_config, merge, parse_sets, read_config_file
+
+    lower = [read_config_file(args.config)] if args.config else []
+    if args.set:
+        lower.append(parse_sets(args.set))
+    return layered_config([*lower, flag_layer(args, merge(lower))])
+
+
+def flag_layer(args: argparse.Namespace, lower: dict[str, Any]) -> dict[str, Any]:
+    """The config keys of the flags given (``lower``: the merged config file and ``--set``,
+    which the view and SIGReg rules read under the flags)."""
+    layer: dict[str, Any] = {}
+    if args.corpus:
+        layer["corpus"] = args.corpus
+    elif args.world:
+        layer["world"] = args.world
+    views, rho = views_and_rho(args, lower)  # refusals first, whatever else is given
+    if args.views or args.rho is not None:
+        layer.update(views=views, **({} if rho is None else {"rho": rho}))
+    given = {**shared_overrides(args), **{k: getattr(args, k) for k in TEXT_FLAGS}}
+    layer.update({k: v for k, v in given.items() if v is not None})
+    return {**layer, **given_field_flags(args, MODEL_KNOBS)}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -232,6 +281,7 @@ def run(args: argparse.Namespace) -> int:
     from prh.device import resolve_device
     from prh.io import check_output_dir
     from prh.training.api import read_run_config, train
+    from prh.training.lifecycle import read_stored
     from prh.training.rundir import run_state
 
     if image_run_requested(args):
@@ -240,7 +290,11 @@ def run(args: argparse.Namespace) -> int:
     resolve_device(args.device)  # one line for --device tpu, before any work
     if args.resume:
         check_resume_out(args)
+        if args.config or args.set:
+            raise InputError("--config/--set start a new run (--out); --resume continues one as "
+                             "it was started")  # fmt: skip
         check_resume_flags(args, read_run_config(args.resume), args.resume)
+        check_resume_model_flags(args, read_stored(Path(args.resume)), args.resume)
         check_resume_threads(args.threads, args.resume)
         run_dir = train(
             None, args.resume, progress, resume=True, device=args.device, threads=args.threads

@@ -11,8 +11,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from prh.cli.config_flags import field_flags
 from prh.errors import InputError
+from prh.models.config import ModelConfig
 from prh.training.config import TrainConfig
+
+# Flags derived from the configs' fields (prh.cli.config_flags): the optimiser and whitening
+# knobs (both modalities), the vocabulary and the model's shape (text only).
+TRAIN_KNOBS = field_flags(TrainConfig)
+MODEL_KNOBS = field_flags(ModelConfig, "model.")
+TEXT_ONLY_KNOBS = ("vocab_size", *(f.dest for f in MODEL_KNOBS))
 
 # The flags both modalities pass to ``train_config`` as given (None: the preset's default).
 SHARED_OVERRIDES = (
@@ -26,6 +34,7 @@ SHARED_OVERRIDES = (
     "eval_features",
     "eval_every",
     "checkpoint_every",
+    *(f.dest for f in TRAIN_KNOBS if f.dest not in TEXT_ONLY_KNOBS),
 )
 
 
@@ -43,18 +52,22 @@ RUN_FLAGS = (
     "theme_strength",
     "doc_captions",
     "doc_style",
+    "vocab_size",
 )
 
 # Flags naming a file or folder: the same path spelled another way is the same flag.
 PATH_FLAGS = ("corpus", "eval_features", "render_cache")
 
 
-def views_and_rho(args: argparse.Namespace) -> tuple[str, float | None]:
+def views_and_rho(
+    args: argparse.Namespace, lower: Mapping[str, Any] | None = None
+) -> tuple[str, float | None]:
     """``(views, rho)`` of the flags (good: rho 1, bad: rho 0, mixture: ``--rho``); refuses
     ``--rho`` off a mixture, a mixture without it, and SIGReg flags without ``--objective
-    sigreg``."""
-    views = args.views or TrainConfig.views  # flags left out are None
-    if views == "mixture" and args.rho is None:
+    sigreg``. ``lower``: the keys of ``--config`` / ``--set``, under the flags."""
+    lower = lower or {}
+    views = args.views or lower.get("views") or TrainConfig.views  # flags left out are None
+    if views == "mixture" and args.rho is None and "rho" not in lower:
         raise InputError("--views mixture needs --rho")
     if views != "mixture" and args.rho is not None:
         raise InputError(
@@ -62,9 +75,12 @@ def views_and_rho(args: argparse.Namespace) -> tuple[str, float | None]:
             f"--views {views} takes no --rho"
         )
     sigreg_flags = args.sigreg_lambda is not None or args.sigreg_slices is not None
-    if sigreg_flags and (args.objective or TrainConfig.objective) != "sigreg":
+    objective = args.objective or lower.get("objective") or TrainConfig.objective
+    if sigreg_flags and objective != "sigreg":
         raise InputError("--sigreg-lambda and --sigreg-slices need --objective sigreg")
-    return views, {"good": 1.0, "bad": 0.0}.get(views, args.rho)
+    return views, {"good": 1.0, "bad": 0.0}.get(
+        views, args.rho if args.rho is not None else lower.get("rho")
+    )
 
 
 def shared_overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -119,3 +135,17 @@ def check_resume_threads(threads: int | None, run: str) -> None:
             f"--threads {threads}: the run in {run} used {stored} threads; a resumed run keeps "
             "its thread count so that it stays bit-identical (leave --threads out)"
         )
+
+
+def check_resume_model_flags(args: argparse.Namespace, stored: dict[str, Any], run: str) -> None:
+    """The ``--resume`` rule for the model-shape flags (``--d-model``, ...): a value other than
+    the stored run's ``config.json`` ``"model"`` is refused."""
+    model = stored.get("model", {}) if isinstance(stored, dict) else {}
+    for f in MODEL_KNOBS:
+        given = getattr(args, f.dest, None)
+        if given is not None and given != model.get(f.dest):
+            raise InputError(
+                f"{f.flag} {given}: the run in {run} was started with {model.get(f.dest)}; "
+                "--resume continues it unchanged (leave the flag out, or start a new run with "
+                "--out)"
+            )

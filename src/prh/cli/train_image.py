@@ -10,6 +10,7 @@ import argparse
 
 from prh.cli._args import local_workers, nonnegative_int, positive_int
 from prh.cli.train_flags import (
+    TEXT_ONLY_KNOBS,
     check_resume_flags,
     check_resume_out,
     check_resume_threads,
@@ -175,6 +176,17 @@ def check_image_resume(args: argparse.Namespace) -> None:
     check_resume_threads(args.threads, args.resume)
 
 
+def refuse_text_only(args: argparse.Namespace) -> None:
+    """The text-only knobs (vocabulary, model shape) and --config/--set: refused on an image run."""
+    m = args.modality
+    text_only = [
+        k for k in (*TEXT_ONLY_KNOBS, "config", "set") if getattr(args, k, None) is not None
+    ]
+    if text_only:
+        flag = "--" + text_only[0].replace("_", "-")
+        raise InputError(f"{flag} applies to text runs; --modality {m} takes the image flags")
+
+
 def _refuse_text_only_flags(args: argparse.Namespace, image_views, default_views: str) -> None:
     """Refuse flags of text runs on an image or sketch run, each in one line."""
     m = args.modality
@@ -188,6 +200,7 @@ def _refuse_text_only_flags(args: argparse.Namespace, image_views, default_views
         )
     if args.max_len is not None:
         raise InputError(f"--max-len is text-only; --modality {m} reads images")
+    refuse_text_only(args)
     # text-world flags: refused unless left out or at the value that changes nothing
     for flag, inert in (("world_themes", 0), ("theme_strength", None), ("doc_captions", 1),
                         ("doc_style", None)):  # fmt: skip

@@ -43,6 +43,9 @@ class EmbedConfig:
         Render side in pixels.
     batch_size : int
         Items per forward pass.
+    caption_index : int
+        A corpus's text: the first caption embedded of each image (0: its first; 1 with a run
+        that embeds caption 0 gives *another* caption of the same photo).
     """
 
     modality: str = "text"
@@ -51,6 +54,7 @@ class EmbedConfig:
     nuisance_seed: int = 0
     image_size: int = 224
     batch_size: int = 64
+    caption_index: int = 0
 
 
 MODALITIES = ("text", "image", "sketch")
@@ -114,8 +118,10 @@ def embed_corpus(
 ) -> tuple[np.ndarray, list[str]]:
     """Features of the images of a :class:`prh.data.CaptionCorpus` (its first captions, or files).
 
-    Text: the first ``captions_per_scene`` captions of each image, averaged per layer (an image
-    with fewer captions averages those it has). Images: ``images_dir / image_id`` decoded with PIL.
+    Text: ``captions_per_scene`` captions of each image from its caption ``caption_index`` on,
+    averaged per layer (an image with fewer averages those it has; one without caption
+    ``caption_index`` is an :class:`InputError`). Images: ``images_dir / image_id`` decoded with
+    PIL.
 
     Returns
     -------
@@ -131,11 +137,12 @@ def embed_corpus(
     if isinstance(encoder, Features):
         return encoder.rows(ids), ids
     if config.modality == "text":
-        k = config.captions_per_scene
-        texts_of = [list(caps[:k]) for caps in corpus.captions]
-        for image_id, caps in zip(ids, texts_of):
+        i, k = config.caption_index, config.captions_per_scene
+        texts_of = [list(caps[i : i + k]) for caps in corpus.captions]
+        for image_id, caps, have in zip(ids, texts_of, corpus.captions):
             if not caps:
-                raise InputError(f"corpus: image {image_id!r} has no caption")
+                which = "no caption" if not have else f"{len(have)} caption(s), no caption {i}"
+                raise InputError(f"corpus: image {image_id!r} has {which} (--caption-index {i})")
         return _embed_caption_lists(encoder, texts_of, config.batch_size, progress), ids
     if config.modality == "sketch":
         raise InputError("--modality sketch exists only for the cave world")

@@ -13,7 +13,7 @@ base      12      768      12     3072   128     ~110M (BERT-base shape)
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from prh.errors import InputError
@@ -49,13 +49,19 @@ class ModelConfig:
     """
 
     vocab_size: int = 2048
-    d_model: int = 128
-    n_layers: int = 2
-    n_heads: int = 4
-    d_ff: int = 512
+    d_model: int = field(default=128, metadata={"help": "hidden width D"})
+    n_layers: int = field(default=2, metadata={"help": "transformer blocks (depth)"})
+    n_heads: int = field(default=4, metadata={"help": "attention heads, dividing --d-model"})
+    d_ff: int = field(default=512, metadata={"help": "MLP width inside each block"})
     max_len: int = 64
-    embed_dim: int = 64
-    dropout: float = 0.0
+    embed_dim: int = field(
+        default=64,
+        metadata={"help": "JEPA embedding width E of the projection head"},
+    )
+    dropout: float = field(
+        default=0.0,
+        metadata={"help": "dropout probability, 0..1 (0 keeps runs bitwise reproducible)"},
+    )
     image_channels: int = 3
     image_stages: int = 4
 

@@ -16,7 +16,13 @@ from torch import nn
 from prh.errors import CheckpointError, InputError
 from prh.models import CausalLM, ModelConfig, TextEncoder, layers_with_embedding, model_config
 from prh.training.config import TrainConfig, check_batch
-from prh.training.data import TOKENIZER_FILE, default_data_factory, eval_texts
+from prh.training.data import (
+    TOKENIZER_FILE,
+    check_corpus_unchanged,
+    corpus_record,
+    default_data_factory,
+    eval_texts,
+)
 from prh.training.distributed import DistInfo
 from prh.training.lifecycle import Barrier, Encode, Run, Task, fit, read_stored, restored
 from prh.training.lifecycle import load_run as load_task_run
@@ -60,6 +66,8 @@ class TextTask:
         return {"corpus": cfg.corpus, "eval_features": cfg.eval_features}
 
     def prepare(self, cfg: TrainConfig, run_dir: Path, info: DistInfo, wait: Barrier) -> Any:
+        if (run_dir / "config.json").is_file():  # a resume: the corpus must be the same bytes
+            check_corpus_unchanged(cfg, read_stored(run_dir))
         factory = self.data_factory or default_data_factory
         return factory(cfg, run_dir, info.rank, info.world_size, info.is_main, wait)
 
@@ -79,7 +87,9 @@ class TextTask:
         return lambda texts: encode_texts(model, tokenizer, texts, cfg.max_len, dev)
 
     def stored(self, cfg: TrainConfig, mcfg: ModelConfig) -> dict[str, Any]:
-        return {"train": cfg.to_dict(), "model": mcfg.to_dict()}
+        out = {"train": cfg.to_dict(), "model": mcfg.to_dict()}
+        record = corpus_record(cfg)  # a corpus run names the bytes it read; a world run: none
+        return out if record is None else {**out, "corpus": record}
 
     def kind(self, cfg: TrainConfig) -> str:
         return "causal-lm" if cfg.is_lm else "text-encoder"

@@ -27,12 +27,21 @@ OPTIONAL_DEFAULTS: dict[str, Any] = {
 # The optimiser's fields, stored flat in ``config.json``'s "train" (see :class:`OptimConfig`).
 OPTIM_FIELDS = ("lr", "weight_decay", "warmup_frac", "min_lr_frac", "grad_clip")
 
+# World fields a corpus run omits from to_dict() at their defaults (a corpus has no world).
+WORLD_FIELDS = ("world", "world_seed", "captions_per_scene", "train_scenes")
+
 # Optimiser defaults per model size (smaller models tolerate larger steps).
 PRESET_DEFAULTS: dict[str, dict[str, Any]] = {
     "tiny": {"lr": 1e-3, "batch_size": 128},
     "small": {"lr": 5e-4, "batch_size": 256},
     "base": {"lr": 2e-4, "batch_size": 512},
 }
+
+
+def _knob(default: Any, help: str) -> Any:
+    """A field with a ``prh train`` flag: its ``help`` rides in the field's metadata, from which
+    :func:`prh.cli.config_flags.field_flags` derives the flag (name, type, default, help)."""
+    return field(default=default, metadata={"help": help})
 
 
 @dataclass(frozen=True)
@@ -56,6 +65,12 @@ class OptimConfig:
     def __post_init__(self) -> None:
         if not (math.isfinite(self.lr) and self.lr > 0):
             raise InputError(f"lr must be a finite number > 0, got {self.lr}")
+        for name, hi in (("weight_decay", math.inf), ("grad_clip", math.inf),
+                         ("warmup_frac", 1.0), ("min_lr_frac", 1.0)):  # fmt: skip
+            value = getattr(self, name)
+            if not 0.0 <= value <= hi:  # NaN fails too
+                span = "in [0, 1]" if hi == 1.0 else "a finite number >= 0"
+                raise InputError(f"{name} must be {span}, got {value}")
 
     def lr_at(self, step: int, total: int) -> float:
         """Learning rate at ``step`` (0-based) of ``total``: warm-up, then cosine decay."""
@@ -116,17 +131,26 @@ class TrainConfig:
     seed: int = 0
     batch_size: int = 128
     lr: float = OptimConfig.lr
-    weight_decay: float = OptimConfig.weight_decay
-    warmup_frac: float = OptimConfig.warmup_frac
-    min_lr_frac: float = OptimConfig.min_lr_frac
-    grad_clip: float = OptimConfig.grad_clip
+    weight_decay: float = _knob(
+        OptimConfig.weight_decay, "AdamW weight decay (none on biases and norms)"
+    )
+    warmup_frac: float = _knob(
+        OptimConfig.warmup_frac, "fraction of the steps of linear warm-up, 0..1"
+    )
+    min_lr_frac: float = _knob(
+        OptimConfig.min_lr_frac, "cosine decay ends at this fraction of --lr, 0..1"
+    )
+    grad_clip: float = _knob(OptimConfig.grad_clip, "gradient-norm clip (0 disables)")
     max_len: int = 48
     objective: str = "whitened"
-    whiten_eps: float = 1e-4
-    beta: float = 1.0
+    whiten_eps: float = _knob(
+        1e-4,
+        "whitened objective: ridge on the batch covariance, relative to its mean variance",
+    )
+    beta: float = _knob(1.0, "soft objective: weight of the whitening penalty (>= 0)")
     sigreg_lambda: float = 0.05
     sigreg_slices: int = 256
-    vocab_size: int = 2048
+    vocab_size: int = _knob(2048, "tokenizer vocabulary trained on the corpus")
     world_seed: int = 0
     captions_per_scene: int = 5
     train_scenes: int = 0
@@ -168,6 +192,10 @@ class TrainConfig:
             raise InputError("doc_style needs --world cave (styles regenerate captions)")
         if self.max_len > MAX_LEN:
             raise InputError(f"max_len must be <= {MAX_LEN} tokens, got {self.max_len}")
+        if not (math.isfinite(self.whiten_eps) and self.whiten_eps > 0):
+            raise InputError(f"whiten_eps must be a finite number > 0, got {self.whiten_eps}")
+        if not (math.isfinite(self.beta) and self.beta >= 0):
+            raise InputError(f"beta must be a finite number >= 0, got {self.beta}")
         self.optim  # noqa: B018 (validates the optimiser fields)
 
     @property
@@ -190,12 +218,19 @@ class TrainConfig:
         for name, default in OPTIONAL_DEFAULTS.items():
             if d[name] == default:
                 del d[name]
+        if self.corpus is not None:  # a corpus run records no world (prh.training.corpus_record)
+            for name in WORLD_FIELDS:
+                if d[name] == TrainConfig.__dataclass_fields__[name].default or name == "world":
+                    del d[name]
         d["steps"] = self.steps
         return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TrainConfig:
-        return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
+        known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
+        if known.get("corpus") is not None:
+            known.setdefault("world", None)  # a corpus run's dict omits its (null) world
+        return cls(**known)
 
 
 def train_config(preset: str = "tiny", **overrides: Any) -> TrainConfig:

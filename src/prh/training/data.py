@@ -33,10 +33,47 @@ def build_corpus(cfg: TrainConfig) -> Any:
         world = build_world(cfg)
         ids = world.train_scenes(cfg.train_scenes)
         return world.corpus(ids, captions_per_scene=cfg.captions_per_scene, seed=cfg.world_seed)
+    return corpus_split(cfg)[0]
+
+
+def corpus_split(cfg: TrainConfig) -> tuple[Any, str | None]:
+    """``(corpus, split)`` a corpus run trains on: its ``train`` split when it names one (the
+    held-out ``val``/``test`` images stay unseen), else every image (split None)."""
     from prh.data import load_corpus
 
     corpus = load_corpus(cfg.corpus)
-    return corpus.split("train") if "train" in getattr(corpus, "splits", {}) else corpus
+    if "train" in getattr(corpus, "splits", {}):
+        return corpus.split("train"), "train"
+    return corpus, None
+
+
+def corpus_record(cfg: TrainConfig) -> dict[str, Any] | None:
+    """What a corpus run stores under ``config.json``'s ``"corpus"``
+    (:func:`prh.data.record.corpus_record`: path, format, split, counts, sha256); None for a
+    world run."""
+    if cfg.corpus is None:
+        return None
+    from prh.data.record import corpus_record as record
+
+    corpus, split = corpus_split(cfg)
+    return record(cfg.corpus, None, split, corpus)
+
+
+def check_corpus_unchanged(cfg: TrainConfig, stored: dict[str, Any]) -> None:
+    """Refuse to resume a corpus run whose corpus files changed since it started (a stored
+    ``config.json`` without a record, from before records, is not checked)."""
+    before = stored.get("corpus")
+    if cfg.corpus is None or not isinstance(before, dict) or "sha256" not in before:
+        return
+    from prh.data.record import corpus_digest
+
+    now, _ = corpus_digest(cfg.corpus, before.get("format", ""))
+    if now != before["sha256"]:
+        raise InputError(
+            f"--corpus {cfg.corpus}: its files changed since the run started (sha256 "
+            f"{before['sha256'][:12]}..., now {now[:12]}...); a resumed run must read the same "
+            "corpus (restore it, or start a new run with --out)"
+        )
 
 
 def check_corpus_size(corpus: Any, cfg: TrainConfig, where: str) -> None:

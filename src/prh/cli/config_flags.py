@@ -1,0 +1,78 @@
+"""Flags derived from config dataclasses: a field with ``metadata={"help": ...}`` becomes
+``--field-name`` (type from its annotation, default and help from the field), so a knob added to
+the config has its flag without a hand-mirrored ``add_argument``.
+
+Used by :mod:`prh.cli.train` for the optimiser, whitening, vocabulary and model-shape knobs of
+:class:`~prh.training.config.TrainConfig` and :class:`~prh.models.ModelConfig`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Any
+
+from prh.training.config_layers import parse_value
+
+
+@dataclass(frozen=True)
+class FieldFlag:
+    """One derived flag: ``flag`` (``--d-model``) sets config ``key`` (``model.d_model``)
+    through argparse ``dest`` (the field name), parsed as ``kind`` (the annotation)."""
+
+    key: str
+    dest: str
+    kind: str
+    default: Any
+    help: str
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.dest.replace("_", "-")
+
+
+def field_flags(cls: type, prefix: str = "") -> tuple[FieldFlag, ...]:
+    """The flags of the fields of dataclass ``cls`` that carry a ``help``; keys ``prefix`` +
+    field name (``"model."`` for the model's)."""
+    return tuple(
+        FieldFlag(prefix + f.name, f.name, str(f.type), f.default, f.metadata["help"])
+        for f in fields(cls)
+        if "help" in f.metadata
+    )
+
+
+def value_type(kind: str):
+    """An argparse ``type`` parsing a value of annotated type ``kind``."""
+
+    def parse(text: str) -> Any:
+        try:
+            return parse_value(kind, text)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(f"expected {kind} ({e})") from None
+
+    parse.__name__ = kind  # argparse names the type in its message
+    return parse
+
+
+def add_field_flags(
+    p: argparse.ArgumentParser,
+    flags: Sequence[FieldFlag],
+    title: str,
+    defaults: Mapping[str, str] | None = None,
+) -> None:
+    """Add ``flags`` in a help group ``title``; each parser default is None (a flag left out
+    is told from one given; the config's default applies). ``defaults``: how the help states
+    a flag's default, by dest (else the field's)."""
+    group = p.add_argument_group(title)
+    for f in flags:
+        shown = (defaults or {}).get(f.dest) or f"default {f.default:g}"
+        group.add_argument(
+            f.flag, dest=f.dest, metavar=f.kind.upper(), type=value_type(f.kind), default=None,
+            help=f"{f.help} ({shown})",
+        )  # fmt: skip
+
+
+def given_field_flags(args: argparse.Namespace, flags: Sequence[FieldFlag]) -> dict[str, Any]:
+    """``{key: value}`` of the derived flags given on the command line."""
+    return {f.key: getattr(args, f.dest) for f in flags if getattr(args, f.dest, None) is not None}
