@@ -16,7 +16,12 @@ from torch import nn
 from prh.errors import CheckpointError, InputError
 from prh.models import CausalLM, ModelConfig, TextEncoder, layers_with_embedding, model_config
 from prh.training.config import TrainConfig, check_batch
-from prh.training.data import TOKENIZER_FILE, default_data_factory, eval_texts
+from prh.training.data import (
+    TOKENIZER_FILE,
+    default_data_factory,
+    eval_texts,
+    world_model_defaults,
+)
 from prh.training.distributed import DistInfo
 from prh.training.lifecycle import Barrier, Encode, Run, Task, fit, read_stored, restored
 from prh.training.lifecycle import load_run as load_task_run
@@ -30,7 +35,8 @@ __all__ = ["LoadedRun", "TextTask", "build_model", "encode_texts", "load_run", "
 def build_model(cfg: TrainConfig, vocab_size: int) -> tuple[nn.Module, ModelConfig]:
     """The model a config trains (a :class:`TextEncoder`, or a :class:`CausalLM` for next-token),
     initialised from ``cfg.seed``."""
-    mcfg = model_config(cfg.preset, vocab_size, max_len=cfg.max_len, **cfg.model_overrides)
+    fields = {**world_model_defaults(cfg), **cfg.model_overrides}  # the run's own win
+    mcfg = model_config(cfg.preset, vocab_size, max_len=cfg.max_len, **fields)
     torch.manual_seed(cfg.seed)
     check_batch(cfg, mcfg)
     model = CausalLM(mcfg) if cfg.is_lm else TextEncoder(mcfg)
