@@ -64,3 +64,21 @@ def test_good_views_beat_init_and_bad_views(tmp_path):
     assert b < g - 0.1, (b, g)
     deeper = text_theory_cca(good, tok, world, layer=1)
     assert deeper.correlations.shape == (8,) and np.isfinite(deeper.mean)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("modality", ["image", "sketch"])
+def test_image_and_sketch_runs_take_lag_pairs(tmp_path, modality):
+    from prh.training.image import image_dataset, train_image
+    from prh.training.image_config import ImageConfig
+
+    cfg = moving_config(samples=64, batch_size=64, train_scenes=48)
+    image = ImageConfig(modality=modality, image_size=16, render_views=2)
+    path, model = train_image(cfg, image, tmp_path / modality, progress=False, threads=1)
+    assert model.cfg.embed_dim == 8
+    assert list((path / "render_cache").glob(f"moving-{modality}-w0-16px-48x2-*.npy"))
+    from prh.training.distributed import DistInfo
+
+    ds = image_dataset(cfg, image, tmp_path / modality, DistInfo(), lambda: None)
+    batch = ds.batch(0)
+    assert (batch["state"] != batch["state_b"]).any() and batch["a"].shape[-1] == 16

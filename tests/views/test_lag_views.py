@@ -92,3 +92,28 @@ def test_text_batches_deterministic_and_good_rows_move(world):
     assert stats["identical"] < 0.2 and stats["good_fraction"] == 1.0
     bad = ds("bad").stats(4)
     assert bad["share_nuisance"] == 1.0 and bad["good_fraction"] == 0.0
+
+
+def test_cached_and_rendered_image_pairs_move(world):
+    from prh.views.image import ImageViewDataset
+    from prh.views.render_cache import CachedViewDataset, render_views
+
+    ids = world.split("train")[:40]
+    pairs = LagPairs(world, ids)
+    cache = np.zeros((len(ids), 3, 16, 16, 3), np.uint8)
+    cache[:] = (np.arange(len(ids)) * 5)[:, None, None, None, None]  # a row's pixels name it
+    cache[:, :, 0, 0, 0] = np.arange(3)[None, :]  # and pixel (0, 0) its view
+    ds = CachedViewDataset(cache, ids, "mixture", 256, seed=4, rho=0.5, pairs=pairs)
+    out = ds.batch(1)
+    assert all(np.array_equal(v.numpy(), ds.batch(1)[k].numpy()) for k, v in out.items())
+    good = out["good"].numpy()
+    row_b = np.searchsorted(ids, out["state_b"].numpy())
+    assert np.allclose(out["b"][good, 0, 1, 1].numpy(), row_b[good] * 5 / 255)
+    assert (out["nuisance_a"] != out["nuisance_b"]).numpy()[good].all()
+    assert (out["state"] == out["state_b"]).numpy()[~good].all()
+    assert (out["state"] != out["state_b"]).numpy()[good].mean() > 0.2  # lag 7: often still
+    fly = ImageViewDataset(world, "good", 16, 4, seed=0, scene_ids=ids, pairs=pairs).batch(0)
+    assert set(fly) >= {"state", "state_b"} and fly["a"].shape == (4, 3, 16, 16)
+    with pytest.raises(InputError, match="other states"):
+        CachedViewDataset(cache, ids[::-1], "good", 8, pairs=pairs)
+    assert render_views(0, "image", 16, 1, ids[:2], world="moving").shape == (2, 1, 16, 16, 3)

@@ -85,6 +85,20 @@ class LagPairs:
         return first, self.second(first, u[1])
 
 
+def lag_rows(
+    pairs: LagPairs | None, items: np.ndarray, seed: int, i: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """An image batch's first and second frames (rows): ``items`` itself twice without
+    ``pairs`` (the still world: one state); else ``(s, s')`` lag pairs drawn from their own
+    stream of ``(seed, i)``, so a still world's draws are untouched."""
+    if pairs is None:
+        return items, items
+    rng = np.random.default_rng([seed, int(i), 0x1A65])
+    u = rng.random((2, items.size))
+    first = pairs.first(u[0])
+    return first, pairs.second(first, u[1])
+
+
 def _search(cdf: np.ndarray, u: np.ndarray) -> np.ndarray:
     """Inverse CDF: the first index whose cumulative weight exceeds ``u * total``."""
     idx = np.searchsorted(cdf, u * cdf[-1], side="right")
