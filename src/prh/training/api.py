@@ -22,6 +22,7 @@ from prh.training.data import (
     corpus_record,
     default_data_factory,
     eval_texts,
+    world_model_defaults,
 )
 from prh.training.distributed import DistInfo
 from prh.training.lifecycle import Barrier, Encode, Run, Task, fit, read_stored, restored
@@ -36,7 +37,8 @@ __all__ = ["LoadedRun", "TextTask", "build_model", "encode_texts", "load_run", "
 def build_model(cfg: TrainConfig, vocab_size: int) -> tuple[nn.Module, ModelConfig]:
     """The model a config trains (a :class:`TextEncoder`, or a :class:`CausalLM` for next-token),
     initialised from ``cfg.seed``."""
-    mcfg = model_config(cfg.preset, vocab_size, max_len=cfg.max_len, **cfg.model_overrides)
+    fields = {**world_model_defaults(cfg), **cfg.model_overrides}  # the run's own win
+    mcfg = model_config(cfg.preset, vocab_size, max_len=cfg.max_len, **fields)
     torch.manual_seed(cfg.seed)
     check_batch(cfg, mcfg)
     model = CausalLM(mcfg) if cfg.is_lm else TextEncoder(mcfg)

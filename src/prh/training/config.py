@@ -9,6 +9,7 @@ from typing import Any
 from prh.errors import InputError
 from prh.optim import warmup_cosine_lr, warmup_steps
 from prh.views.text import KINDS as TEXT_VIEW_KINDS
+from prh.world.registry import world_names
 
 VIEWS = TEXT_VIEW_KINDS  # one list of view kinds: prh.views defines them
 # Longest sequence a model is built for: its position table is (max_len, d), so an unbounded
@@ -167,8 +168,10 @@ class TrainConfig:
     def __post_init__(self) -> None:
         if (self.world is None) == (self.corpus is None):
             raise InputError("give exactly one of --world and --corpus")
-        if self.world is not None and self.world != "cave":
-            raise InputError(f"unknown world {self.world!r}; expected 'cave'")
+        if self.world is not None and self.world not in world_names():
+            raise InputError(
+                f"unknown world {self.world!r}; expected one of {', '.join(world_names())}"
+            )
         if self.views not in VIEWS:
             raise InputError(f"unknown views {self.views!r}; expected one of {list(VIEWS)}")
         if self.objective not in OBJECTIVES:
@@ -182,13 +185,13 @@ class TrainConfig:
                 raise InputError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.world_themes < 0:
             raise InputError(f"world_themes must be >= 0 (0 = none), got {self.world_themes}")
-        if self.world_themes and self.world is None:
+        if self.world_themes and self.world != "cave":
             raise InputError("world_themes applies to --world cave only")
         if self.doc_captions < 1:
             raise InputError(f"doc_captions must be >= 1, got {self.doc_captions}")
         if (self.doc_captions > 1 or self.doc_style) and self.views != "next-token":
             raise InputError("doc_captions and doc_style apply to --views next-token only")
-        if self.doc_style and self.world is None:
+        if self.doc_style and self.world != "cave":
             raise InputError("doc_style needs --world cave (styles regenerate captions)")
         if self.max_len > MAX_LEN:
             raise InputError(f"max_len must be <= {MAX_LEN} tokens, got {self.max_len}")

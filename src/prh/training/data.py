@@ -76,6 +76,29 @@ def check_corpus_unchanged(cfg: TrainConfig, stored: dict[str, Any]) -> None:
         )
 
 
+def world_model_defaults(cfg: TrainConfig) -> dict[str, Any]:
+    """Model fields a world sets unless the run overrides them: a world with a gap at ``k``
+    (``gap_k``, the moving cave's 8) makes the JEPA's output width ``k``, the theorem's
+    condition (docs/theory.md sec. 3 and 8). The cave world sets none."""
+    if cfg.world in (None, "cave"):
+        return {}
+    k = getattr(build_world(cfg), "gap_k", None)
+    return {} if k is None else {"embed_dim": int(k)}
+
+
+def lag_source(cfg: TrainConfig) -> Any:
+    """The caption source of a world that moves (one with ``pair_kernel``): good rows are two
+    frames at the world's lag (:mod:`prh.views.lag`), over its training states, from the
+    corpus's pool of ``captions_per_scene`` wordings per state; ``None`` for a still world."""
+    world = build_world(cfg)
+    if not hasattr(world, "pair_kernel"):
+        return None
+    from prh.views.lag import LagPairs, MovingCaptionSource
+
+    pairs = LagPairs(world, world.train_scenes(cfg.train_scenes))
+    return MovingCaptionSource(world, pairs, cfg.captions_per_scene, cfg.world_seed)
+
+
 def check_corpus_size(corpus: Any, cfg: TrainConfig, where: str) -> None:
     if len(corpus) < cfg.batch_size:
         raise InputError(
@@ -104,6 +127,8 @@ def default_data_factory(
     tok = TextTokenizer.load(path)
     kind = "mixture" if cfg.views == "mixture" else cfg.views
     source, config = corpus, None
+    if cfg.world not in (None, "cave"):
+        source = lag_source(cfg) or corpus
     if cfg.doc_captions > 1 or cfg.doc_style:
         from prh.views import ViewConfig
 

@@ -55,9 +55,23 @@ def image_loss(
 
 def train_scene_ids(train: TrainConfig) -> np.ndarray:
     """The world's training scenes a run draws from (the first ``train_scenes``; 0 = all)."""
+    return run_world(train).train_scenes(train.train_scenes)
+
+
+def run_world(train: TrainConfig) -> Any:
+    """The run's world (``train.world``, from the registry; the cave world by default)."""
     from prh.world import make_world
 
-    return make_world("cave", seed=train.world_seed).train_scenes(train.train_scenes)
+    return make_world(train.world or "cave", seed=train.world_seed)
+
+
+def lag_pairs(train: TrainConfig, ids: np.ndarray) -> Any:
+    """Good pairs of a moving world over ``ids`` (:class:`prh.views.lag.LagPairs`); ``None``
+    for a still world (one state per pair, as before)."""
+    from prh.views.lag import LagPairs
+
+    world = run_world(train)
+    return LagPairs(world, ids) if hasattr(world, "pair_kernel") else None
 
 
 def image_dataset(
@@ -74,29 +88,34 @@ def image_dataset(
     maps (:mod:`prh.training.backbone_data`)."""
     from prh.views.image import ImageViewDataset
     from prh.views.render_cache import CachedViewDataset, Prefetched, cache_key, load_or_build
-    from prh.world import make_world
 
     ids = train_scene_ids(train)
     if len(ids) < 2:
         raise InputError(f"--train-scenes {train.train_scenes}: need >= 2 scenes")
+    pairs = lag_pairs(train, ids)
     if image.render_views == 0:
         fly = ImageViewDataset(
-            make_world("cave", seed=train.world_seed), train.views, image.image_size,
-            train.batch_size, train.seed, scene_ids=ids, rank=info.rank,
-            world_size=info.world_size, modality=image.modality,
+            run_world(train), train.views, image.image_size, train.batch_size, train.seed,
+            scene_ids=ids, rank=info.rank, world_size=info.world_size, modality=image.modality,
+            pairs=pairs,
         )  # fmt: skip
         return Prefetched(fly, workers) if workers > 1 else fly
-    key = cache_key(train.world_seed, image.modality, image.image_size, image.render_views, ids)
+    key = cache_key(
+        train.world_seed, image.modality, image.image_size, image.render_views, ids,
+        train.world or "cave",
+    )  # fmt: skip
     folder = Path(image.cache_dir) if image.cache_dir else run_dir / "render_cache"
     if info.is_main:
         load_or_build(folder, key, ids, workers)
     barrier()
     cache = load_or_build(folder, key, ids, workers)
     if isinstance(model, BackboneEncoder):
+        if pairs is not None:
+            raise InputError(f"--backbone {image.backbone}: no lag pairs on world {train.world}")
         return backbone_dataset(train, image, model, cache, folder / key.file_name, info, barrier)
     return CachedViewDataset(
         cache, ids, train.views, train.batch_size, train.seed, rho=train.rho,
-        rank=info.rank, world_size=info.world_size,
+        rank=info.rank, world_size=info.world_size, pairs=pairs,
     )  # fmt: skip
 
 
@@ -260,9 +279,7 @@ def draw_scenes(
     train: TrainConfig, image: ImageConfig, scene_ids: Sequence[int], nuisance_seed: int = 0
 ) -> list[np.ndarray]:
     """Renders (or sketches) of ``scene_ids`` at the run's size: (S, S, 3) uint8 each."""
-    from prh.world import make_world
-
-    world = make_world("cave", seed=train.world_seed)
+    world = run_world(train)
     draw = world.render if image.modality == "image" else world.sketch
     return [draw(int(i), nuisance_seed, image.image_size) for i in scene_ids]
 

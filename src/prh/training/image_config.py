@@ -131,7 +131,11 @@ def check_image_run(train: TrainConfig, image: ImageConfig) -> None:
 
 
 def image_model_config(train: TrainConfig) -> ModelConfig:
-    """The :class:`ModelConfig` of an :class:`~prh.models.ImageEncoder` of ``train.preset``."""
+    """The :class:`ModelConfig` of an :class:`~prh.models.ImageEncoder` of ``train.preset``
+    (a world with a gap at ``k`` sets the output width to ``k`` unless the run overrides it)."""
+    from prh.training.data import world_model_defaults
+
     if train.preset not in IMAGE_PRESETS:
         raise InputError(f"unknown preset {train.preset!r}; expected {sorted(IMAGE_PRESETS)}")
-    return model_config(train.preset, 1, **{**IMAGE_PRESETS[train.preset], **train.model_overrides})
+    fields = {**IMAGE_PRESETS[train.preset], **world_model_defaults(train), **train.model_overrides}
+    return model_config(train.preset, 1, **fields)

@@ -4,6 +4,9 @@
   background, noise): same state, different nuisance.
 - ``bad``: one render, two random resized crops with colour jitter: same state, *shared* nuisance.
 
+On a moving world (``pairs``, :class:`prh.views.lag.LagPairs`) a good row renders ``s`` and
+its lag partner ``s'`` under independent nuisance seeds; a bad row is as above.
+
 Images are rendered on demand (a streaming dataset); ``batch(i)`` is a pure function of
 ``(seed, i)`` with the same rank/world-size slicing as the text views.
 """
@@ -16,6 +19,7 @@ import numpy as np
 from PIL import Image
 
 from prh.errors import InputError
+from prh.views.lag import lag_rows
 from prh.views.loader import BatchStream
 
 IMAGE_KINDS = ("good", "bad")
@@ -78,6 +82,7 @@ class ImageViewDataset(BatchStream):
         rank: int = 0,
         world_size: int = 1,
         modality: str = "image",
+        pairs=None,
     ) -> None:
         if kind not in IMAGE_KINDS:
             raise InputError(f"image views: unknown kind {kind!r}; expected good or bad")
@@ -98,6 +103,9 @@ class ImageViewDataset(BatchStream):
         self.rank = rank
         self.world_size = world_size
         self.modality = modality
+        self.pairs = pairs
+        if pairs is not None and not np.array_equal(pairs.scene_ids, self.scene_ids):
+            raise InputError("image views: lag pairs are over other states than scene_ids")
         self.start = 0
 
     def _draw(self, scene: int, nuisance: int) -> np.ndarray:
@@ -117,6 +125,7 @@ class ImageViewDataset(BatchStream):
         items = rng.integers(0, len(self.scene_ids), size=B)
         row_seeds = rng.integers(0, 2**62, size=B)
         rows = list(range(self.rank, B, self.world_size))
+        items, second = lag_rows(self.pairs, items, self.seed, i)  # (B,): s and s' (still: s)
         a, b, na, nb = [], [], [], []
         for r in rows:
             rr = np.random.default_rng(int(row_seeds[r]))
@@ -124,7 +133,7 @@ class ImageViewDataset(BatchStream):
             n1, n2 = (int(x) for x in rr.integers(0, 2**62, size=2))
             if self.kind == "good":
                 a.append(self._draw(scene, n1).astype(np.float32) / 255.0)
-                b.append(self._draw(scene, n2).astype(np.float32) / 255.0)
+                b.append(self._draw(int(self.scene_ids[second[r]]), n2).astype(np.float32) / 255.0)
                 na.append(n1)
                 nb.append(n2)
             else:
@@ -137,7 +146,7 @@ class ImageViewDataset(BatchStream):
         def to(xs: list[np.ndarray]) -> torch.Tensor:
             return torch.from_numpy(np.stack(xs).transpose(0, 3, 1, 2).copy())  # (B, 3, H, W)
 
-        return {
+        out = {
             "a": to(a),
             "b": to(b),
             "good": torch.full((len(rows),), self.kind == "good", dtype=torch.bool),
@@ -146,6 +155,10 @@ class ImageViewDataset(BatchStream):
             "nuisance_b": torch.tensor(nb, dtype=torch.int64),
             "index": torch.tensor(rows, dtype=torch.int64),
         }
+        if self.pairs is not None:
+            partner = second[rows] if self.kind == "good" else items[rows]
+            out["state_b"] = torch.from_numpy(self.scene_ids[partner].astype(np.int64))
+        return out
 
     def stats(self, n_batches: int = 2) -> dict:
         """Pair statistics over global batches ``0 .. n_batches - 1`` (see
@@ -160,5 +173,6 @@ class ImageViewDataset(BatchStream):
             self.seed,
             scene_ids=self.scene_ids,
             modality=self.modality,
+            pairs=self.pairs,
         )
         return pair_statistics([full.batch(i) for i in range(n_batches)], kind=self.kind)

@@ -14,6 +14,11 @@ Pairs from the cache:
   (:func:`prh.views.image.crop_and_jitter`): shared nuisance;
 - ``mixture``: each row good with probability ``rho``, else bad.
 
+On a moving world (``pairs``, :class:`prh.views.lag.LagPairs`) a good row is a cached view of
+``s`` and a distinct cached view of its lag partner ``s'`` (another row of the same cache: a cache
+of the training states holds every lag pair inside them, so none is rendered twice); a bad row
+is as above. The cache of a world other than the cave is named after it.
+
 ``batch(i)`` is a pure function of ``(seed, i)`` with the same rank slicing and the same keys as
 :class:`prh.views.image.ImageViewDataset`, so a resumed run sees the same batches.
 """
@@ -32,6 +37,7 @@ import numpy as np
 from prh.errors import InputError
 from prh.io import write_json
 from prh.views.image import crop_and_jitter
+from prh.views.lag import lag_rows
 
 MODALITIES = ("image", "sketch")
 PAIR_KINDS = ("good", "bad", "mixture")
@@ -47,29 +53,36 @@ class CacheKey:
     views: int
     scenes_digest: str
     n_scenes: int
+    world: str = "cave"
 
     @property
     def file_name(self) -> str:
+        where = "" if self.world == "cave" else f"{self.world}-"  # the cave's names as before
         return (
-            f"{self.modality}-w{self.world_seed}-{self.size}px-{self.n_scenes}x{self.views}"
+            f"{where}{self.modality}-w{self.world_seed}-{self.size}px-{self.n_scenes}x{self.views}"
             f"-{self.scenes_digest}.npy"
         )
 
 
 def cache_key(
-    world_seed: int, modality: str, size: int, views: int, scene_ids: Sequence[int]
+    world_seed: int,
+    modality: str,
+    size: int,
+    views: int,
+    scene_ids: Sequence[int],
+    world: str = "cave",
 ) -> CacheKey:
     ids = np.asarray(scene_ids, dtype=np.int64)
     digest = hashlib.sha256(ids.tobytes()).hexdigest()[:12]
-    return CacheKey(int(world_seed), modality, int(size), int(views), digest, len(ids))
+    return CacheKey(int(world_seed), modality, int(size), int(views), digest, len(ids), world)
 
 
-def _draw_chunk(args: tuple[int, str, int, int, list[int]]) -> np.ndarray:
+def _draw_chunk(args: tuple[int, str, int, int, list[int], str]) -> np.ndarray:
     """Worker: ``(len(scenes), V, S, S, 3)`` uint8 for a chunk of scenes."""
     from prh.world import make_world
 
-    world_seed, modality, size, views, scenes = args
-    world = make_world("cave", seed=world_seed)
+    world_seed, modality, size, views, scenes, name = args
+    world = make_world(name, seed=world_seed)
     draw = world.render if modality == "image" else world.sketch
     return np.stack([np.stack([draw(s, v, size) for v in range(views)]) for s in scenes])
 
@@ -81,8 +94,9 @@ def render_views(
     views: int,
     scene_ids: Sequence[int],
     workers: int = 1,
+    world: str = "cave",
 ) -> np.ndarray:
-    """Draw ``views`` nuisance seeds of every scene: ``(N, V, size, size, 3)`` uint8.
+    """Draw ``views`` nuisance seeds of every scene of ``world``: ``(N, V, size, size, 3)``.
 
     The result does not depend on ``workers`` (every image is a pure function of its key).
     """
@@ -93,7 +107,8 @@ def render_views(
     ids = [int(s) for s in scene_ids]
     step = max(1, min(64, -(-len(ids) // max(1, 4 * workers))))
     jobs = [
-        (world_seed, modality, size, views, ids[i : i + step]) for i in range(0, len(ids), step)
+        (world_seed, modality, size, views, ids[i : i + step], world)
+        for i in range(0, len(ids), step)
     ]
     if workers <= 1 or len(jobs) == 1:
         parts = [_draw_chunk(j) for j in jobs]
@@ -116,13 +131,16 @@ def load_or_build(
     half cache, and concurrent builders of one key write identical bytes."""
     path = Path(folder) / key.file_name
     if not path.is_file():
-        arr = render_views(key.world_seed, key.modality, key.size, key.views, scene_ids, workers)
+        arr = render_views(
+            key.world_seed, key.modality, key.size, key.views, scene_ids, workers, key.world
+        )
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         with open(tmp, "wb") as f:
             np.save(f, arr)
         os.replace(tmp, path)
-        write_json(path.with_suffix(".json"), {**asdict(key), "shape": list(arr.shape)})
+        meta = {k: v for k, v in asdict(key).items() if k != "world" or v != "cave"}
+        write_json(path.with_suffix(".json"), {**meta, "shape": list(arr.shape)})
     arr = np.load(path, mmap_mode="r")
     want = (key.n_scenes, key.views, key.size, key.size, 3)
     if arr.shape != want or arr.dtype != np.uint8:
@@ -160,6 +178,7 @@ class CachedViewDataset:
         rho: float = 1.0,
         rank: int = 0,
         world_size: int = 1,
+        pairs=None,
     ) -> None:
         if kind not in PAIR_KINDS:
             raise InputError(f"cached views: unknown kind {kind!r}; expected {list(PAIR_KINDS)}")
@@ -179,11 +198,16 @@ class CachedViewDataset:
         self.rho = rho if kind == "mixture" else float(kind == "good")
         self.rank = rank
         self.world_size = world_size
+        self.pairs = pairs
+        if pairs is not None and not np.array_equal(pairs.scene_ids, self.scene_ids):
+            raise InputError("cached views: lag pairs are over other states than the cache's")
         self.start = 0
 
     def batch(self, i: int) -> dict:
         """Batch ``i``: ``a``, ``b`` FloatTensor (b, 3, S, S) in [0, 1]; ``good``, ``state``,
-        ``nuisance_a``, ``nuisance_b`` (cached view indices), ``index``."""
+        ``nuisance_a``, ``nuisance_b`` (cached view indices), ``index``. With ``pairs``
+        (:class:`~prh.views.lag.LagPairs` over the cache's states, a moving world), a good
+        row's ``b`` is a view of the lag partner, reported as ``state_b``."""
         import torch
 
         if i < 0:
@@ -197,8 +221,10 @@ class CachedViewDataset:
         vb = np.where(good, vb, va)
         crop_seeds = rng.integers(0, 2**62, size=B)
         rows = np.arange(self.rank, B, self.world_size)
+        items, second = lag_rows(self.pairs, items, self.seed, i)  # (B,) each
+        partner = np.where(good, second, items)  # (B,) the state b shows
         a = self.cache[items[rows], va[rows]].astype(np.float32) / 255.0  # (b, S, S, 3)
-        b = self.cache[items[rows], vb[rows]].astype(np.float32) / 255.0  # (b, S, S, 3)
+        b = self.cache[partner[rows], vb[rows]].astype(np.float32) / 255.0  # (b, S, S, 3)
         for j, r in enumerate(rows):
             if not good[r]:
                 rr = np.random.default_rng(int(crop_seeds[r]))
@@ -208,7 +234,7 @@ class CachedViewDataset:
         def to(x: np.ndarray) -> torch.Tensor:
             return torch.from_numpy(np.ascontiguousarray(x.transpose(0, 3, 1, 2)))  # (b, 3, S, S)
 
-        return {
+        out = {
             "a": to(a),
             "b": to(b),
             "good": torch.from_numpy(good[rows].copy()),
@@ -217,6 +243,9 @@ class CachedViewDataset:
             "nuisance_b": torch.from_numpy(vb[rows].astype(np.int64)),
             "index": torch.from_numpy(rows.astype(np.int64)),
         }
+        if self.pairs is not None:
+            out["state_b"] = torch.from_numpy(self.scene_ids[partner[rows]])
+        return out
 
 
 class Prefetched:

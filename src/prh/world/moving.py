@@ -24,6 +24,7 @@ from prh.theory.markov import (
     check_lag,
     pair_spectrum,
     reversible_chain,
+    spectral_pair_kernel,
     theory_embedding,
 )
 from prh.world import dynamics as dyn
@@ -31,6 +32,7 @@ from prh.world.cave import CaveWorld
 from prh.world.scenes import GRID, Scene, SceneObject
 
 MAX_STEPS = 1_000_000  # frames of one trajectory held at once
+GAP_K = 8  # the k the default chain and lag were designed for: distinct l_1..l_8, then a gap
 
 
 @dataclass(frozen=True)
@@ -122,6 +124,9 @@ class MovingWorld(CaveWorld):
             "all": np.arange(n),
         }
         self._scenes: dict[int, Scene] = {}
+        self._kernels: dict[int, np.ndarray] = {}
+
+    gap_k = GAP_K  # the JEPA output width a run on this world defaults to (the theorem's k)
 
     @property
     def num_scenes(self) -> int:
@@ -148,6 +153,13 @@ class MovingWorld(CaveWorld):
     def spectrum(self, m: int = 12, lag: int | None = None) -> PairSpectrum:
         """The constant and ``m`` largest other eigenpairs of ``p Q^D`` (default ``D``: lag)."""
         return pair_spectrum(self.chain, self.config.lag if lag is None else lag, m)
+
+    def pair_kernel(self, lag: int | None = None) -> np.ndarray:
+        """``Pi = p Q^D`` dense ``(N, N)`` (default ``D``: lag), computed once per lag (~2 s)."""
+        lag = check_lag(self.config.lag if lag is None else lag)
+        if lag not in self._kernels:
+            self._kernels[lag] = spectral_pair_kernel(self.chain, lag)
+        return self._kernels[lag]
 
     def theory_embedding(self, scene_ids, k: int = 8) -> np.ndarray:
         """``g*`` of the given states, ``(len(ids), k)``: the whitened JEPA's embedding up to
