@@ -46,6 +46,7 @@ def _build(text_run, out, feats, **kw):
     return json.loads((out / "caption" / "caption.json").read_text())
 
 
+@pytest.mark.slow
 def test_a_rotated_image_side_is_matched_exactly_without_pairs(tmp_path, text_run):
     feats = _planted(text_run, tmp_path / "img.safetensors")
     info = _build(text_run, tmp_path / "zero", feats, pair_free_classes=True)

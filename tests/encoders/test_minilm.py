@@ -35,6 +35,7 @@ def test_minilm_layers_and_paraphrases():
     np.testing.assert_allclose(sent, ref, atol=1e-4)
 
 
+@pytest.mark.slow
 def test_loading_minilm_leaves_the_environment_alone(monkeypatch):
     # Loading used to set HF_HUB_OFFLINE=1 for the whole process, so a later hub model in the
     # same process could no longer be downloaded. The packaged folder is read with

@@ -161,6 +161,7 @@ def near_ties(seed: int, n: int = 300, d: int = 48, noise: float = 0.02) -> np.n
     return x.astype(np.float32)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_symmetric_tiles_match_canonical_brute_force_on_near_ties(monkeypatch, seed):
     knn_module = _knn_module()

@@ -54,6 +54,7 @@ def test_every_metric_runs_with_null_and_bootstrap_deterministically(metric):
     assert lo <= hi
 
 
+@pytest.mark.slow
 def test_null_p_values_are_uniform_on_independent_data():
     """Under independence p = (1 + #null >= obs) / (1 + R) is (discretely) uniform."""
     rng = np.random.default_rng(11)

@@ -43,6 +43,7 @@ def _train(cfg, image, out, **kw):
     return train_image(cfg, image, out, progress=False, threads=1, workers=1, **kw)[0]
 
 
+@pytest.mark.slow
 def test_backbone_run_resumes_bitwise_trains_only_the_tail_and_embeds(tmp_path, cache):
     cfg, image = tiny(), backbone(cache, scratch_branch=True)
     straight = _train(cfg, image, tmp_path / "straight")

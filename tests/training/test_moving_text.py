@@ -26,6 +26,7 @@ def run(tmp_path: Path, views: str, samples: int = 1280, seed: int = 0):
     return cfg, model, TextTokenizer.load(tmp_path / views / "tokenizer.json")
 
 
+@pytest.mark.slow
 def test_width_defaults_to_the_gap_and_batches_are_lag_pairs(tmp_path):
     cfg = moving_config(batch_size=64)
     assert world_model_defaults(cfg) == {"embed_dim": 8}
