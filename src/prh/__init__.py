@@ -23,8 +23,7 @@ light)::
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from prh.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -50,14 +49,4 @@ _API = {
 __all__ = ["__version__", *_API]
 
 
-def __getattr__(name: str) -> Any:
-    """The public API, imported on first use (PEP 562)."""
-    if name not in _API:
-        raise AttributeError(f"module 'prh' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_API[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports("prh", globals(), _API)

@@ -7,8 +7,7 @@ importable where torch is not, e.g. by the CLI flags derived from its fields.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from prh.lazy import lazy_exports
 
 _WHERE = {
     "BackboneEncoder": "prh.models.backbone",
@@ -27,13 +26,4 @@ _WHERE = {
 __all__ = sorted(_WHERE)
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module 'prh.models' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_WHERE[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_WHERE])
+__getattr__, __dir__ = lazy_exports("prh.models", globals(), _WHERE)
