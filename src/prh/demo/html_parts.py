@@ -20,9 +20,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from prh.demo.figures import UNDEFINED  # one word for a figure that could not be computed
+
 Cell = str | dict[str, str | None]
 
-UNDEFINED = "undefined"
 DASH = "\N{EN DASH}"
 
 
