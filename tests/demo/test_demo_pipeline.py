@@ -11,6 +11,7 @@ import json
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("torch")
@@ -109,16 +110,44 @@ def _wording_recall(run: Path, skip_train: bool) -> float:
     from prh.demo.world import random_init_encoder
     from prh.encoders import load_encoder
     from prh.encoders.embed import EmbedConfig, embed_world
-    from prh.world import CaveWorld, WorldConfig
+    from prh.world import make_world
 
-    world = CaveWorld(WorldConfig(seed=0))
-    scenes = [int(i) for i in world.split("test")[:24]]
+    world = make_world("moving", seed=0)  # the demo's world
+    scenes = [int(i) for i in world.split("test")[::9]]
     enc = random_init_encoder(run, 0) if skip_train else load_encoder(str(run))
     a, b = (
         embed_world(enc, world, scenes, EmbedConfig(modality="text", caption_seed=s))[0][:, -1]
         for s in (1, 2)
     )
     return retrieval(a, b).to_dict()["x_to_y"]["R@1"]
+
+
+def _check_theory(on_disk: dict, html: str, names: set[str]) -> None:
+    """Issue 21's figures: the moving world's spectrum, every encoder against the theory, every
+    pair's held-out canonical correlation, the still-world control, the targets."""
+    from prh.world import make_world
+
+    world = on_disk["world"]
+    want = make_world("moving", seed=0).spectrum().nontrivial()[:12]
+    assert world["name"] == "moving" and world["k"] == 8
+    assert world["spectrum"] == pytest.approx(want, abs=1e-6)
+    assert world["gap"] == pytest.approx(want[7] - want[8], abs=1e-5)
+    assert set(on_disk["theory_cc"]) == names
+    for r in on_disk["theory_cc"].values():
+        assert len(r["correlations"]) == 8 and -1 <= r["ci"][0] <= r["ci"][1] <= 1
+        assert r["mean"] == pytest.approx(np.mean(r["correlations"]))
+    for p in on_disk["modalities"]["pairs"]:
+        assert -1 <= p["cc_ci"][0] <= p["cc"] + 1e-9 and p["cc"] <= 1
+    control = on_disk["control"]
+    assert control["world"] == "cave" and control["spectrum"] is None
+    cnames = {"text-good", "text-bad", "random-init", "efficientnet-lite0", "image-good",
+              "sketch-good"}  # fmt: skip
+    assert {p["x"] for p in control["pairs"]} | {p["y"] for p in control["pairs"]} == cnames
+    assert all("cc" in p for p in control["pairs"])
+    rows = {t["target"]: t for t in on_disk["theory_targets"]}
+    assert rows["world: k >= 8, top-k eigenvalues >= 0.02 apart, gap >= 0.05"]["met"] is True
+    assert any(t.startswith("image-good~text-good cc on the moving world above") for t in rows)
+    assert "The theory's embedding of the moving world" in html and "The control" in html
 
 
 @pytest.mark.slow
@@ -145,7 +174,7 @@ def test_toy_demo_outputs_resume_and_idempotence(tmp_path, tiny_bert):
     assert len(on_disk["claims"]) == 3
     assert set(on_disk["timings"]) == {
         "vision", "train", "embed", "measure", "word_order", "efficiency", "law", "bridge",
-        "modalities",
+        "modalities", "theory", "control",
     }  # fmt: skip
 
     # the runs are one sweep: a results row per run, each with its whole curve
@@ -183,10 +212,10 @@ def test_toy_demo_outputs_resume_and_idempotence(tmp_path, tiny_bert):
         assert (out / png).read_bytes()[:4] == b"\x89PNG"
     # the demo folder is a caption run: the quick demo's captioner retrieves training captions
     from prh.caption import load_captioner
-    from prh.world import CaveWorld, WorldConfig
+    from prh.world import make_world
 
     cap = load_captioner(out)
-    world = CaveWorld(WorldConfig(seed=0))
+    world = make_world("moving", seed=0)
     res = cap.caption(world.render(0, 0, 64))
     assert cap.kind == "nearest" and res.caption == res.nearest[0][0]
     assert res.caption in cap.gallery and "nearest-caption captioner:" in html
@@ -217,6 +246,7 @@ def test_toy_demo_outputs_resume_and_idempotence(tmp_path, tiny_bert):
     cap = mod["captioners"]
     assert cap["n"] == 24 and cap["ratio"] == pytest.approx(cap["zero_pair"] / cap["paired"])
     assert "Three modalities trained apart" in html and (out / "modalities.png").is_file()
+    _check_theory(on_disk, html, names)
 
     # idempotent: a rerun trains nothing, reuses features and step results, same numbers
     weights = {p: os.stat(p).st_mtime_ns for p in out.glob("sweep-*/runs/*/model.safetensors")}

@@ -455,7 +455,8 @@ def build_caption_run(
     if run.config.is_lm:
         raise InputError(f"{text_run}: a next-token run; captioning needs a text JEPA run")
     wseed = run.config.world_seed if cfg.world_seed is None else int(cfg.world_seed)
-    world = make_world("cave", seed=wseed)
+    world_name = run.config.world or "cave"
+    world = make_world(world_name, seed=wseed)
     train_scenes = world.split("train")
     if max(cfg.n_pairs, cfg.decoder_scenes) > len(train_scenes):
         raise InputError(
@@ -550,7 +551,7 @@ def manifest(
         "vision_layer": (enc.layer_names or ["last"])[-1],
         "vision_dim": int(fit.x.shape[1]),
         "embed_dim": int(fit.y.shape[1]),
-        "world": {"name": "cave", "seed": wseed, "image_size": cfg.image_size,
+        "world": {"name": run.config.world or "cave", "seed": wseed, "image_size": cfg.image_size,
                   "nuisance_seed": cfg.nuisance_seed,
                   "captions_per_scene": run.config.captions_per_scene},
         "n_pairs": int(cfg.n_pairs),

@@ -102,6 +102,7 @@ def evaluate_captioner(
     n_examples: int = 5,
     image_features: Any = None,
     progress: bool = False,
+    scenes: Any = None,
 ) -> CaptionEvalResult:
     """Score a :class:`prh.caption.Captioner` on ``n`` held-out scenes of its world.
 
@@ -128,6 +129,8 @@ def evaluate_captioner(
     image_features : path-like, optional
         A ``prh embed`` image feature file of the test scenes (same vision encoder), used
         instead of encoding the renders again.
+    scenes : sequence of int, optional
+        The test scenes scored (each in the world's test split), instead of the first ``n``.
 
     Raises
     ------
@@ -140,16 +143,25 @@ def evaluate_captioner(
 
     info = captioner.info
     w = info.get("world", {})
-    world = make_world("cave", seed=int(w.get("seed", 0)))
+    world = make_world(w.get("name", "cave"), seed=int(w.get("seed", 0)))
     test = world.split("test")
-    if not 1 <= n <= len(test):
+    if scenes is None and not 1 <= n <= len(test):
         raise InputError(f"--n must be in 1..{len(test)} (the world's test scenes), got {n}")
     if beam < 2:
         raise InputError(f"--beam for the beam row must be >= 2, got {beam}")
     if tokenizer is None:
         tokenizer = "ptb" if shutil.which("java") else "simple"
     seed = int(w.get("seed", 0))
-    scenes = [int(i) for i in test[:n]]
+    if scenes is None:
+        scenes = [int(i) for i in test[:n]]
+    else:
+        scenes = [int(i) for i in scenes]
+        outside = sorted(set(scenes) - {int(i) for i in test})
+        if outside or not scenes:
+            raise InputError(
+                f"scenes: expected test scenes of the world, got {outside[:3] or 'none'}"
+            )
+    n = len(scenes)
     ids = [world.image_id(i) for i in scenes]
     references = {k: world.captions(i, refs, seed) for k, i in zip(ids, scenes)}
     secs: dict[str, float] = {}

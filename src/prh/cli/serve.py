@@ -125,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
 
     from prh.serve.app import create_app
     from prh.serve.colour import ColourCaptioner
-    from prh.serve.runinfo import captioner_name, load_run_captioner, run_world_seed
+    from prh.serve.runinfo import captioner_name, load_run_captioner, run_world
     from prh.serve.scenes import SceneSource
 
     if args.captioner == "run" and args.run is None:
@@ -146,14 +146,15 @@ def run(args: argparse.Namespace) -> int:
     captioner.caption(np.full((224, 224, 3), 127, dtype=np.uint8))
     load_s = time.perf_counter() - t0
 
-    world_seed = args.world_seed if args.world_seed is not None else run_world_seed(args.run)
+    world_name, run_seed = run_world(args.run)
+    world_seed = args.world_seed if args.world_seed is not None else run_seed
     app = create_app(
         captioner,
         run_dir=args.run,
         max_upload_bytes=args.max_upload_mb * 1024 * 1024,
         max_queue=args.max_queue,
         workers=args.workers,
-        scenes=SceneSource(world_seed=world_seed),
+        scenes=SceneSource(world_seed=world_seed, world=world_name),
         captioner_name=name,
     )
     host = f"[{args.host}]" if ":" in args.host else args.host

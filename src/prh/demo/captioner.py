@@ -77,12 +77,14 @@ def zero_pair_captioners(
     from prh.caption.evaluate import compare_captioners, evaluate_captioner
 
     cfg = ctx.cfg
-    fields = cfg.digest("decoder_steps", "decoder_scenes", "eval_scenes", "bridge_scenes", "seed")
+    fields = cfg.digest(
+        "decoder_steps", "decoder_scenes", "eval_scenes", "bridge_scenes", "seed", "world"
+    )
     key = f"{good_run.name}|{image_run.name}|{fields}"
     h = hashlib.sha256(key.encode()).hexdigest()[:10]
 
     def go() -> dict[str, Any]:
-        _, bridge = scene_ids(cfg, demo_world(cfg))
+        test, bridge = scene_ids(cfg, demo_world(cfg))
         evals, infos = {}, {}
         for kind in ("paired", "zero-pair"):
             out = ctx.out / "modalities" / f"caption-{kind}-{h}"
@@ -105,7 +107,7 @@ def zero_pair_captioners(
             captioner = load_captioner(out)
             infos[kind] = captioner.info
             evals[kind] = evaluate_captioner(
-                captioner, n=cfg.eval_scenes, image_features=features["test"], text_run=good_run
+                captioner, scenes=test, image_features=features["test"], text_run=good_run
             )
         d = compare_captioners(evals["zero-pair"], evals["paired"])
         d["match"] = infos["zero-pair"].get("pair_free")

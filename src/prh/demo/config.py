@@ -38,8 +38,16 @@ class DemoConfig:
     ----------
     name : str
         ``quick``, ``default`` or ``full`` (for the report).
+    world : str
+        The world every encoder trains and is measured on (registry name): ``moving`` (default:
+        the moving cave, whose good views have a spectral gap, docs/world.md) or ``cave`` (the
+        still world).
+    control : str
+        The world of the control (``""``: none): the text good / bad runs and the image/sketch
+        runs again on it at the same budgets and sizes, measured the same way
+        (:mod:`prh.demo.control`); the default demo's control is the still ``cave``.
     seed, world_seed : int
-        Base seed of every run and the cave world's seed.
+        Base seed of every run and the world's seed.
     preset : str
         Text model preset of every trained encoder.
     vision, text_baseline : str
@@ -107,12 +115,14 @@ class DemoConfig:
     """
 
     name: str = "default"
+    world: str = "moving"
+    control: str = "cave"
     seed: int = 0
     world_seed: int = 0
     preset: str = "tiny"
     vision: str = "efficientnet-lite0"
     text_baseline: str = "minilm"
-    eval_scenes: int = 500
+    eval_scenes: int = 216
     bridge_scenes: int = 500
     samples: int = 32768
     next_token_factor: int = 1
@@ -127,7 +137,7 @@ class DemoConfig:
     null: int = 100
     bootstrap: int = 200
     k: int = 10
-    train_scenes: int = 4000
+    train_scenes: int = 1944
     batch_size: int = 128
     lr: float = 1e-3
     max_len: int = 48
@@ -135,13 +145,13 @@ class DemoConfig:
     threads: int = 1
     captioner: bool = True
     decoder_steps: int = 400
-    decoder_scenes: int = 2000
+    decoder_scenes: int = 1944
     modalities: tuple[str, ...] = ("image-good",)
     image_samples: int = 25600
     image_lr: float = 3e-4
     image_size: int = 64
-    image_train_scenes: int = 1000
-    backbone: str = "efficientnet-lite0"
+    image_train_scenes: int = 1944
+    backbone: str = "none"
     freeze_until: int = 10
     backbone_size: int = 128
     scratch_branch: bool = False
@@ -180,9 +190,35 @@ class DemoConfig:
             self.law_samples
         ):
             raise InputError("demo: more held-out points than fit points")
+        self._check_world()
         self._check_modalities()
         if self.eval_scenes <= self.k or self.bridge_scenes <= self.k:
             raise InputError(f"demo: need more than k = {self.k} scenes")
+
+    def _check_world(self) -> None:
+        """The world and the control's are registry names, and differ (sizes against the
+        worlds' splits: :func:`prh.demo.world.check_world_sizes`, before any work)."""
+        from prh.world.registry import world_names
+
+        names = world_names()
+        if self.world not in names:
+            raise InputError(f"demo: unknown world {self.world!r}; expected one of {names}")
+        if self.control and (self.control not in names or self.control == self.world):
+            raise InputError(
+                f"demo: control {self.control!r}: expected '' (none) or a world other than "
+                f"{self.world!r} among {names}"
+            )
+
+    def control_config(self) -> DemoConfig:
+        """The control's config: the same budgets and sizes on ``control``, one seed, no
+        captioner and no control of its own (:mod:`prh.demo.control` trains its good and bad
+        text runs and its image/sketch runs)."""
+        if not self.control:
+            raise InputError("demo: this config has no control world")
+        return replace(
+            self, name=f"{self.name}-control", world=self.control, control="",
+            curve_seeds=1, captioner=False, zero_pair_captioner=False,
+        )  # fmt: skip
 
     def _check_modalities(self) -> None:
         """The image, sketch and captioner settings (issue 13's step)."""
@@ -200,11 +236,6 @@ class DemoConfig:
         if self.image_train_scenes < 2:
             raise InputError(
                 f"demo: image_train_scenes must be >= 2, got {self.image_train_scenes}"
-            )
-        if self.modalities and self.world_seed != 0:
-            raise InputError(
-                f"demo: image and sketch runs train on world seed 0 (prh train has no world seed "
-                f"flag for them), got world_seed {self.world_seed}; set modalities=()"
             )
         if self.zero_pair_captioner and "image-good" not in self.modalities:
             raise InputError("demo: zero_pair_captioner needs the image-good run in modalities")

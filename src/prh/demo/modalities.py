@@ -358,6 +358,7 @@ def step_modalities(
             f"{fig(p['colour']['embedding'])} count {fig(p['count']['embedding'])}"
         )
     sets = evidence_sets(text, vision, images)
+    ctx.state["evidence_sets"] = sets  # the theory step measures the same sets
     ev = evidence(ctx, sets)
     _log_evidence(ctx, ev)
     rows = targets(ev, probes)

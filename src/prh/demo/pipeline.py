@@ -22,7 +22,12 @@ Steps (each logs one line with its wall and CPU time; each caches its result und
 10. ``modalities``: image and sketch encoders trained apart on their own views; the alignment
     matrix of every encoder pair, the rotation scores, pair-free matching and (``--full``) the
     captioner built with zero pairs (:mod:`prh.demo.modalities`).
-11. ``report``: ``OUT/summary.json``, ``OUT/report.html`` and the PNG plots.
+11. ``theory``: the world's spectrum, every encoder's held-out canonical correlation with the
+    theory embedding and every pair's with each other (:mod:`prh.demo.theory`).
+12. ``control``: the text good / bad and image/sketch encoders again on the control world (the
+    still cave: no gap), measured the same way (:mod:`prh.demo.control`); issue 21's targets
+    (:mod:`prh.demo.theory_targets`).
+13. ``report``: ``OUT/summary.json``, ``OUT/report.html`` and the PNG plots.
 
 A rerun reuses every finished result (sweep cells by id, features and step results by a hash of
 the settings they depend on), so a killed demo continues where it stopped and a finished one only
@@ -42,11 +47,13 @@ from prh.demo import steps
 from prh.demo.bridge import bridge_section
 from prh.demo.config import DemoConfig
 from prh.demo.context import Context, cpu_seconds
+from prh.demo.control import step_control
 from prh.demo.modalities import step_modalities
 from prh.demo.report import write_outputs
+from prh.demo.world import check_world_sizes
 from prh.io import write_json
 
-N_STEPS = 11
+N_STEPS = 13
 
 
 def _record_cost(ctx: Context, name: str, wall: float, cpu: float) -> None:
@@ -87,6 +94,7 @@ def run_demo(
     def say(msg: str) -> None:
         print(msg, flush=True) if log is None else log(msg)
 
+    check_world_sizes(cfg)
     ctx = Context(cfg, Path(out), say)
     ctx.out.mkdir(parents=True, exist_ok=True)
     write_json(ctx.out / "demo.json", {"config": cfg.to_dict()})
@@ -115,4 +123,34 @@ def run_demo(
     results["modalities"] = _step(
         ctx, 10, "modalities", lambda: step_modalities(ctx, text, vision, runs)
     )
-    return _step(ctx, 11, "report", lambda: write_outputs(ctx, results))
+    results["theory"] = _step(
+        ctx, 11, "theory", lambda: step_theory(ctx, text, vision, results["modalities"])
+    )
+    results["control"] = _step(ctx, 12, "control", lambda: step_control(ctx))
+    results["theory"]["targets"] = theory_targets(ctx, results)
+    return _step(ctx, 13, "report", lambda: write_outputs(ctx, results))
+
+
+def step_theory(ctx: Context, text: dict, vision: dict, mod: dict[str, Any]) -> dict[str, Any]:
+    """The theory section of every feature set the modalities step compared (the text and
+    frozen sets alone when it trained none)."""
+    from prh.demo.modalities import evidence_sets
+    from prh.demo.theory import log_theory, theory_section
+
+    sets = ctx.state.get("evidence_sets") or evidence_sets(text, vision, {})
+    names = mod["evidence"]["matrix"]["names"] if "evidence" in mod else list(sets)
+    value = theory_section(ctx, sets, names)
+    log_theory(ctx, value)
+    return value
+
+
+def theory_targets(ctx: Context, results: dict[str, Any]) -> list[dict[str, Any]]:
+    """Issue 21's targets (:mod:`prh.demo.theory_targets`), each logged."""
+    from prh.demo.theory_targets import targets
+
+    ev = results["modalities"].get("evidence")
+    rows = targets(results["theory"], ev["matrix"] if ev else None, results["control"])
+    for r in rows:
+        label = {True: "met", False: "MISSED", None: "undefined"}[r["met"]]
+        ctx.log(f"  target {r['target']}: {r['figure']} ({label})")
+    return rows

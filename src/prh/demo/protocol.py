@@ -53,13 +53,13 @@ def backend(cfg: DemoConfig) -> CaveBackend:
     ``measure`` step calibrates). Next-token runs train on documents of ``doc_captions`` captions
     of one scene (the fair next-token protocol, ``docs/demo.md``), up to ``doc_max_len`` tokens.
     """
-    docs = (("doc_captions", cfg.doc_captions), ("max_len", cfg.doc_max_len))
     return CaveBackend(
         vision=cfg.vision,
         preset=cfg.preset,
         eval_scenes=cfg.eval_scenes,
         k=cfg.k,
         null=0,
+        world=cfg.world,
         world_seed=cfg.world_seed,
         caption_seed=cfg.world_seed + 1,
         threads=cfg.threads,
@@ -72,8 +72,18 @@ def backend(cfg: DemoConfig) -> CaveBackend:
         ),
         curve_every=cfg.eval_every,
         warmup_max_batches=8,
-        view_overrides=(("next-token", docs),) if cfg.doc_captions > 1 else (),
+        view_overrides=next_token_overrides(cfg),
     )
+
+
+def next_token_overrides(cfg: DemoConfig) -> tuple:
+    """The next-token runs' documents: on the still world ``doc_captions`` captions of one scene
+    (up to ``doc_max_len`` tokens); on a moving world single captions of one state, until
+    narrated trajectories give next-token something to carry (issue 23)."""
+    if cfg.doc_captions > 1 and cfg.world == "cave":
+        docs = (("doc_captions", cfg.doc_captions), ("max_len", cfg.doc_max_len))
+        return (("next-token", docs),)
+    return ()
 
 
 def sweep_dir(out: Path, cfg: DemoConfig) -> Path:
@@ -153,6 +163,7 @@ def image_backend(cfg: DemoConfig, render_cache: Path) -> CaveImageBackend:
         batch_size=cfg.batch_size,
         lr=cfg.image_lr,
         train_scenes=cfg.image_train_scenes,
+        world=cfg.world,
         world_seed=cfg.world_seed,
         image_size=cfg.image_size,
         render_views=2,

@@ -27,7 +27,8 @@ from prh.demo.html_parts import (
     table,
 )
 from prh.demo.plots import plot_bars, plot_curves
-from prh.demo.report_modalities import modalities_context, modalities_summary
+from prh.demo.report_modalities import modalities_context, modalities_summary, pair_rows
+from prh.demo.report_theory import theory_context
 from prh.io import atomic_write, write_json
 from prh.provenance import stamped
 
@@ -214,6 +215,7 @@ def build_summary(ctx: Context, results: dict[str, Any]) -> dict[str, Any]:
     law = {k: v for k, v in results["law"].items() if k != "rows"}
     bridge = {k: v for k, v in results["bridge"].items() if k != "samples"}
     prove = results["prove"]
+    theory = results.get("theory") or {}
     return {
         "alignment": {k: m[k]["score"] for k in m},
         "alignment_calibrated": {k: m[k]["calibrated"] for k in m},
@@ -224,7 +226,8 @@ def build_summary(ctx: Context, results: dict[str, Any]) -> dict[str, Any]:
         "law": law,
         "prove": {k: prove.get(k) for k in ("passed", "n", "n_passed", "skipped") if k in prove},
         "bridge": bridge,
-        "modalities": modalities_summary(results.get("modalities")),
+        "modalities": modalities_summary(results.get("modalities"), theory.get("pairs")),
+        **theory_summary(results),
         "runs": [{k: v for k, v in r.items()} for r in results["runs"]],
         "config": results["config"],
         "timings": ctx.timings,
@@ -252,6 +255,31 @@ def build_summary(ctx: Context, results: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def theory_summary(results: dict[str, Any]) -> dict[str, Any]:
+    """``world`` (name, seed, ``spectrum`` and its gap), ``theory_cc`` per encoder,
+    ``theory_targets`` and ``control`` (its world, spectrum and pairs): issue 21's figures."""
+    cfg, th = results["config"], results.get("theory") or {}
+    sp = th.get("spectrum") or {}
+    world = {"name": cfg["world"], "seed": cfg["world_seed"],
+             "spectrum": sp.get("eigenvalues"), **{k: v for k, v in sp.items() if k != "eigenvalues"}}  # fmt: skip
+    control = results.get("control") or {"skipped": "no control world"}
+    if "theory" in control:
+        cth = control["theory"]
+        control = {
+            "world": control["world"],
+            "runs": control["runs"],
+            "spectrum": cth["spectrum"].get("eigenvalues"),
+            "reason": cth["spectrum"].get("reason"),
+            "pairs": pair_rows(control["evidence"]["matrix"], cth["pairs"]),
+        }
+    return {
+        "world": world,
+        "theory_cc": th.get("theory_cc"),
+        "theory_targets": th.get("targets", []),
+        "control": control,
+    }
+
+
 def write_outputs(ctx: Context, results: dict[str, Any]) -> dict[str, Any]:
     """Plots, ``summary.json`` and ``report.html`` into ``ctx.out``; returns the summary."""
     out: Path = ctx.out
@@ -261,7 +289,7 @@ def write_outputs(ctx: Context, results: dict[str, Any]) -> dict[str, Any]:
         results["measure"],
         results["sample_efficiency"],
         out / "alignment_curves.png",
-        title=f"cave world, tiny text encoders, {cfg['eval_scenes']} held-out scenes",
+        title=f"{cfg['world']} world, tiny text encoders, {cfg['eval_scenes']} held-out scenes",
     )
     plot_bars(results["measure"], out / "alignment_bars.png")
     summary = build_summary(ctx, results)
@@ -299,6 +327,7 @@ def report_context(summary: dict[str, Any], results: dict[str, Any], out: Path) 
         "law": _law(summary["law"], cfg, out),
         "bridge": _bridge(summary["bridge"], results["bridge"].get("samples", [])),
         "modalities": modalities_context(results.get("modalities"), out),
+        "theory": theory_context(summary),
         "prove": _prove_table(results["prove"]),
         "caveats": _caveats(cfg),
         "timings": _timings_table(summary),
@@ -312,6 +341,7 @@ def _header(summary: dict[str, Any]) -> dict[str, str]:
     return {
         "name": str(cfg["name"]),
         "world_seed": str(cfg["world_seed"]),
+        "world": "moving cave" if cfg.get("world") == "moving" else "cave",
         "preset": str(cfg["preset"]),
         "vision": str(cfg["vision"]),
         "cost": _cost_text(summary),

@@ -20,28 +20,44 @@ from prh.demo.html_parts import (
 )
 
 
-def modalities_summary(section: dict[str, Any] | None) -> dict[str, Any] | None:
-    """What ``summary.json`` keeps of the step: runs, probes, the pairs against the good-view
-    text JEPA, pair-free results, targets, captioners (the full matrices stay in
-    ``OUT/steps/``)."""
-    if not section or section.get("skipped"):
-        return section
-    m = section["evidence"]["matrix"]
+def pair_rows(m: dict[str, Any], cc: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Every unordered pair of the matrix ``m``: mutual-kNN with its interval, CKA, the rotation
+    scores and the orthonormal maps' held-out R^2 both ways, and (from the theory section's
+    ``pairs``, ``cc``) the mean held-out canonical correlation with its interval."""
     names = m["names"]
-    pairs = []
+    r2 = {(p["x"], p["y"]): (p.get("orthonormal") or {}).get("r2") for p in m.get("pairs", [])}
+    cn = cc["names"] if cc else []
+    rows = []
     for i, x in enumerate(names):
         for j in range(i + 1, len(names)):
-            pairs.append(
-                {
-                    "x": x,
-                    "y": names[j],
-                    "mutual_knn": m["mutual_knn"][i][j],
-                    "mutual_knn_ci": [m["mutual_knn_ci_low"][i][j], m["mutual_knn_ci_high"][i][j]],
-                    "cka": m["cka"][i][j],
-                    "rotation_x_to_y": m["rotation"][i][j],
-                    "rotation_y_to_x": m["rotation"][j][i],
-                }
-            )
+            y = names[j]
+            row = {
+                "x": x,
+                "y": y,
+                "mutual_knn": m["mutual_knn"][i][j],
+                "mutual_knn_ci": [m["mutual_knn_ci_low"][i][j], m["mutual_knn_ci_high"][i][j]],
+                "cka": m["cka"][i][j],
+                "rotation_x_to_y": m["rotation"][i][j],
+                "rotation_y_to_x": m["rotation"][j][i],
+                "r2_x_to_y": r2.get((x, y)),
+                "r2_y_to_x": r2.get((y, x)),
+            }
+            if x in cn and y in cn:
+                a, b = cn.index(x), cn.index(y)
+                row["cc"] = cc["cc"][a][b]
+                row["cc_ci"] = [cc["cc_ci_low"][a][b], cc["cc_ci_high"][a][b]]
+            rows.append(row)
+    return rows
+
+
+def modalities_summary(
+    section: dict[str, Any] | None, cc: dict[str, Any] | None = None
+) -> dict[str, Any] | None:
+    """What ``summary.json`` keeps of the step: runs, probes, every pair (:func:`pair_rows`),
+    pair-free results, targets, captioners (the full matrices stay in ``OUT/steps/``)."""
+    if not section or section.get("skipped"):
+        return section
+    pairs = pair_rows(section["evidence"]["matrix"], cc)
     cap = section.get("captioners")
     return {
         "runs": section["runs"],

@@ -52,6 +52,8 @@ def step_vision(ctx: Context) -> dict[str, Path]:
     world = demo_world(cfg)
     test, train = scene_ids(cfg, world)
     key = f"{cfg.vision}|{cfg.world_seed}|{len(train)}|{train[0]}|{train[-1]}"
+    if cfg.world != "cave":  # the cave's cached names as before
+        key += f"|{cfg.world}"
     h = hashlib.sha256(key.encode()).hexdigest()[:10]
     paths = {
         "test": protocol.backend(cfg).vision_path(protocol.sweep_dir(ctx.out, cfg)),
@@ -119,7 +121,7 @@ def embed_text(ctx: Context, name: str, src: str, make: Any) -> dict[str, Path]:
 
     cfg = ctx.cfg
     h = hashlib.sha256(
-        f"{name}|{src}|{cfg.digest('eval_scenes', 'bridge_scenes', 'world_seed')}".encode()
+        f"{name}|{src}|{cfg.digest('eval_scenes', 'bridge_scenes', 'world_seed', 'world')}".encode()
     ).hexdigest()[:10]
     paths = {s: ctx.path("features", f"text-{name}-{s}-{h}.safetensors") for s in ("test", "train")}
     if all(p.is_file() for p in paths.values()):
@@ -186,7 +188,7 @@ def step_word_order(
     cfg = ctx.cfg
     names = ("good", "next-token", "random-init")
     key = "|".join(Path(text[n]["test"]).name for n in names)  # the written captions' features
-    h = hashlib.sha256(f"{key}|{cfg.digest('eval_scenes', 'world_seed', 'k')}".encode())
+    h = hashlib.sha256(f"{key}|{cfg.digest('eval_scenes', 'world_seed', 'world', 'k')}".encode())
 
     def go() -> dict:
         world = demo_world(cfg)

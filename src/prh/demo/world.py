@@ -17,18 +17,47 @@ RUN_OF = {"random-init": "good", "next-token-last": "next-token"}
 
 
 def demo_world(cfg: DemoConfig):
-    """The cave world of ``cfg.world_seed``."""
+    """The world ``cfg.world`` of ``cfg.world_seed`` (the moving cave by default)."""
     from prh.world import make_world
 
-    return make_world("cave", seed=cfg.world_seed)
+    return make_world(cfg.world, seed=cfg.world_seed)
+
+
+def check_world_sizes(cfg: DemoConfig) -> None:
+    """Refuse, in one line, scene counts the world (and the control's) cannot give.
+
+    Raises
+    ------
+    InputError
+        Naming the setting, the world and its split's size.
+    """
+    from prh.errors import InputError
+    from prh.world import make_world
+
+    for name in (cfg.world, cfg.control) if cfg.control else (cfg.world,):
+        world = make_world(name, seed=cfg.world_seed)
+        n_train, n_test = len(world.split("train")), len(world.split("test"))
+        asks = {"eval_scenes": (cfg.eval_scenes, n_test, "test")}
+        for f in ("bridge_scenes", "train_scenes", "decoder_scenes", "image_train_scenes"):
+            asks[f] = (getattr(cfg, f), n_train, "train")
+        for f, (want, have, split) in asks.items():
+            if want > have:
+                raise InputError(f"demo: {f} {want} > the {have} {split} scenes of world {name!r}")
 
 
 def scene_ids(cfg: DemoConfig, world) -> tuple[list[int], list[int]]:
-    """Held-out scenes (first ``eval_scenes`` of the test split) and bridge-fit scenes (the last
-    ``bridge_scenes`` of the train split, beyond the ``train_scenes`` the encoders saw)."""
-    test = [int(i) for i in world.split("test")[: cfg.eval_scenes]]
-    train = [int(i) for i in world.split("train")[-cfg.bridge_scenes :]]
-    return test, train
+    """Held-out scenes (``eval_scenes`` of the test split) and bridge-fit scenes
+    (``bridge_scenes`` of the train split), each a fair sample
+    (:func:`prh.world.registry.split_sample`): on the cave world the first held-out scenes and
+    the last training scenes, beyond the ``train_scenes`` its encoders saw; on the moving cave
+    evenly spaced states (its encoders see every training state: the bridge states are not held
+    out from them, only the test states are)."""
+    from prh.world.registry import split_sample
+
+    return (
+        split_sample(world, "test", cfg.eval_scenes),
+        split_sample(world, "train", cfg.bridge_scenes, from_end=True),
+    )
 
 
 def random_init_encoder(good_run: Path, seed: int) -> Any:

@@ -93,6 +93,7 @@ def theory_cca(
     g_test: np.ndarray,
     *,
     ridge: float = 1e-3,
+    components: int | None = None,
     n_boot: int = 1000,
     level: float = 0.95,
     seed: int = 0,
@@ -108,6 +109,9 @@ def theory_cca(
     ridge : float
         Covariance ridge, a fraction of the mean variance (features wider than the fitting set
         stay invertible).
+    components : int, optional
+        Canonical pairs scored, strongest first (default ``min(D, k)``, all of them): two
+        encoders' embeddings are compared in the theory's ``k`` (:func:`heldout_cc`).
     n_boot, level, seed : int, float, int
         Bootstrap resamples of the scored states, interval level, and its seed.
 
@@ -121,6 +125,10 @@ def theory_cca(
     if x_fit.shape[1] != x_test.shape[1] or g_fit.shape[1] != g_test.shape[1]:
         raise InputError("theory CCA: fit and test widths differ")
     k = min(x_fit.shape[1], g_fit.shape[1])
+    if components is not None:
+        if components < 1:
+            raise InputError(f"theory CCA: components must be >= 1, got {components}")
+        k = min(k, int(components))
     if x_fit.shape[0] <= k + 1 or x_test.shape[0] < 3:
         raise InputError(f"theory CCA: need more than {k + 1} fitting and 3 scored states")
     if not (ridge >= 0 and 0 < level < 1 and n_boot >= 1):
@@ -135,3 +143,36 @@ def theory_cca(
         boot[i] = _column_corr(a[idx], b[idx]).mean()
     lo, hi = np.quantile(boot, [(1 - level) / 2, (1 + level) / 2])
     return TheoryCCA(corr, float(corr.mean()), (float(lo), float(hi)), s[:k])
+
+
+def top_components(fit: np.ndarray, test: np.ndarray, dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """``fit`` and ``test`` projected on ``fit``'s top ``dim`` principal directions (centred on
+    ``fit``'s mean; unchanged when they are at most ``dim`` wide): a wide layer's canonical
+    directions fitted on a few hundred states would otherwise fit noise."""
+    fit, test = np.asarray(fit, dtype=np.float64), np.asarray(test, dtype=np.float64)
+    if fit.shape[1] <= dim:
+        return fit, test
+    mu = fit.mean(axis=0)
+    _, _, vt = np.linalg.svd(fit - mu, full_matrices=False)
+    return (fit - mu) @ vt[:dim].T, (test - mu) @ vt[:dim].T
+
+
+def heldout_cc(
+    a_fit: np.ndarray,
+    b_fit: np.ndarray,
+    a_test: np.ndarray,
+    b_test: np.ndarray,
+    *,
+    components: int = 8,
+    max_dim: int = 64,
+    n_boot: int = 200,
+    seed: int = 0,
+) -> TheoryCCA:
+    """Held-out canonical correlation of two encoders' features of the same states: each side
+    reduced to its top ``max_dim`` principal directions on the fit states
+    (:func:`top_components`), the ``components`` strongest canonical pairs fitted there and
+    scored on the test states (:func:`theory_cca` with either side in the theory's place)."""
+    a_fit, a_test = top_components(a_fit, a_test, max_dim)
+    b_fit, b_test = top_components(b_fit, b_test, max_dim)
+    return theory_cca(a_fit, b_fit, a_test, b_test, components=components, n_boot=n_boot,
+                      seed=seed)  # fmt: skip

@@ -100,6 +100,9 @@ class CaveBackend:
         Mutual-kNN neighbours.
     null : int
         Permutations for the calibrated score (0: ``calibrated`` is ``None``).
+    world : str
+        The world's registry name (:func:`prh.world.make_world`): ``cave`` (still) or
+        ``moving``.
     world_seed, caption_seed, nuisance_seed : int
         Which world, which caption wording and which renders are measured.
     image_size : int
@@ -125,6 +128,7 @@ class CaveBackend:
     eval_scenes: int = 500
     k: int = 10
     null: int = 100
+    world: str = "cave"
     world_seed: int = 0
     caption_seed: int = 0
     nuisance_seed: int = 0
@@ -146,6 +150,8 @@ class CaveBackend:
         for k in ("curve_every", "warmup_max_batches", "view_overrides"):  # the same
             if not d[k]:
                 del d[k]
+        if d["world"] == "cave":
+            del d["world"]
         return d
 
     def vision_path(self, out_dir: Path) -> Path:
@@ -153,25 +159,31 @@ class CaveBackend:
         return self._vision_path(Path(out_dir))
 
     def scene_ids(self, world) -> list[int]:
-        """The held-out scenes measured: the first ``eval_scenes`` of the test split."""
+        """The held-out scenes measured: ``eval_scenes`` of the test split
+        (:func:`prh.world.registry.split_sample`: the cave's first ones)."""
         return self._scene_ids(world)
 
     def _vision_path(self, out_dir: Path) -> Path:
         key = {k: v for k, v in self.options().items() if k in ("vision", "eval_scenes",
-               "world_seed", "nuisance_seed", "image_size")}  # fmt: skip
+               "world", "world_seed", "nuisance_seed", "image_size")}  # fmt: skip
         h = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
         return out_dir / f"vision-{h}.safetensors"
 
     def _world(self):
         from prh.world import make_world
 
-        return make_world("cave", seed=self.world_seed)
+        return make_world(self.world, seed=self.world_seed)
 
     def _scene_ids(self, world) -> list[int]:
+        from prh.world.registry import split_sample
+
         test = world.split("test")
         if len(test) < self.eval_scenes:
-            raise InputError(f"cave backend: {self.eval_scenes} eval scenes, world has {len(test)}")
-        return [int(i) for i in test[: self.eval_scenes]]
+            raise InputError(
+                f"cave backend: {self.eval_scenes} eval scenes, world {self.world} has "
+                f"{len(test)} test scenes"
+            )
+        return split_sample(world, "test", self.eval_scenes)
 
     def prepare(self, out_dir: Path) -> None:
         """Embed the held-out scenes' renders with the frozen vision encoder, once per sweep."""
@@ -198,6 +210,7 @@ class CaveBackend:
             rho=rho,
             samples=int(cell.samples),
             seed=int(cell.seed),
+            world=self.world,
             world_seed=self.world_seed,
             checkpoint_every=0,
             **overrides,

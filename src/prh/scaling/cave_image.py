@@ -46,8 +46,8 @@ class CaveImageBackend:
         Peak learning rate.
     train_scenes : int
         Training scenes drawn from (the first of the world's train split).
-    world_seed : int
-        Which cave world.
+    world, world_seed : str, int
+        Which world (registry name: ``cave`` or ``moving``) and its seed.
     image_size : int
         Render side in pixels.
     render_views : int
@@ -71,6 +71,7 @@ class CaveImageBackend:
     batch_size: int = 128
     lr: float = 3e-4
     train_scenes: int = 1000
+    world: str = "cave"
     world_seed: int = 0
     image_size: int = 64
     render_views: int = 2
@@ -89,6 +90,8 @@ class CaveImageBackend:
         d = asdict(self)
         for k in ("name", "threads", "render_cache", "modalities", "cache_workers"):
             d.pop(k)  # none of them changes a run's weights
+        if d["world"] == "cave":
+            del d["world"]  # the cave's cell ids as before the world became an option
         return d
 
     def cache_folder(self, out_dir: Path) -> Path:
@@ -130,7 +133,7 @@ class CaveImageBackend:
 
         return train_config(
             self.preset,
-            world="cave",
+            world=self.world,
             rho=_RHO.get(fields.get("views", "good")),
             batch_size=self.batch_size,
             lr=self.lr,
@@ -148,7 +151,8 @@ class CaveImageBackend:
         folder = self.cache_folder(Path(out_dir))
         ids = train_scene_ids(self._train_config())
         for modality in sorted(set(self.modalities)):
-            key = cache_key(self.world_seed, modality, self.image_size, self.render_views, ids)
+            key = cache_key(self.world_seed, modality, self.image_size, self.render_views, ids,
+                            world=self.world)  # fmt: skip
             if not (folder / key.file_name).is_file():
                 load_or_build(folder, key, ids, workers=self.cache_workers)
 

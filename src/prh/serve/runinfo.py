@@ -106,13 +106,19 @@ def _list_plots(root: Path) -> dict[str, Path]:
 
 
 def run_world_seed(run_dir: Path | None) -> int:
-    """The run's world seed, else 0.
+    """The run's world seed, else 0 (:func:`run_world`)."""
+    return run_world(run_dir)[1]
 
-    Looked up in ``caption/caption.json`` (``world.seed``, written by ``prh.caption``), then in
-    ``config.json`` (``world_seed``, ``world.seed`` or ``train.world_seed``).
+
+def run_world(run_dir: Path | None) -> tuple[str, int]:
+    """The run's world ``(name, seed)``, else ``("cave", 0)``.
+
+    Looked up in ``caption/caption.json`` (``world.name`` and ``world.seed``, written by
+    ``prh.caption``), then in ``config.json`` (``world`` and ``world_seed``, ``world.seed`` or
+    ``train.world_seed``); a name absent or not a string is the cave's.
     """
     if run_dir is None:
-        return 0
+        return "cave", 0
     for path in (run_dir / "caption" / "caption.json", run_dir / "config.json"):
         try:
             cfg = json.loads(path.read_text(encoding="utf-8"))
@@ -125,10 +131,11 @@ def run_world_seed(run_dir: Path | None) -> int:
                 continue
             world = section.get("world")
             if isinstance(world, dict) and isinstance(world.get("seed"), int):
-                return world["seed"]
+                name = world.get("name")
+                return (name if isinstance(name, str) else "cave"), world["seed"]
             if isinstance(section.get("world_seed"), int):
-                return section["world_seed"]
-    return 0
+                return (world if isinstance(world, str) else "cave"), section["world_seed"]
+    return "cave", 0
 
 
 def load_run_captioner(run_dir: Path, threads: int | None = None) -> Any:

@@ -42,12 +42,15 @@ class SceneSource:
     ----------
     world_seed : int
         ``WorldConfig.seed`` of the world to draw from (the run's world when known).
+    world : str
+        The world's registry name (:func:`prh.world.make_world`; the run's when known).
     size : int
         Rendered side in pixels.
     """
 
-    def __init__(self, world_seed: int = 0, size: int = 224) -> None:
+    def __init__(self, world_seed: int = 0, size: int = 224, world: str = "cave") -> None:
         self.world_seed = world_seed
+        self.world_name = world
         self.size = size
         self._world: Any = None
         self._test: Any = None
@@ -59,7 +62,7 @@ class SceneSource:
             if self._world is None:
                 from prh.world import make_world
 
-                world = make_world("cave", seed=self.world_seed)
+                world = make_world(self.world_name, seed=self.world_seed)
                 self._test = world.split("test")
                 self._world = world
         return self._world, self._test

@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     from prh.serve.app import create_app
     from prh.serve.browser import caption_in_page, serve_in_thread
     from prh.serve.colour import ColourCaptioner
-    from prh.serve.runinfo import captioner_name, load_run_captioner, run_world_seed
+    from prh.serve.runinfo import captioner_name, load_run_captioner, run_world
     from prh.serve.scenes import SceneSource
 
     try:
@@ -36,7 +36,8 @@ def main(argv: list[str] | None = None) -> int:
             name = captioner_name(args.run, captioner)
         else:
             captioner, name = ColourCaptioner(), "mean-colour control (no model)"
-        scenes = SceneSource(world_seed=run_world_seed(args.run))
+        world_name, world_seed = run_world(args.run)
+        scenes = SceneSource(world_seed=world_seed, world=world_name)
         app = create_app(captioner, run_dir=args.run, scenes=scenes, captioner_name=name)
         with tempfile.TemporaryDirectory() as tmp:
             image = Path(tmp) / f"scene-{args.seed}.png"

@@ -126,6 +126,7 @@ class MovingWorld(CaveWorld):
         self._scenes: dict[int, Scene] = {}
         self._kernels: dict[int, np.ndarray] = {}
 
+    ordered_states = True  # state i is (shape, colour, size, row, col) in index order
     gap_k = GAP_K  # the JEPA output width a run on this world defaults to (the theorem's k)
 
     @property

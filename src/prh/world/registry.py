@@ -108,3 +108,26 @@ def make_world(name: str = "cave", seed: int = 0, **options: Any) -> World:
 @functools.lru_cache(maxsize=8)
 def _cached(name: str, seed: int, options: tuple[tuple[str, Any], ...]) -> World:
     return WORLDS[name](seed=seed, **dict(options))
+
+
+def split_sample(world: Any, split: str, n: int, from_end: bool = False) -> list[int]:
+    """``n`` scenes of ``world``'s ``split`` that are a fair sample of it.
+
+    A world whose scenes are drawn at random (the cave) gives the first ``n`` (or, with
+    ``from_end``, the last ``n``: the cave's bridge scenes lie beyond the training scenes its
+    encoders saw). A world whose states are laid out in order (``ordered_states``: the moving
+    cave's index is shape-major, so its first 270 states are all one shape) gives ``n`` evenly
+    spaced through the split, first and last included, so that every factor value is in it.
+
+    Raises
+    ------
+    InputError
+        ``n`` outside ``1..len(split)``.
+    """
+    ids = np.asarray(world.split(split))
+    if not 1 <= n <= len(ids):
+        raise InputError(f"{n} {split} scenes asked; the world's {split} split has {len(ids)}")
+    if getattr(world, "ordered_states", False):
+        pick = np.unique(np.linspace(0, len(ids) - 1, n).round().astype(np.int64))
+        return [int(i) for i in ids[pick]]
+    return [int(i) for i in (ids[-n:] if from_end else ids[:n])]

@@ -1,0 +1,102 @@
+"""The report's theory section: the world's spectrum, every encoder against the theory, every
+pair's held-out canonical correlation beside the other figures, the still-world control and
+issue 21's targets (``templates/theory.html``; data from :func:`prh.demo.report.theory_summary`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prh.demo.html_parts import Cell, interval, num, strong, table
+from prh.demo.report_modalities import _targets_table
+from prh.demo.theory_targets import BAD, TRAINED
+
+SHOWN = (*TRAINED, "efficientnet-lite0", "minilm", "random-init", "next-token")
+
+
+def theory_context(summary: dict[str, Any]) -> dict[str, Any]:
+    """What ``templates/theory.html`` shows (``spectrum`` None for a world without one)."""
+    world = summary.get("world") or {}
+    control = summary.get("control") or {}
+    return {
+        "world": world.get("name"),
+        "spectrum": _spectrum(world),
+        "reason": world.get("reason"),
+        "theory_cc": _theory_table(summary.get("theory_cc")),
+        "pairs": _pairs_table((summary.get("modalities") or {}).get("pairs") or []),
+        "control_world": control.get("world"),
+        "control": _control_table(summary),
+        "targets": _targets_table(summary.get("theory_targets") or []),
+    }
+
+
+def _spectrum(world: dict[str, Any]) -> dict[str, Any] | None:
+    ev = world.get("spectrum")
+    if not ev:
+        return None
+    k = int(world["k"])
+    rows: list[list[Cell]] = [
+        [str(i + 1), num(v, 4), "top k" if i < k else ("first after the gap" if i == k else "")]
+        for i, v in enumerate(ev)
+    ]
+    return {"table": table(["i", "eigenvalue", ""], rows), "k": str(k), "lag": str(world["lag"]),
+            "gap": num(world["gap"], 4), "sep": num(world["min_separation"], 4)}  # fmt: skip
+
+
+def _theory_table(tc: dict[str, Any] | None) -> dict[str, Any] | None:
+    if not tc or "skipped" in tc:
+        return None
+    rows: list[list[Cell]] = []
+    for name, r in tc.items():
+        corr = " ".join(num(c, 2) for c in r["correlations"])
+        label: Cell = strong(name) if name.endswith("-good") else name
+        rows.append([label, num(r["mean"]), interval(*r["ci"]), corr])
+    return table(["encoder", "mean cc", "95% interval", "the k held-out correlations"], rows)
+
+
+def _pair_cells(p: dict[str, Any]) -> list[Cell]:
+    rot = [p.get("rotation_x_to_y"), p.get("rotation_y_to_x")]
+    r2 = [p.get("r2_x_to_y"), p.get("r2_y_to_x")]
+    return [
+        f"{p['x']} ~ {p['y']}",
+        f"{num(p.get('cc'))} {interval(*(p.get('cc_ci') or (None, None)))}",
+        num(p["cka"]),
+        f"{num(p['mutual_knn'], 4)} {interval(*p['mutual_knn_ci'], 4)}",
+        " / ".join(num(v) for v in rot),
+        " / ".join(num(v) for v in r2),
+    ]
+
+
+HEAD = ["pair", "cc (held-out)", "CKA", "mutual-kNN@10", "rotation score x->y / y->x",
+        "orthonormal R^2 x->y / y->x"]  # fmt: skip
+
+
+def _cross_modal(p: dict[str, Any]) -> bool:
+    return (
+        all(n in SHOWN for n in (p["x"], p["y"])) and p["x"].split("-")[0] != p["y"].split("-")[0]
+    )
+
+
+def _pairs_table(pairs: list[dict[str, Any]]) -> dict[str, Any] | None:
+    rows = [p for p in pairs if _cross_modal(p) and "cc" in p]
+    if not rows:
+        return None
+    rows.sort(key=lambda p: (p["x"] in BAD or p["y"] in BAD, p["x"], p["y"]))
+    return table(HEAD, [_pair_cells(p) for p in rows])
+
+
+def _control_table(summary: dict[str, Any]) -> dict[str, Any] | None:
+    control = summary.get("control") or {}
+    if "pairs" not in control:
+        return None
+    main = {(p["x"], p["y"]): p for p in (summary.get("modalities") or {}).get("pairs") or []}
+    rows: list[list[Cell]] = []
+    for p in control["pairs"]:
+        if not _cross_modal(p) or "cc" not in p:
+            continue
+        m = main.get((p["x"], p["y"]))
+        moving = f"{num(m.get('cc'))} {interval(*(m.get('cc_ci') or (None, None)))}" if m else ""
+        rows.append([*_pair_cells(p), moving])
+    if not rows:
+        return None
+    return table([*HEAD, f"cc on {summary['world']['name']}"], rows)

@@ -1,0 +1,173 @@
+"""Theory against every encoder of the demo (issue 21): the world's spectrum, each encoder's
+held-out canonical correlation with the theory embedding, and each pair's with each other.
+
+- **spectrum**: the top eigenvalues of the world's pair kernel ``Pi = p Q^D``
+  (:meth:`prh.world.moving.MovingWorld.spectrum`), its gap after ``k`` and the smallest
+  separation among the top ``k`` (the theorem pins the embedding up to one rotation when they
+  are distinct and followed by a gap). The still world has none: its kernel is ``diag(p)``,
+  every eigenvalue 1.
+- **theory_cc**: per encoder, the ``k`` held-out canonical correlations of its embedding (the
+  last layer, trimmed to its width) with ``g*`` (:func:`prh.metrics.theory_cca.heldout_cc`):
+  canonical directions fitted on the bridge states (training split), scored on the held-out
+  states, each side first reduced to its top 64 principal directions on the fitting states; the
+  interval resamples the held-out states.
+- **cc**: the same held-out canonical correlation between two encoders' embeddings (the
+  ``k`` strongest pairs), for every pair: the modalities matrix's ``cc`` beside mutual-kNN, CKA
+  and the rotation scores.
+
+Layer: glue over :mod:`prh.metrics.theory_cca`; pure given the loaded features.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+MAX_DIM = 64  # principal directions kept per side before the canonical fit
+STILL_REASON = (
+    "the still world's pair kernel is diag(p): every eigenvalue is 1, no gap at any k, so the "
+    "theorem fixes no embedding to compare with"
+)
+
+
+def world_spectrum(world: Any, m: int = 12) -> dict[str, Any]:
+    """``{"eigenvalues", "k", "gap", "min_separation", "lag", "reason"}`` of ``world``: the ``m``
+    largest non-constant eigenvalues of its pair kernel; ``eigenvalues`` ``None`` and a
+    ``reason`` for a world without one (the still cave)."""
+    k = getattr(world, "gap_k", None)
+    if not hasattr(world, "spectrum") or k is None:
+        return {"eigenvalues": None, "k": None, "gap": None, "min_separation": None,
+                "lag": 0, "reason": STILL_REASON}  # fmt: skip
+    sp = world.spectrum(max(m, k + 1))
+    ev = sp.nontrivial()
+    top = ev[:k]
+    return {
+        "eigenvalues": [round(float(v), 6) for v in ev[:m]],
+        "k": int(k),
+        "gap": round(float(sp.gap(k)), 6),
+        "min_separation": round(float(np.min(-np.diff(top))) if k > 1 else 0.0, 6),
+        "lag": int(sp.lag),
+        "reason": None,
+    }
+
+
+def embedding(features: np.ndarray, dims: Sequence[int]) -> np.ndarray:
+    """The last layer of ``(N, L, D)`` features, trimmed to its true width ``dims[-1]``."""
+    f = np.asarray(features, dtype=np.float64)
+    return f[:, -1, : int(dims[-1])] if f.ndim == 3 else f
+
+
+def theory_scores(
+    world: Any,
+    train: Mapping[str, np.ndarray],
+    test: Mapping[str, np.ndarray],
+    dims: Mapping[str, Sequence[int]],
+    fit_ids: Sequence[int],
+    test_ids: Sequence[int],
+    *,
+    n_boot: int = 200,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Name -> the held-out theory CCA of each feature set (module docstring), or
+    ``{"skipped": reason}`` for a world without a gap."""
+    from prh.metrics.theory_cca import heldout_cc
+
+    k = getattr(world, "gap_k", None)
+    if not hasattr(world, "theory_embedding") or k is None:
+        return {"skipped": STILL_REASON}
+    g_fit, g_test = world.theory_embedding(fit_ids, k), world.theory_embedding(test_ids, k)
+    out: dict[str, Any] = {}
+    for name in train:
+        a, b = embedding(train[name], dims[name]), embedding(test[name], dims[name])
+        r = heldout_cc(a, g_fit, b, g_test, components=k, max_dim=MAX_DIM, n_boot=n_boot,
+                       seed=seed)  # fmt: skip
+        out[name] = {**r.to_dict(), "k": int(k), "width": int(a.shape[1])}
+    return out
+
+
+def pair_cc(
+    train: Mapping[str, np.ndarray],
+    test: Mapping[str, np.ndarray],
+    dims: Mapping[str, Sequence[int]],
+    names: Sequence[str],
+    *,
+    components: int = 8,
+    n_boot: int = 200,
+    seed: int = 0,
+) -> dict[str, list[list[float | None]]]:
+    """``{"cc", "cc_ci_low", "cc_ci_high"}``: symmetric ``(n, n)`` matrices (``names`` order) of
+    the mean held-out canonical correlation of every pair's embeddings (1 on the diagonal)."""
+    from prh.metrics.theory_cca import heldout_cc
+
+    n = len(names)
+    cc = [[1.0 if i == j else None for j in range(n)] for i in range(n)]
+    lo = [row[:] for row in cc]
+    hi = [row[:] for row in cc]
+    emb = {m: (embedding(train[m], dims[m]), embedding(test[m], dims[m])) for m in names}
+    for i in range(n):
+        for j in range(i + 1, n):
+            (af, at), (bf, bt) = emb[names[i]], emb[names[j]]
+            r = heldout_cc(af, bf, at, bt, components=components, max_dim=MAX_DIM,
+                           n_boot=n_boot, seed=seed)  # fmt: skip
+            cc[i][j] = cc[j][i] = round(r.mean, 6)
+            lo[i][j] = lo[j][i] = round(r.ci[0], 6)
+            hi[i][j] = hi[j][i] = round(r.ci[1], 6)
+    return {"cc": cc, "cc_ci_low": lo, "cc_ci_high": hi}
+
+
+def theory_section(
+    ctx: Any, sets: Mapping[str, Mapping[str, Any]], names: Sequence[str] | None = None
+) -> dict[str, Any]:
+    """``{"spectrum", "theory_cc", "pairs"}`` of the feature ``sets`` of ``ctx``'s world
+    (cached by their files): ``pairs`` the :func:`pair_cc` matrices over ``names`` (default:
+    every set)."""
+    import hashlib
+    from pathlib import Path
+
+    from prh.demo.modalities import _load_sets
+    from prh.demo.world import demo_world, scene_ids
+
+    cfg = ctx.cfg
+    files = "|".join(f"{n}:{Path(p['test']).name}:{Path(p['train']).name}" for n, p in sets.items())
+    names = list(names or sets)
+    key = f"{files}|{','.join(names)}|{cfg.digest('world', 'world_seed', 'seed')}"
+    h = hashlib.sha256(key.encode()).hexdigest()[:10]
+
+    def go() -> dict[str, Any]:
+        world = demo_world(cfg)
+        test_ids, fit_ids = scene_ids(cfg, world)
+        train, test, dims = _load_sets(sets)
+        spectrum = world_spectrum(world)
+        k = spectrum["k"] or 8  # the still world's pairs compared in the moving world's k
+        return {
+            "spectrum": spectrum,
+            "theory_cc": theory_scores(world, train, test, dims, fit_ids, test_ids,
+                                       seed=cfg.seed),  # fmt: skip
+            "pairs": {"names": names, "components": k,
+                      **pair_cc(train, test, dims, names, components=k, seed=cfg.seed)},
+        }  # fmt: skip
+
+    value, _ = ctx.cached_json(f"theory-{h}", go)
+    return value
+
+
+def log_theory(ctx: Any, value: Mapping[str, Any]) -> None:
+    """One line for the spectrum and one per encoder's theory correlation."""
+    from prh.demo.figures import fig, interval
+
+    sp = value["spectrum"]
+    if sp["eigenvalues"] is None:
+        ctx.log(f"  spectrum: none ({sp['reason']})")
+    else:
+        top = " ".join(f"{v:.4f}" for v in sp["eigenvalues"][: sp["k"]])
+        ctx.log(
+            f"  spectrum (lag {sp['lag']}): {top} | {sp['eigenvalues'][sp['k']]:.4f}; gap "
+            f"{sp['gap']:.4f}, smallest separation {sp['min_separation']:.4f} (k = {sp['k']})"
+        )
+    tc = value["theory_cc"]
+    if "skipped" in tc:
+        return
+    for name, r in tc.items():
+        ctx.log(f"  {name:<18} theory cc {fig(r['mean'])} {interval(*r['ci'])}")
