@@ -260,8 +260,8 @@ def theory_summary(results: dict[str, Any]) -> dict[str, Any]:
     ``theory_targets`` and ``control`` (its world, spectrum and pairs): issue 21's figures."""
     cfg, th = results["config"], results.get("theory") or {}
     sp = th.get("spectrum") or {}
-    world = {"name": cfg["world"], "seed": cfg["world_seed"],
-             "spectrum": sp.get("eigenvalues"), **{k: v for k, v in sp.items() if k != "eigenvalues"}}  # fmt: skip
+    world = {"name": cfg["world"], "seed": cfg["world_seed"], "spectrum": sp.get("eigenvalues")}
+    world.update({k: v for k, v in sp.items() if k != "eigenvalues"})
     control = results.get("control") or {"skipped": "no control world"}
     if "theory" in control:
         cth = control["theory"]

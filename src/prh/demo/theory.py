@@ -141,13 +141,13 @@ def theory_section(
         train, test, dims = _load_sets(sets)
         spectrum = world_spectrum(world)
         k = spectrum["k"] or 8  # the still world's pairs compared in the moving world's k
+        scores = theory_scores(world, train, test, dims, fit_ids, test_ids, seed=cfg.seed)
+        pairs = pair_cc(train, test, dims, names, components=k, seed=cfg.seed)
         return {
             "spectrum": spectrum,
-            "theory_cc": theory_scores(world, train, test, dims, fit_ids, test_ids,
-                                       seed=cfg.seed),  # fmt: skip
-            "pairs": {"names": names, "components": k,
-                      **pair_cc(train, test, dims, names, components=k, seed=cfg.seed)},
-        }  # fmt: skip
+            "theory_cc": scores,
+            "pairs": {"names": names, "components": k, **pairs},
+        }
 
     value, _ = ctx.cached_json(f"theory-{h}", go)
     return value
