@@ -86,15 +86,21 @@ def test_full_runs_seeds_a_larger_next_token_budget_and_12_heldout_points():
 
 
 def test_next_token_runs_train_on_documents_of_one_scene():
+    from dataclasses import replace
+
     from prh.demo.protocol import backend
 
-    b = backend(DEFAULT)
-    nt = next(c for c in grid(DEFAULT).cells(0) if c.views == "next-token")
-    good = next(c for c in grid(DEFAULT).cells(0) if c.views == "good")
+    still = replace(DEFAULT, world="cave", control="")
+    b = backend(still)
+    nt = next(c for c in grid(still).cells(0) if c.views == "next-token")
+    good = next(c for c in grid(still).cells(0) if c.views == "good")
     cfg_nt, cfg_good = b.train_config(nt, "/tmp/x"), b.train_config(good, "/tmp/x")
-    assert (cfg_nt.doc_captions, cfg_nt.max_len) == (DEFAULT.doc_captions, DEFAULT.doc_max_len)
-    assert (cfg_good.doc_captions, cfg_good.max_len) == (1, DEFAULT.max_len)
+    assert (cfg_nt.doc_captions, cfg_nt.max_len) == (still.doc_captions, still.doc_max_len)
+    assert (cfg_good.doc_captions, cfg_good.max_len) == (1, still.max_len)
     assert cfg_nt.samples == cfg_good.samples  # equal budgets in the default demo
+    assert cfg_nt.world == cfg_good.world == "cave"
+    moving = b.train_config(good, "/tmp/x") if False else backend(DEFAULT).train_config(good, "/x")
+    assert moving.world == "moving" and moving.train_scenes == DEFAULT.train_scenes
 
 
 def _run(name, role, views, rho, seed, evals, point=None):
