@@ -99,7 +99,7 @@ def test_next_token_runs_train_on_documents_of_one_scene():
     assert (cfg_good.doc_captions, cfg_good.max_len) == (1, still.max_len)
     assert cfg_nt.samples == cfg_good.samples  # equal budgets in the default demo
     assert cfg_nt.world == cfg_good.world == "cave"
-    moving = b.train_config(good, "/tmp/x") if False else backend(DEFAULT).train_config(good, "/x")
+    moving = backend(DEFAULT).train_config(good, "/tmp/x")
     assert moving.world == "moving" and moving.train_scenes == DEFAULT.train_scenes
 
 

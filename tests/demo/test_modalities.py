@@ -32,11 +32,29 @@ def test_presets_and_refusals():
         {"image_samples": 100},  # not a multiple of the batch (128)
         {"image_train_scenes": 1},
         {"modalities": ("sketch-good",), "zero_pair_captioner": True},
-        {"world_seed": 1},  # image runs train on world seed 0
+        {"world": "flat"},
+        {"control": "moving"},  # the control must be another world
+        {"control": "flat"},
     ):
         with pytest.raises(InputError, match="demo:"):
             demo_config("default", **bad)
-    assert demo_config("default", world_seed=1, modalities=()).world_seed == 1
+    # the image runs train on the demo's world and seed (the run settings say so)
+    train = run_settings(demo_config("default", world_seed=1))["image-good"]["train"]
+    assert (train["world"], train["world_seed"]) == ("moving", 1)
+    still = run_settings(demo_config("default", world="cave", control=""))["image-good"]
+    assert still["train"]["world"] == "cave"
+
+
+def test_scene_counts_the_world_cannot_give_are_refused_before_any_work(tmp_path):
+    from prh.demo import run_demo
+    from prh.demo.world import check_world_sizes
+
+    check_world_sizes(demo_config("default"))  # the presets fit the moving cave (2,160 states)
+    check_world_sizes(demo_config("full"))
+    for field, value in (("eval_scenes", 217), ("train_scenes", 1945), ("bridge_scenes", 2000)):
+        with pytest.raises(InputError, match=f"demo: {field} {value} > the .* of world 'moving'"):
+            run_demo(demo_config("default", **{field: value}), tmp_path / "out")
+    assert not (tmp_path / "out").exists()  # refused before anything was written
 
 
 def test_run_settings_name_the_recipe():

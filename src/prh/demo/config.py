@@ -300,4 +300,7 @@ def demo_config(preset: str = "default", **overrides: Any) -> DemoConfig:
     unknown = set(overrides) - set(DemoConfig.__dataclass_fields__)
     if unknown:
         raise InputError(f"demo: unknown setting(s) {sorted(unknown)}")
-    return replace(base, **{k: v for k, v in overrides.items() if v is not None})
+    given = {k: v for k, v in overrides.items() if v is not None}
+    if given.get("world") == base.control and "control" not in given:
+        given["control"] = ""  # the preset's control world is now the world: no control
+    return replace(base, **given)

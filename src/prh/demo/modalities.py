@@ -181,7 +181,7 @@ def targets(ev: Mapping[str, Any], probes: Mapping[str, Any]) -> list[dict[str, 
         rows += _interval_targets(m, name)
     for a, b in GOOD_PAIRS:
         if a in m["names"] and b in m["names"]:
-            r = _rotation(m, a, b)
+            r = lower_rotation(m, a, b)
             rows.append(_row(f"rotation score {a}~{b} >= 0.9 (lower of both ways)",
                              fig(r) + _recall_note(m, a, b), at_least(r, 0.9)))  # fmt: skip
     for pf in ev["pair_free"]:
@@ -225,7 +225,7 @@ def _knn_cell(m: Mapping[str, Any], a: str, b: str) -> tuple[Any, list[Any]] | N
     return m["mutual_knn"][i][j], [m["mutual_knn_ci_low"][i][j], m["mutual_knn_ci_high"][i][j]]
 
 
-def _rotation(m: Mapping[str, Any], a: str, b: str) -> float | None:
+def lower_rotation(m: Mapping[str, Any], a: str, b: str) -> float | None:
     """The lower of the two ways' rotation scores (undefined if either is)."""
     i, j = m["names"].index(a), m["names"].index(b)
     s = [m["rotation"][i][j], m["rotation"][j][i]]
@@ -255,7 +255,7 @@ def layer_widths(features: np.ndarray) -> list[int]:
     return [int(np.flatnonzero(row)[-1]) + 1 if row.any() else 1 for row in nz]
 
 
-def _load_sets(sets: Mapping[str, Mapping[str, Path]]) -> tuple[dict, dict, dict]:
+def load_sets(sets: Mapping[str, Mapping[str, Path]]) -> tuple[dict, dict, dict]:
     from prh.features import load_features
 
     train, test, dims = {}, {}, {}
@@ -285,7 +285,7 @@ def evidence(ctx: Context, sets: Mapping[str, Mapping[str, Path]]) -> dict[str, 
         world = demo_world(cfg)
         test_ids, _ = scene_ids(cfg, world)
         f = scene_factors(world, test_ids)
-        train, test, dims = _load_sets(sets)
+        train, test, dims = load_sets(sets)
         ecfg = EvidenceConfig(
             k=cfg.k, bootstrap=cfg.bootstrap, seed=cfg.seed, samples=cfg.pair_free_samples
         )

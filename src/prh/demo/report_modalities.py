@@ -105,7 +105,7 @@ def modalities_context(section: dict[str, Any] | None, out: Path) -> dict[str, A
         "heatmap": figure(heat, "alignment matrix") if heat.is_file() else None,
         "text_good": _text_good_table(ev["matrix"]),
         "pair_free": _pair_free_table(ev["pair_free"]) if ev["pair_free"] else None,
-        "targets": _targets_table(section["targets"]),
+        "targets": targets_table(section["targets"]),
         "captioners": _captioners(section.get("captioners")),
     }
 
@@ -187,7 +187,7 @@ def _pair_free_table(pair_free: list[dict[str, Any]]) -> dict[str, Any]:
     return table(["pair", "shape classes", "colour classes", "samples"], rows)
 
 
-def _targets_table(targets: list[dict[str, Any]]) -> dict[str, Any]:
+def targets_table(targets: list[dict[str, Any]]) -> dict[str, Any]:
     """Issue 13's targets: what each measured, met or missed."""
     label: dict[bool | None, Cell] = {True: "met", False: strong("missed"), None: "undefined"}
     rows = [[r["target"], r["figure"], label[r["met"]]] for r in targets]

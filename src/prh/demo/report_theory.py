@@ -8,14 +8,17 @@ from __future__ import annotations
 from typing import Any
 
 from prh.demo.html_parts import Cell, interval, num, strong, table
-from prh.demo.report_modalities import _targets_table
+from prh.demo.report_modalities import targets_table
 from prh.demo.theory_targets import BAD, TRAINED
 
 SHOWN = (*TRAINED, "efficientnet-lite0", "minilm", "random-init", "next-token")
 
 
-def theory_context(summary: dict[str, Any]) -> dict[str, Any]:
-    """What ``templates/theory.html`` shows (``spectrum`` None for a world without one)."""
+def theory_context(summary: dict[str, Any]) -> dict[str, Any] | None:
+    """What ``templates/theory.html`` shows (``spectrum`` None for a world without one); None
+    for a summary without the theory step (written before it)."""
+    if "theory_cc" not in summary:
+        return None
     world = summary.get("world") or {}
     control = summary.get("control") or {}
     return {
@@ -26,7 +29,7 @@ def theory_context(summary: dict[str, Any]) -> dict[str, Any]:
         "pairs": _pairs_table((summary.get("modalities") or {}).get("pairs") or []),
         "control_world": control.get("world"),
         "control": _control_table(summary),
-        "targets": _targets_table(summary.get("theory_targets") or []),
+        "targets": targets_table(summary.get("theory_targets") or []),
     }
 
 

@@ -126,7 +126,7 @@ def theory_section(
     import hashlib
     from pathlib import Path
 
-    from prh.demo.modalities import _load_sets
+    from prh.demo.modalities import load_sets
     from prh.demo.world import demo_world, scene_ids
 
     cfg = ctx.cfg
@@ -138,7 +138,7 @@ def theory_section(
     def go() -> dict[str, Any]:
         world = demo_world(cfg)
         test_ids, fit_ids = scene_ids(cfg, world)
-        train, test, dims = _load_sets(sets)
+        train, test, dims = load_sets(sets)
         spectrum = world_spectrum(world)
         k = spectrum["k"] or 8  # the still world's pairs compared in the moving world's k
         scores = theory_scores(world, train, test, dims, fit_ids, test_ids, seed=cfg.seed)

@@ -99,7 +99,7 @@ def bad_pairs(names: list[str]) -> list[tuple[str, str]]:
 
 
 def pair_targets(pairs: Mapping[str, Any], m: Mapping[str, Any]) -> list[dict[str, Any]]:
-    from prh.demo.modalities import _rotation
+    from prh.demo.modalities import lower_rotation
 
     rows = []
     worst_bad = [(p, _cc(pairs, *p)) for p in bad_pairs(pairs["names"])]
@@ -118,7 +118,7 @@ def pair_targets(pairs: Mapping[str, Any], m: Mapping[str, Any]) -> list[dict[st
             figure = f"{fig(c[1])} vs {x}~{y} {fig(w[2])} (interval ends)"
             rows.append(_row(f"{a}~{b} cc above every bad-view pair's, intervals apart",
                              figure, above(c[1], w[2])))  # fmt: skip
-        r, r2 = _rotation(m, a, b), _r2(m, a, b)
+        r, r2 = lower_rotation(m, a, b), _r2(m, a, b)
         rows.append(_row(f"{a}~{b} rotation score >= 0.9 with orthonormal R^2 >= 0.5",
                          f"{fig(r)}, R^2 {fig(r2)}",
                          _both(at_least(r, 0.9), at_least(r2, 0.5))))  # fmt: skip
