@@ -102,9 +102,11 @@ def test_targets_follow_their_rules():
         "pairs": _pairs(names, cc, lo, hi),
     }
     rot = [[1.0] * n for _ in range(n)]
-    matrix = {"names": names, "cka": [[0.75] * n for _ in range(n)], "rotation": rot,
-              "pairs": [{"x": "image-good", "y": "text-good", "orthonormal": {"r2": 0.6}},
-                        {"x": "text-good", "y": "image-good", "orthonormal": {"r2": 0.4}}]}  # fmt: skip
+    maps = [
+        {"x": "image-good", "y": "text-good", "orthonormal": {"r2": 0.6}},
+        {"x": "text-good", "y": "image-good", "orthonormal": {"r2": 0.4}},
+    ]
+    matrix = {"names": names, "cka": [[0.75] * n for _ in range(n)], "rotation": rot, "pairs": maps}
     ccs = [[0.5] * n for _ in range(n)]
     control = {"theory": {"pairs": _pairs(names, ccs, [[0.45] * n] * n, [[0.55] * n] * n)}}
     rows = {r["target"]: r["met"] for r in targets(theory, matrix, control)}
