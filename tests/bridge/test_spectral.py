@@ -288,3 +288,19 @@ def test_hungarian_needs_equal_counts():
 def test_names_label_the_messages():
     with pytest.raises(InputError, match=r"^a\.safetensors: 3 columns"):
         check_spectral_inputs(_ok(), _ok(), _ok(d=3)[0], _ok()[1], names={"x": "a.safetensors"})
+
+
+def test_default_k_skips_zero_padded_columns(probe):
+    """A JEPA embedding zero-padded to a layer's width (what `prh embed` stores as the last
+    layer): the default k is its own width, and the map matches the unpadded one."""
+    px, py, ux, uy, true, _ = draw(probe, 32000, seed=9)
+
+    def pad(a):
+        return np.hstack([a, np.zeros((len(a), 4))])
+
+    padded = spectral_align(tuple(map(pad, px)), tuple(map(pad, py)), pad(ux), pad(uy),
+                            assignment="none")  # fmt: skip
+    plain = spectral_align(px, py, ux, uy, assignment="none")
+    assert padded.k == 8 and padded.pinned and rel_error(padded, true) < 0.2
+    assert np.allclose(padded.map[:8, :8], plain.map, atol=1e-6)
+    assert np.abs(padded.map[8:]).max() < 1e-9 and np.abs(padded.map[:, 8:]).max() < 1e-9

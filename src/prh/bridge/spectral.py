@@ -133,7 +133,7 @@ def check_spectral_inputs(
                 f"{names[side]}: {u.shape[1]} columns, but {names[f'pairs_{side}']} have {d}"
             )
     d_x, d_y = ux.shape[1], uy.shape[1]
-    kk = min(d_x, d_y) if k is None else k
+    kk = min(_rank(*halves["x"]), _rank(*halves["y"])) if k is None else k
     if isinstance(kk, bool) or not isinstance(kk, int | np.integer) or not 1 <= kk <= min(d_x, d_y):
         raise InputError(f"k: expected 1 to min(d_x, d_y) = {min(d_x, d_y)} components, got {k!r}")
     kk = int(kk)
@@ -151,6 +151,15 @@ def check_spectral_inputs(
                 f"than k = {kk}"
             )
     return halves["x"], halves["y"], ux, uy, kk
+
+
+def _rank(a: np.ndarray, b: np.ndarray) -> int:
+    """Numerical rank of the pairs' union covariance (eigenvalues above 1e-9 of the largest):
+    the default ``k``, so zero-padded columns (a JEPA embedding padded to a layer's width) are
+    not taken for components."""
+    both = np.concatenate([a, b])
+    ev = np.linalg.eigvalsh(np.cov(both, rowvar=False).reshape(a.shape[1], a.shape[1]))
+    return max(1, int((ev > 1e-9 * max(float(ev.max()), 1e-300)).sum()))
 
 
 # ----------------------------------------------------------------------------- one side
@@ -569,7 +578,8 @@ def spectral_align(
     unpaired_x, unpaired_y : np.ndarray
         ``(n_x, d_x)``, ``(n_y, d_y)``: the sets to align (and the marginals that fix signs).
     k : int, optional
-        Components (default ``min(d_x, d_y)``).
+        Components (default: the smaller numerical rank of the two sides' pairs, which is
+        ``min(d_x, d_y)`` unless a side has constant or zero-padded columns).
     assignment : str
         ``hungarian`` (one to one; needs ``n_x = n_y``; exact up to 1,024 rows, blocked above),
         ``nearest`` (each X row's nearest Y row), ``none``, or ``auto`` (hungarian when the

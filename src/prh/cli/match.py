@@ -49,7 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--k",
         type=positive_int,
         default=None,
-        help="spectral: components (default: the narrower side's width)",
+        help="spectral: components (default: the smaller numerical rank of the two sides' "
+        "pairs, so a JEPA embedding zero-padded to a layer's width counts its own width)",
     )
     parser.add_argument(
         "--assign",
