@@ -59,8 +59,10 @@ __all__ = [
 # errors of their coupling from every other one's (SideSpectrum.separation_z): the expected angle
 # by which sampling mixes the two eigenvectors is then below 1/8 rad. Two EQUAL eigenvalues
 # estimated from n pairs come out about 2 sqrt(chi^2_2) such errors apart (a 2 x 2 Wigner
-# block), so they pass 8 with probability about exp(-8) = 3e-4; measured on the twin world
-# (tests/bridge/test_spectral.py): median 2.5, 99th percentile 6.6, largest 7.9 of 300 draws.
+# block), so they pass 8 with probability about exp(-8) = 3e-4; measured on
+# planted_spectral.twin_world (300 draws at 5k and 20k pairs): median 2.5, 99th percentile 6.6,
+# largest 7.9. The angle estimate itself is calibrated on the probe world (the test
+# test_mixing_angles_match_their_predicted_sampling_error).
 # Distinct ones at gap delta need n >~ (8 sigma / delta)^2 pairs, sigma ~ 0.3-1 the spread of
 # one pair's coupling (about 32k pairs at the probe world's separation 0.033).
 SEPARATION_Z = 8.0
