@@ -324,3 +324,24 @@ def test_mixing_angles_match_their_predicted_sampling_error(probe):
         ratios.append(np.abs(overlap[iu]) * spec.separation_z()[iu])
     rms = float(np.sqrt(np.mean(np.concatenate(ratios) ** 2)))
     assert 0.6 < rms < 1.6, rms
+
+
+def test_null_components_give_no_nan(probe):
+    """k asked beyond the data's rank: two zero-padded columns inside the top k + 1 (equal
+    eigenvalues 0 with no sampling error at all). Every figure stays finite, they are reported
+    as not pinned, and the other components' map is the unpadded one."""
+    import warnings
+
+    px, py, ux, uy, _, _ = draw(probe, 8000, seed=13)
+
+    def pad(a):
+        return np.hstack([a, np.zeros((len(a), 2))])
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a divide by zero or a NaN would raise here
+        res = spectral_align(tuple(map(pad, px)), tuple(map(pad, py)), pad(ux), pad(uy), k=9,
+                             assignment="none")  # fmt: skip
+    plain = spectral_align(px, py, ux, uy, assignment="none")
+    assert np.isfinite(res.sign_z).all() and not res.pinned
+    assert "components 9, 10 (the first beyond k)" in res.reason
+    assert np.allclose(res.map[:8, :8], plain.map, atol=1e-6)

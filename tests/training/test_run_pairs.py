@@ -104,3 +104,33 @@ def test_image_runs_give_their_own_pairs(tmp_path):
     img = world.render(int(pairs.states_a[3]), int(pairs.nuisance_a[3]), 16)
     assert np.allclose(run.encode([img])[0], pairs.a[3], atol=1e-5)
     assert set(pairs.states_a.tolist()) <= set(world.train_scenes(48).tolist())
+
+
+def test_saved_pairs_feed_prh_match_spectral(moving_text_run, tmp_path):
+    """The files a run's pairs save to are what `prh match --method spectral` reads: the last
+    layer (the JEPA embedding zero-padded to the layer width) gives k = the embedding width.
+    The run against itself (two draws of its own pairs): whatever the verdict on two training
+    steps, the report is written and says it."""
+    import json
+
+    from prh.cli import main
+    from prh.features import save_features
+
+    run = load_run(moving_text_run, device="cpu")
+    world = make_world("moving", seed=run.config.world_seed)
+    for side, seed in (("x", 0), ("y", 1)):
+        run_positive_pairs(run, 300, seed=seed).save(tmp_path / side)
+        states = world.split("test")[:60]
+        texts = [world.captions(int(s), 1, seed=seed + 7)[0] for s in states]
+        save_features(tmp_path / f"{side}.safetensors", run.encode(texts),
+                      ids=[f"scene_{int(s)}" for s in states])  # fmt: skip
+    argv = ["match", "--method", "spectral", "--x", tmp_path / "x.safetensors",
+            "--y", tmp_path / "y.safetensors",
+            "--pairs-x", tmp_path / "x_a.safetensors", tmp_path / "x_b.safetensors",
+            "--pairs-y", tmp_path / "y_a.safetensors", tmp_path / "y_b.safetensors",
+            "--json", tmp_path / "r.json"]  # fmt: skip
+    rc = main([str(a) for a in argv])
+    rep = json.loads((tmp_path / "r.json").read_text())
+    assert rc == (0 if rep["pinned"] else 1)
+    assert rep["k"] == run.model_config.embed_dim < run.encode(["a"]).shape[-1]
+    assert rep["accuracy"] is not None and len(rep["permutation"]) == 60

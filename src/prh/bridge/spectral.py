@@ -97,12 +97,14 @@ def check_spectral_inputs(
     unpaired_y: Any,
     k: int | None = None,
     names: dict[str, str] | None = None,
+    rank_tol: float = 1e-6,
 ) -> tuple[Pair, Pair, np.ndarray, np.ndarray, int]:
     """Check every input of :func:`spectral_align` before any work (one line on the first
     fault): float64 copies and the number of components ``k``.
 
     ``names`` may label the inputs in the messages (keys ``pairs_x``, ``pairs_y``, ``x``,
-    ``y``; a feature file's path, say).
+    ``y``; a feature file's path, say). Without ``k``, it is the smaller numerical rank of the
+    two sides' pairs (covariance eigenvalues above ``rank_tol`` times the largest).
 
     Raises
     ------
@@ -135,7 +137,7 @@ def check_spectral_inputs(
                 f"{names[side]}: {u.shape[1]} columns, but {names[f'pairs_{side}']} have {d}"
             )
     d_x, d_y = ux.shape[1], uy.shape[1]
-    kk = min(_rank(*halves["x"]), _rank(*halves["y"])) if k is None else k
+    kk = min(_rank(*halves["x"], rank_tol), _rank(*halves["y"], rank_tol)) if k is None else k
     if isinstance(kk, bool) or not isinstance(kk, int | np.integer) or not 1 <= kk <= min(d_x, d_y):
         raise InputError(f"k: expected 1 to min(d_x, d_y) = {min(d_x, d_y)} components, got {k!r}")
     kk = int(kk)
@@ -155,13 +157,14 @@ def check_spectral_inputs(
     return halves["x"], halves["y"], ux, uy, kk
 
 
-def _rank(a: np.ndarray, b: np.ndarray) -> int:
-    """Numerical rank of the pairs' union covariance (eigenvalues above 1e-9 of the largest):
-    the default ``k``, so zero-padded columns (a JEPA embedding padded to a layer's width) are
-    not taken for components."""
+def _rank(a: np.ndarray, b: np.ndarray, tol: float = 1e-6) -> int:
+    """Numerical rank of the pairs' union covariance: its eigenvalues above ``tol`` times the
+    largest (the whitening's own floor, ``eps``). The default ``k``, so zero-padded columns (a
+    JEPA embedding padded to a layer's width) and directions the whitening flattens are not
+    taken for components."""
     both = np.concatenate([a, b])
     ev = np.linalg.eigvalsh(np.cov(both, rowvar=False).reshape(a.shape[1], a.shape[1]))
-    return max(1, int((ev > 1e-9 * max(float(ev.max()), 1e-300)).sum()))
+    return max(1, int((ev > tol * max(float(ev.max()), 1e-300)).sum()))
 
 
 # ----------------------------------------------------------------------------- one side
@@ -518,6 +521,14 @@ class SpectralResult:
 # ----------------------------------------------------------------------------- the method
 
 
+def _angle_se(spec: SideSpectrum) -> np.ndarray:
+    """``(top, top)`` sampling error of each mixing angle, ``1 / separation_z``, at most
+    ``pi / 2`` (two components that nothing separates can be mixed by any angle; 0 on the
+    diagonal)."""
+    z = spec.separation_z()
+    return np.where(z > 2.0 / np.pi, 1.0 / np.maximum(z, 2.0 / np.pi), np.pi / 2)
+
+
 def _separation(spec: SideSpectrum, k: int) -> tuple[np.ndarray, np.ndarray]:
     """``(k,)`` each component's smallest eigenvalue distance to another of the first ``top``
     and its smallest :meth:`SideSpectrum.separation_z` (``inf`` when it has no neighbour)."""
@@ -580,8 +591,9 @@ def spectral_align(
     unpaired_x, unpaired_y : np.ndarray
         ``(n_x, d_x)``, ``(n_y, d_y)``: the sets to align (and the marginals that fix signs).
     k : int, optional
-        Components (default: the smaller numerical rank of the two sides' pairs, which is
-        ``min(d_x, d_y)`` unless a side has constant or zero-padded columns).
+        Components (default: the smaller numerical rank of the two sides' pairs, eigenvalues
+        of the covariance above ``eps`` times the largest: ``min(d_x, d_y)`` unless a side has
+        constant, zero-padded or collinear columns).
     assignment : str
         ``hungarian`` (one to one; needs ``n_x = n_y``; exact up to 1,024 rows, blocked above),
         ``nearest`` (each X row's nearest Y row), ``none``, or ``auto`` (hungarian when the
@@ -630,7 +642,7 @@ def spectral_align(
     if sign_from not in SIGN_SETS:
         raise InputError(f"sign_from {sign_from!r}: expected one of {', '.join(SIGN_SETS)}")
     (ax, bx), (ay, by), ux, uy, k = check_spectral_inputs(
-        pairs_x, pairs_y, unpaired_x, unpaired_y, k, names
+        pairs_x, pairs_y, unpaired_x, unpaired_y, k, names, rank_tol=eps
     )
     if assignment == "hungarian" and len(ux) != len(uy):
         raise InputError(
@@ -650,9 +662,7 @@ def spectral_align(
     m = len(sx_spec.mixing_se)  # k, and the (k+1)-th when d > k
     proj_x = ((sign_x - sx_spec.mean) @ sx_spec.whiten) @ sx_spec.vectors[:, :m]
     proj_y = ((sign_y - sy_spec.mean) @ sy_spec.whiten) @ sy_spec.vectors[:, :m]
-    signs = sign_references(
-        proj_x, proj_y, 1.0 / sx_spec.separation_z(), 1.0 / sy_spec.separation_z(), k
-    )
+    signs = sign_references(proj_x, proj_y, _angle_se(sx_spec), _angle_se(sy_spec), k)
     s = signs.sx * signs.sy
     w = (sy_spec.vectors[:, :k] * s) @ sx_spec.vectors[:, :k].T  # (d_y, d_x)
     sep_x, rel_x = _separation(sx_spec, k)
