@@ -12,7 +12,8 @@ conventions, each fixed from that modality's unpaired marginal (:func:`sign_refe
 
 What it cannot do, and says (``pinned``, ``reason``): eigenvalues closer than their sampling
 error (about ``1 / sqrt(n)``) leave a rotation inside their eigenspace that nothing in the
-pairs fixes; equal eigenvalues (the still world, a symmetric pair of factors) are never pinned.
+pairs fixes; equal eigenvalues (the still world, a symmetric pair of factors) are flagged
+(a false "pinned" has probability about 3e-4 per equal pair: :data:`SEPARATION_Z`).
 A component whose every reference moment is within sampling error of zero (a symmetric
 eigenfunction) has no identifiable sign. Both are reported per component; the map is still
 returned (it is right on the pinned components) but flagged.
