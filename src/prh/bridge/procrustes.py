@@ -44,6 +44,7 @@ __all__ = [
     "RidgeMap",
     "SemiOrthogonalMap",
     "load_map",
+    "map_files",
     "save_map",
 ]
 
@@ -334,6 +335,14 @@ def save_map(
 
     ``extra`` (JSON-able: layers, feature paths, ...) goes into the sidecar under ``"extra"``.
     """
+    write_all(map_files(path, m, extra))  # the map and its sidecar, or neither
+
+
+def map_files(
+    path: str | os.PathLike[str], m: _LinearMap, extra: dict[str, Any] | None = None
+) -> dict[Path, bytes]:
+    """The bytes :func:`save_map` writes, by path (the map and its sidecar), for a caller that
+    writes them together with other outputs (:func:`prh.io.write_all`)."""
     from safetensors.numpy import save
 
     from prh import __version__
@@ -351,7 +360,7 @@ def save_map(
     }
     tensors = {k: np.ascontiguousarray(v) for k, v in m.state_dict().items()}
     blob = canonical_safetensors(save(tensors, metadata={"prh_map": json.dumps(config)}))
-    write_all({p: blob, _sidecar(p): json_bytes(config)})  # the map and its sidecar, or neither
+    return {p: blob, _sidecar(p): json_bytes(config)}
 
 
 def _check_state(m: _LinearMap) -> None:
