@@ -120,3 +120,19 @@ def test_a_run_stopped_mid_way_resumes_to_the_same_weights(tmp_path):
     (tmp_path / "early" / "stray").write_text("x")
     assert train_or_resume(train, image, tmp_path / "early", 1) == "trained"
     assert (tmp_path / "early" / "model.safetensors").read_bytes() == whole.read_bytes()
+
+
+@pytest.mark.parametrize("modality", ["image", "sketch"])
+def test_a_moving_world_run_is_the_one_prh_train_builds_with_world_moving(tmp_path, modality):
+    """The runner and ``prh train --world moving --modality M`` train on the moving world (the
+    CLI once recorded the cave for every image run, whatever ``--world`` said)."""
+    runner = CaveImageBackend(batch_size=128, lr=3e-4, train_scenes=24, image_size=16,
+                              world="moving", render_cache=str(tmp_path / "c"))  # fmt: skip
+    cell = Cell("run", "good", None, 256, 7, modality=modality)
+    argv = ["--world", "moving", "--modality", modality, "--views", "good", "--samples", "256",
+            "--batch-size", "128", "--lr", "0.0003", "--image-size", "16", "--train-scenes", "24",
+            "--render-views", "2", "--seed", "7", "--checkpoint-every", "20", "--render-cache",
+            str(tmp_path / "c")]  # fmt: skip
+    train, image = _cli_configs(argv)
+    assert (train, image) == runner.configs(cell, tmp_path) and train.world == "moving"
+    assert "world" in runner.options() and "world" not in CaveImageBackend().options()

@@ -239,7 +239,7 @@ def image_configs(args: argparse.Namespace):
     )
     train = train_config(
         args.preset or TrainConfig.preset,
-        world="cave",
+        world=args.world or "cave",
         views=views,
         rho=rho,
         **shared_overrides(args),
