@@ -96,6 +96,7 @@ def toy_config(tiny_bert: Path, **kw):
         workers=1,
         threads=1,
         captioner=False,
+        spectral_pairs=256,
         curve_seeds=2,  # the efficiency curves' seeds and next-token's larger budget, end to end
         next_token_factor=2,
     )
@@ -148,6 +149,15 @@ def _check_theory(on_disk: dict, html: str, names: set[str]) -> None:
     assert rows["world: k >= 8, top-k eigenvalues >= 0.02 apart, gap >= 0.05"]["met"] is True
     assert any(t.startswith("image-good~text-good cc on the moving world above") for t in rows)
     assert "The theory's embedding of the moving world" in html and "The control" in html
+    # the spectral pair-free maps, each from the runs' own pairs, on both worlds
+    pairs = {"image-good~text-good", "sketch-good~text-good", "image-good~sketch-good"}
+    for sec in (on_disk["spectral"], control["spectral"]):
+        assert set(sec["maps"]) == pairs and sec["pairs"] == 256
+        for m in sec["maps"].values():
+            assert isinstance(m["pinned"], bool) and (m["pinned"] or m["reason"])
+            assert 0 <= m["accuracy"] <= 1 and m["chance_r1"] == pytest.approx(1 / 24)
+    assert any(t.startswith("control image-good~text-good: the spectral") for t in rows)
+    assert "One rotation from each modality" in html
 
 
 @pytest.mark.slow

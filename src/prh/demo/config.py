@@ -112,6 +112,9 @@ class DemoConfig:
         Sample-level pair-free matching as well as class level (seconds per pair).
     zero_pair_captioner : bool
         Build and score the image-good captioner with zero pairs beside the paired one.
+    spectral_pairs : int
+        Positive pairs each good-view run draws of its own for the spectral pair-free map
+        (:mod:`prh.demo.spectral`; 0: skipped).
     """
 
     name: str = "default"
@@ -157,9 +160,10 @@ class DemoConfig:
     scratch_branch: bool = False
     pair_free_samples: bool = True
     zero_pair_captioner: bool = False
+    spectral_pairs: int = 8192
 
     def __post_init__(self) -> None:
-        for f in ("seed", "world_seed", "decoder_steps"):
+        for f in ("seed", "world_seed", "decoder_steps", "spectral_pairs"):
             if getattr(self, f) < 0:
                 raise InputError(f"demo: {f} must be >= 0, got {getattr(self, f)}")
         for f in ("samples", "eval_every", "batch_size", "workers", "threads", "null",

@@ -50,6 +50,7 @@ def control_runs(ctx: Context) -> dict[str, Path]:
 def step_control(ctx: Context) -> dict[str, Any]:
     """Train, embed and measure the control (module docstring); ``{"world", "runs", "theory",
     "evidence"}``, or ``{"skipped": reason}`` without a control world."""
+    from prh.demo.spectral import log_spectral, spectral_section
     from prh.demo.theory import theory_section
     from prh.demo.world import text_encoder
     from prh.encoders import load_encoder
@@ -69,11 +70,14 @@ def step_control(ctx: Context) -> dict[str, Any]:
             lambda n=name: load_encoder(str(runs[n])))  # fmt: skip
         src = str(runs["good" if name == "random-init" else name].name)
         text[name] = steps.embed_text(cctx, name, src, make)
-    images = modalities.embed_runs(cctx, modalities.train_runs(cctx))
+    image_runs = modalities.train_runs(cctx)
+    images = modalities.embed_runs(cctx, image_runs)
     sets = modalities.evidence_sets(text, vision, images)
     ev = modalities.evidence(cctx, sets)
     th = theory_section(cctx, sets, ev["matrix"]["names"])
+    th["spectral"] = spectral_section(cctx, {"text-good": runs["good"], **image_runs}, sets)
     _log(ctx, ev, th)
+    log_spectral(ctx, th["spectral"], "control ")
     return {
         "world": cfg.world,
         "runs": {n: str(d.relative_to(ctx.out)) for n, d in runs.items()},

@@ -336,6 +336,7 @@ def step_modalities(
         ctx.log("  no image or sketch encoder in this preset (the default demo trains one)")
         return {"skipped": "no image or sketch encoder in this preset"}
     runs = train_runs(ctx)
+    ctx.state["image_runs"] = runs  # the theory step's spectral maps draw their own pairs
     images = embed_runs(ctx, runs)
     text = dict(text)
     if "good-s1" in text_runs:  # the within-modality control

@@ -124,23 +124,30 @@ def run_demo(
         ctx, 10, "modalities", lambda: step_modalities(ctx, text, vision, runs)
     )
     results["theory"] = _step(
-        ctx, 11, "theory", lambda: step_theory(ctx, text, vision, results["modalities"])
+        ctx, 11, "theory", lambda: step_theory(ctx, text, vision, runs, results["modalities"])
     )
     results["control"] = _step(ctx, 12, "control", lambda: step_control(ctx))
     results["theory"]["targets"] = theory_targets(ctx, results)
     return _step(ctx, 13, "report", lambda: write_outputs(ctx, results))
 
 
-def step_theory(ctx: Context, text: dict, vision: dict, mod: dict[str, Any]) -> dict[str, Any]:
+def step_theory(
+    ctx: Context, text: dict, vision: dict, runs: dict[str, Path], mod: dict[str, Any]
+) -> dict[str, Any]:
     """The theory section of every feature set the modalities step compared (the text and
-    frozen sets alone when it trained none)."""
+    frozen sets alone when it trained none), and the spectral pair-free maps between the
+    good-view encoders (:mod:`prh.demo.spectral`)."""
     from prh.demo.modalities import evidence_sets
+    from prh.demo.spectral import log_spectral, spectral_section
     from prh.demo.theory import log_theory, theory_section
 
     sets = ctx.state.get("evidence_sets") or evidence_sets(text, vision, {})
     names = mod["evidence"]["matrix"]["names"] if "evidence" in mod else list(sets)
     value = theory_section(ctx, sets, names)
     log_theory(ctx, value)
+    good = {"text-good": runs["good"], **ctx.state.get("image_runs", {})}
+    value["spectral"] = spectral_section(ctx, good, sets)
+    log_spectral(ctx, value["spectral"])
     return value
 
 

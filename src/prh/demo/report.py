@@ -271,10 +271,12 @@ def theory_summary(results: dict[str, Any]) -> dict[str, Any]:
             "spectrum": cth["spectrum"].get("eigenvalues"),
             "reason": cth["spectrum"].get("reason"),
             "pairs": pair_rows(control["evidence"]["matrix"], cth["pairs"]),
+            "spectral": cth.get("spectral"),
         }
     return {
         "world": world,
         "theory_cc": th.get("theory_cc"),
+        "spectral": th.get("spectral"),
         "theory_targets": th.get("targets", []),
         "control": control,
     }

@@ -29,6 +29,7 @@ def theory_context(summary: dict[str, Any]) -> dict[str, Any] | None:
         "pairs": _pairs_table((summary.get("modalities") or {}).get("pairs") or []),
         "control_world": control.get("world"),
         "control": _control_table(summary),
+        "spectral": spectral_table(summary),
         "targets": targets_table(summary.get("theory_targets") or []),
     }
 
@@ -103,3 +104,29 @@ def _control_table(summary: dict[str, Any]) -> dict[str, Any] | None:
     if not rows:
         return None
     return table([*HEAD, f"cc on {summary['world']['name']}"], rows)
+
+
+def spectral_table(summary: dict[str, Any]) -> dict[str, Any] | None:
+    """The spectral pair-free maps of the main world and of the control, against the paired
+    orthonormal map (:mod:`prh.demo.spectral`)."""
+    rows: list[list[Cell]] = []
+    control = summary.get("control") or {}
+    for where, sec in ((summary["world"]["name"], summary.get("spectral")),
+                       (control.get("world"), control.get("spectral"))):  # fmt: skip
+        for pair, m in ((sec or {}).get("maps") or {}).items():
+            if m.get("error"):
+                rows.append([where, pair, m["reason"], "", "", ""])
+                continue
+            pinned: Cell = "pinned" if m["pinned"] else strong("not pinned")
+            rows.append([
+                where, pair, pinned,
+                f"{num(m['spectral']['r2'])} / {num(m['paired']['r2'])}",
+                f"{num(m['spectral']['r1'])} / {num(m['paired']['r1'])} (chance "
+                f"{num(m['chance_r1'])})",
+                num(m["accuracy"]),
+            ])  # fmt: skip
+    if not rows:
+        return None
+    head = ["world", "pair", "eigenvalues", "held-out R^2 spectral / paired",
+            "R@1 spectral / paired", "assignment accuracy"]  # fmt: skip
+    return table(head, rows)

@@ -10,7 +10,10 @@ nor missed; a target whose encoders the preset does not train is left out.
 3. every good-view pair across modalities: cc >= 0.8 and linear CKA >= 0.7, its cc interval
    above every bad-view pair's; the rotation score (lower way) >= 0.9 with the orthonormal map's
    held-out R^2 (lower way) >= 0.5;
-4. every good-view pair's cc on the main world above the control's, intervals apart.
+4. every good-view pair's cc on the main world above the control's, intervals apart;
+5. (issue 22) every good-view pair's spectral pair-free map (:mod:`prh.demo.spectral`): held-out
+   R^2 >= 90 % of the paired orthonormal map's, R@1 >= 80 % of the paired map's and >= 10x
+   chance; on the control (no gap) the method refuses to pin the rotation.
 """
 
 from __future__ import annotations
@@ -140,6 +143,27 @@ def control_targets(pairs: Mapping[str, Any], control: Mapping[str, Any]) -> lis
     return rows
 
 
+def spectral_targets(main: Mapping[str, Any], control: Mapping[str, Any]) -> list[dict]:
+    rows = []
+    for pair, m in (main.get("maps") or {}).items():
+        if m.get("error"):
+            rows.append(_row(f"spectral {pair}: the map is found", m["reason"], False))
+            continue
+        s, p, chance = m["spectral"], m["paired"], m["chance_r1"]
+        rows.append(_row(f"spectral {pair} R^2 >= 90% of the paired map's",
+                         f"{fig(s['r2'])} vs {fig(p['r2'])}",
+                         at_least(s["r2"], 0.9 * p["r2"]) if p["r2"] > 0 else None))  # fmt: skip
+        rows.append(_row(f"spectral {pair} R@1 >= 80% of the paired map's and >= 10x chance",
+                         f"{fig(s['r1'])} vs {fig(p['r1'])} (chance {fig(chance)})",
+                         _both(at_least(s["r1"], 0.8 * p["r1"]),
+                               at_least(s["r1"], 10 * chance))))  # fmt: skip
+    for pair, m in (control.get("maps") or {}).items():
+        figure = "pinned" if m["pinned"] else f"not pinned: {m['reason']}"
+        rows.append(_row(f"control {pair}: the spectral method refuses to pin a rotation",
+                         figure, not m["pinned"]))  # fmt: skip
+    return rows
+
+
 def targets(
     theory: Mapping[str, Any], matrix: Mapping[str, Any] | None, control: Mapping[str, Any]
 ) -> list[dict[str, Any]]:
@@ -149,4 +173,6 @@ def targets(
         rows += encoder_targets(theory["theory_cc"])
     if matrix is not None:
         rows += pair_targets(theory["pairs"], matrix)
-    return rows + control_targets(theory["pairs"], control)
+    rows += control_targets(theory["pairs"], control)
+    cspec = (control.get("theory") or {}).get("spectral") or {}
+    return rows + spectral_targets(theory.get("spectral") or {}, cspec)

@@ -119,14 +119,29 @@ class RunPairs:
         return paths
 
 
-def lag_pairs_of(cfg: TrainConfig) -> tuple[Any, Any]:
+class StillPairs:
+    """A still world's good views as pairs: two observations of one training state (lag 0,
+    the pair kernel ``diag(p)``), states uniform over ``scene_ids``."""
+
+    def __init__(self, scene_ids: np.ndarray) -> None:
+        self.scene_ids = np.asarray(scene_ids)
+
+    def draw(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        first = rng.integers(0, len(self.scene_ids), n)
+        return first, first
+
+
+def lag_pairs_of(cfg: TrainConfig, still: bool = False) -> tuple[Any, Any]:
     """The world of a run's config and its :class:`~prh.views.lag.LagPairs` over the run's
-    training states, or one line saying the world does not move (no lag, so no gap)."""
+    training states, or one line saying the world does not move (no lag, so no gap); with
+    ``still``, a still world's :class:`StillPairs` instead of the refusal."""
     from prh.training.data import build_world
     from prh.views.lag import LagPairs
 
     world = build_world(cfg)
     if not hasattr(world, "pair_kernel") or getattr(world.config, "lag", 0) == 0:
+        if still:
+            return world, StillPairs(world.train_scenes(cfg.train_scenes))
         raise InputError(
             f"positive pairs: the run's world {cfg.world or 'cave'!r} does not move (no lag): "
             "its good views are two observations of one state, whose kernel has no spectral "
@@ -149,7 +164,10 @@ def run_positive_pairs(
     A pair is two states ``D`` steps apart (:class:`~prh.views.lag.LagPairs` over the run's
     training states, the law its good views were drawn from), each observed under its own,
     independent nuisance: a caption with a fresh wording seed (text runs), or a render / sketch
-    with a fresh render seed (image and sketch runs). No cross-modal pair is made.
+    with a fresh render seed (image and sketch runs). No cross-modal pair is made. On a still
+    world (the cave) a pair is the run's own good view there: two observations of one state
+    (:class:`StillPairs`, lag 0), whose kernel ``diag(p)`` has every eigenvalue 1, so
+    :func:`prh.bridge.spectral.spectral_align` reports that they cannot pin a rotation.
 
     Parameters
     ----------
@@ -168,7 +186,7 @@ def run_positive_pairs(
     Raises
     ------
     InputError
-        ``n`` < 1, or the run's world does not move (the cave world, lag 0): one line.
+        ``n`` < 1: one line.
     CheckpointError
         Not a run folder.
     """
@@ -178,7 +196,7 @@ def run_positive_pairs(
         raise InputError(f"positive pairs: n must be a positive integer, got {n!r}")
     if isinstance(run, str | Path):
         run = load_run(run, device=device or "cpu")
-    world, pairs = lag_pairs_of(run.config)
+    world, pairs = lag_pairs_of(run.config, still=True)
     rng = np.random.default_rng([int(seed), 0x9A125])
     first, second = pairs.draw(int(n), rng)
     states = (pairs.scene_ids[first].astype(np.int64), pairs.scene_ids[second].astype(np.int64))
@@ -196,5 +214,6 @@ def run_positive_pairs(
     return RunPairs(
         a=feats[0], b=feats[1], states_a=states[0], states_b=states[1],
         nuisance_a=nuisance[0].astype(np.int64), nuisance_b=nuisance[1].astype(np.int64),
-        modality=modality, lag=int(world.config.lag), embed_dim=int(run.model_config.embed_dim),
+        modality=modality, lag=int(getattr(world.config, "lag", 0)),
+        embed_dim=int(run.model_config.embed_dim),
     )  # fmt: skip

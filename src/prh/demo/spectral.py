@@ -1,0 +1,134 @@
+"""Spectral pair-free alignment between the demo's good-view encoders (issue 22, item 3).
+
+For each good-view pair across modalities (image-good ~ text-good, sketch-good ~ text-good,
+image-good ~ sketch-good) present in the run: each side draws ``spectral_pairs`` of its own
+positive pairs from its run (:func:`prh.training.moving.run_positive_pairs`: two frames at the
+world's lag on the moving cave, two observations of one scene on the still one), and
+:func:`prh.bridge.spectral.spectral_align` finds the rotation from those alone, its signs from
+the held-out embeddings' marginals. No cross-modal pair enters. Then, in the method's common
+component coordinates (both sides whitened by their own pairs, sign-fixed), on the held-out
+states:
+
+- the spectral map (the identity there) against the **paired** orthonormal map (orthogonal
+  Procrustes fitted on the bridge states' pairs in the same coordinates): held-out ``R^2`` of
+  one side from the other, and R@1 of retrieving each state's partner (nearest neighbour);
+- the one-to-one assignment of the two unpaired held-out sets (Hungarian), its accuracy;
+- whether the eigenvalues pin the rotation, and the method's one-line reason when they do not.
+
+On either world the method keeps the moving cave's ``k = 8`` strongest components (the still
+world's JEPAs are wider: their top 8 by eigenvalue).
+
+Layer: glue over :mod:`prh.bridge.spectral` and :mod:`prh.training.moving`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from prh.demo.modalities import GOOD_PAIRS
+from prh.demo.theory import embedding
+
+
+def _r2(pred: np.ndarray, y: np.ndarray) -> float:
+    return 1.0 - float(((y - pred) ** 2).sum()) / max(float(((y - y.mean(0)) ** 2).sum()), 1e-30)
+
+
+def _r1(pred: np.ndarray, y: np.ndarray) -> float:
+    """Fraction of rows whose nearest row of ``y`` (L2) is their own."""
+    d = ((pred[:, None, :] - y[None, :, :]) ** 2).sum(-1)
+    return float((d.argmin(1) == np.arange(len(y))).mean())
+
+
+def compare_maps(res: Any, fit: tuple, test: tuple) -> dict[str, Any]:
+    """The spectral map against the paired orthonormal map, in ``res``'s component
+    coordinates: ``fit`` / ``test`` are ``(x rows, y rows)`` of the same states."""
+    cx, cy = res.components(fit[0], "x"), res.components(fit[1], "y")
+    u, _, vt = np.linalg.svd(cx.T @ cy)
+    rot = u @ vt  # the best rotation given the pairs
+    tx, ty = res.components(test[0], "x"), res.components(test[1], "y")
+    spectral = {"r2": _r2(tx, ty), "r1": _r1(tx, ty)}
+    paired = {"r2": _r2(tx @ rot, ty), "r1": _r1(tx @ rot, ty)}
+    return {
+        "spectral": spectral,
+        "paired": paired,
+        "r2_ratio": spectral["r2"] / paired["r2"] if paired["r2"] > 0 else None,
+        "r1_ratio": spectral["r1"] / paired["r1"] if paired["r1"] > 0 else None,
+        "chance_r1": 1.0 / len(ty),
+    }
+
+
+def spectral_section(
+    ctx: Any, runs: Mapping[str, Path], sets: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Any]:
+    """``{"pairs": n, "maps": {"a~b": ...}}`` for every good-view pair of ``runs`` (evidence name
+    -> run folder), cached by the runs and the settings; ``{"skipped": why}`` when none."""
+    from prh.demo.modalities import load_sets
+
+    cfg = ctx.cfg
+    todo = [(a, b) for a, b in GOOD_PAIRS if a in runs and b in runs]
+    if not todo or not cfg.spectral_pairs:
+        return {"skipped": "no good-view pair across modalities, or spectral_pairs = 0"}
+    key = "|".join(f"{n}:{Path(runs[n]).name}:{Path(sets[n]['test']).name}" for n in sorted(runs))
+    h = hashlib.sha256(f"{key}|{cfg.digest('spectral_pairs', 'seed')}".encode()).hexdigest()[:10]
+
+    def go() -> dict[str, Any]:
+        train, test, dims = load_sets({n: sets[n] for n in runs})
+        own = {n: _own_pairs(runs[n], cfg.spectral_pairs, cfg.seed) for n in runs}
+        maps = {}
+        for a, b in todo:
+            maps[f"{a}~{b}"] = _one(own[a], own[b], [embedding(d[n], dims[n])
+                                    for d in (train, test) for n in (a, b)], cfg.seed)  # fmt: skip
+        return {"pairs": cfg.spectral_pairs, "maps": maps}
+
+    value, _ = ctx.cached_json(f"spectral-{h}", go)
+    return value
+
+
+def _own_pairs(run: Path, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    from prh.training.moving import run_positive_pairs
+
+    return run_positive_pairs(run, n, seed=seed).embedding()
+
+
+def _one(pa: tuple, pb: tuple, rows: Sequence[np.ndarray], seed: int) -> dict[str, Any]:
+    """One pair: the method on ``pa``, ``pb`` (each side's own pairs), the unpaired held-out
+    sets, and the comparison with the paired map (``rows``: fit x, fit y, test x, test y)."""
+    from prh.bridge.spectral import spectral_align
+    from prh.errors import InputError
+
+    from prh.world.moving import GAP_K
+
+    fx, fy, tx, ty = rows
+    k = min(pa[0].shape[1], pb[0].shape[1], GAP_K)  # the theory's k on either world
+    try:
+        res = spectral_align(pa, pb, tx, ty, k=k, truth=np.arange(len(ty)), seed=seed,
+                             assignment="hungarian")  # fmt: skip
+    except InputError as e:  # e.g. a constant side: reported, not fatal to the demo
+        return {"pinned": False, "reason": str(e), "error": True}
+    d = res.to_dict()
+    keep = ("k", "pinned", "reason", "eigenvalues_x", "eigenvalues_y", "relative_separation_x",
+            "relative_separation_y", "sign_z", "accuracy")  # fmt: skip
+    return {**{f: d[f] for f in keep}, **compare_maps(res, (fx, fy), (tx, ty))}
+
+
+def log_spectral(ctx: Any, value: Mapping[str, Any], where: str = "") -> None:
+    from prh.demo.figures import fig
+
+    if "skipped" in value:
+        return
+    for pair, m in value["maps"].items():
+        if m.get("error"):
+            ctx.log(f"  {where}spectral {pair}: {m['reason']}")
+            continue
+        ctx.log(
+            f"  {where}spectral {pair}: {'pinned' if m['pinned'] else 'NOT pinned'}; R^2 "
+            f"{fig(m['spectral']['r2'])} vs paired {fig(m['paired']['r2'])}, R@1 "
+            f"{fig(m['spectral']['r1'])} vs paired {fig(m['paired']['r1'])} (chance "
+            f"{fig(m['chance_r1'])}); assignment {fig(m['accuracy'])}"
+            + ("" if m["pinned"] else f"; {m['reason']}")
+        )
