@@ -80,7 +80,7 @@ def test_save_writes_the_two_pair_files(moving_text_run, tmp_path):
 def test_a_still_world_has_no_lag_pairs_but_its_own_good_views():
     with pytest.raises(InputError, match=r"the run's world 'cave' does not move \(no lag\)"):
         lag_pairs_of(train_config("tiny"))
-    world, still = lag_pairs_of(train_config("tiny", train_scenes=50), still=True)
+    _, still = lag_pairs_of(train_config("tiny", train_scenes=50), still=True)
     first, second = still.draw(100, np.random.default_rng(0))
     assert np.array_equal(first, second) and set(still.scene_ids[first]) <= set(range(20000))
     assert len(still.scene_ids) == 50

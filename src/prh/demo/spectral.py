@@ -100,7 +100,6 @@ def _one(pa: tuple, pb: tuple, rows: Sequence[np.ndarray], seed: int) -> dict[st
     sets, and the comparison with the paired map (``rows``: fit x, fit y, test x, test y)."""
     from prh.bridge.spectral import spectral_align
     from prh.errors import InputError
-
     from prh.world.moving import GAP_K
 
     fx, fy, tx, ty = rows
