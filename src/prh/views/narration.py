@@ -14,17 +14,20 @@ the frame before, in verbs that follow the dynamics (:mod:`prh.world.dynamics`):
 
 So a shape word predicts its verb and the shapes next to it on the shape line, and a colour word
 the colours next to it on the colour line: words that the still world's documents leave
-interchangeable (docs/world.md, "Narrations"). Example (``L = 3``, ``stride = 25``)::
+interchangeable (docs/world.md, "Narrations"). A narration of 4 frames (default world, stride 25;
+``NarrationSource(w, w.split("train"), 4).document(300_000, 1).text``)::
 
-    a picture of a small red sphere on the left. then the red sphere rolls right: a picture of
-    a small red sphere in the middle. then the red sphere becomes a ring: a picture of a small
-    red ring in the middle.
+    this scene shows a medium-sized cyan ring on the right. then the cyan ring becomes a cylinder:
+    this scene shows a medium-sized cyan cylinder on the right. then the cyan cylinder becomes a
+    ring, turns green and rolls left and down: this scene shows a medium-sized green ring at the
+    bottom. then the green ring turns cyan and rolls left: this scene shows a medium-sized cyan
+    ring in the bottom left corner.
 
 **Training states only.** The frames are a run of ``Q`` *conditioned on every narrated frame
 being a training state* (the steps between two frames are not observed and may pass anywhere):
 the law ``p(s_0) prod_i Q^stride(s_i, s_{i+1}) 1[s_0..s_{L-1} in train]``, renormalised. It is
 sampled exactly (:class:`NarrationPaths`: backward messages ``h_j = Q^stride h_{j+1}`` restricted
-to the training states) and equals rejection sampling of free runs that narrate a held-out state.
+to the training states): the law of free runs, every run that narrates a held-out state rejected.
 For ``L = 2`` it is the lag pairs of :class:`~prh.views.lag.LagPairs` at lag ``stride``: the same
 restriction the good-view JEPA's pairs get, so no held-out state is ever read in training.
 
