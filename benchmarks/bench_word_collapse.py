@@ -5,7 +5,9 @@
 Trains three tiny text models with the same seed and budget (rows: documents or pairs) and
 prints the centred cosine among the world's 8 shape words and among its 10 colour words in each
 one's token embeddings (:mod:`prh.metrics.word_collapse`; the issue's figures used the probe's
-6 colours, shown in brackets), with what a row reads (captions and mean tokens):
+6 colours, shown in brackets), the same centred on the tokens the run's text uses (most rows of
+a small world's vocabulary are pieces its text never uses), and what a row reads (captions and
+mean tokens):
 
 - ``next-token, still world``: documents of 4 captions of one cave scene (``doc_captions=4``,
   the demo's next-token documents, ``max_len`` 192);
@@ -22,6 +24,7 @@ import argparse
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from prh.metrics.word_collapse import PROBE_COLOURS, word_collapse_of
@@ -50,10 +53,16 @@ def measure(name: str, over: dict, samples: int, seed: int, out: Path) -> dict:
     r = word_collapse_of(run, SHAPES, COLOURS)
     probe = word_collapse_of(run, SHAPES, PROBE_COLOURS)
     _, ds = default_data_factory(cfg, folder, 0, 1, False, lambda: None)
-    tokens = mean_tokens_per_row([ds.batch(i) for i in range(4)])
+    batches = [ds.batch(i) for i in range(4)]
+    tokens = mean_tokens_per_row(batches)
+    used = np.unique(np.concatenate([b[k][b[k + "_mask"]].numpy() for b in batches
+                                     for k in ("tokens", "a", "b") if k in b]))  # fmt: skip
+    own = word_collapse_of(run, SHAPES, COLOURS, centre_ids=used)
     captions = over.get("narration_len") or over.get("doc_captions") or 2
     return {"name": name, "shape": r.shape, "colour": r.colour, "probe_colour": probe.colour,
-            "captions": captions, "tokens": tokens, "seconds": seconds}  # fmt: skip
+            "used_shape": own.shape, "used_colour": own.colour, "used": used.size,
+            "vocab": run.tokenizer.vocab_size, "captions": captions, "tokens": tokens,
+            "seconds": seconds}  # fmt: skip
 
 
 def main() -> None:
@@ -65,12 +74,17 @@ def main() -> None:
     torch.set_num_threads(1)
     rows = [measure(name, over, a.samples, a.seed, a.out) for name, over in RUNS.items()]
     print(f"tiny preset, {a.samples} rows (batch 128), seed {a.seed}; centred cosine")
-    print(f"{'run':<26} {'shape words':>11} {'colour words':>17} {'captions/row':>12} "
-          f"{'tokens/row':>10} {'train s':>8}")  # fmt: skip
+    print(f"{'run':<26} {'shape words':>11} {'colour words':>17} {'centred on used':>16} "
+          f"{'captions/row':>12} {'tokens/row':>10} {'train s':>8}")  # fmt: skip
     for r in rows:
         colour = f"{r['colour']:.2f} [{r['probe_colour']:.2f}]"
-        print(f"{r['name']:<26} {r['shape']:>11.2f} {colour:>17} {r['captions']:>12} "
-              f"{r['tokens']:>10.1f} {r['seconds']:>8.0f}")  # fmt: skip
+        used = f"{r['used_shape']:.2f} / {r['used_colour']:.2f}"
+        print(f"{r['name']:<26} {r['shape']:>11.2f} {colour:>17} {used:>16} "
+              f"{r['captions']:>12} {r['tokens']:>10.1f} {r['seconds']:>8.0f}")  # fmt: skip
+    print(
+        "centred on used: shape / colour words centred on the mean of the tokens the run's "
+        "batches use (" + ", ".join(f"{r['used']} of {r['vocab']}" for r in rows) + ")"
+    )
 
 
 if __name__ == "__main__":

@@ -88,3 +88,20 @@ def test_a_word_outside_the_vocabulary_is_named(tok):
         word_collapse(E, tok, ["cube", "quokka"], COLOURS)
     with pytest.raises(InputError, match="beyond the table"):
         word_collapse(E[:5], tok, SHAPES, COLOURS)
+
+
+def test_a_centre_of_the_rows_in_use(tok):
+    """Centring on the rows a text uses removes a drift those rows share (and the default centre,
+    the whole table's mean, does not when most rows are unused)."""
+    E = _planted(tok, a=0.0, b=1.0)
+    used = _ids(tok, [*SHAPES, *COLOURS])
+    drift = np.zeros(E.shape[1])
+    drift[-1] = 3.0
+    E[used] += drift  # every used token moved one way; the unused rows stayed
+    whole = word_collapse(E, tok, SHAPES, COLOURS)
+    in_use = word_collapse(E, tok, SHAPES, COLOURS, centre_ids=used)
+    assert whole.shape > 0.8
+    x = E[_ids(tok, SHAPES)] - E[used].mean(axis=0)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    want = ((x @ x.T).sum() - len(x)) / (len(x) * (len(x) - 1))
+    assert in_use.shape == pytest.approx(want) and in_use.shape < 0.1

@@ -68,12 +68,16 @@ def first_pieces(tokenizer: Any, words: Sequence[str]) -> dict[str, int | None]:
     return out
 
 
-def centred_cosine(table: np.ndarray, ids: Sequence[int]) -> float:
-    """Mean pairwise cosine of rows ``ids`` of ``table (V, D)`` after subtracting its mean row."""
+def centred_cosine(
+    table: np.ndarray, ids: Sequence[int], centre_ids: Sequence[int] | None = None
+) -> float:
+    """Mean pairwise cosine of rows ``ids`` of ``table (V, D)`` after subtracting its mean row
+    (``centre_ids``: the mean of those rows instead, e.g. the tokens a corpus uses)."""
     E = np.asarray(table, dtype=np.float64)
     if E.ndim != 2:
         raise InputError(f"word collapse: expected a (V, D) table, got shape {E.shape}")
-    return mean_pairwise_cosine(E[np.asarray(ids, dtype=np.int64)], E.mean(axis=0))
+    rows = E if centre_ids is None else E[np.asarray(centre_ids, dtype=np.int64)]
+    return mean_pairwise_cosine(E[np.asarray(ids, dtype=np.int64)], rows.mean(axis=0))
 
 
 def word_collapse(
@@ -81,6 +85,7 @@ def word_collapse(
     tokenizer: Any,
     shapes: Sequence[str],
     colours: Sequence[str],
+    centre_ids: Sequence[int] | None = None,
 ) -> WordCollapse:
     """The centred cosine among ``shapes`` and among ``colours`` in ``table`` (see the module).
 
@@ -92,6 +97,10 @@ def word_collapse(
         The model's tokenizer (gives each word's first piece).
     shapes, colours : sequence of str
         The two word sets (at least two spelled words each).
+    centre_ids : sequence of int, optional
+        Centre on the mean of these rows (default: every row, the probe's centre). A small
+        world's text uses few of a vocabulary's pieces; the unused rows stay near their
+        initialisation, so the default centre keeps a drift that every used token shares.
     """
     pieces = first_pieces(tokenizer, [*shapes, *colours])
     missing = tuple(w for w, i in pieces.items() if i is None)
@@ -102,16 +111,22 @@ def word_collapse(
             raise InputError(f"word collapse: fewer than 2 {name} words in the vocabulary ({ok})")
         if max(pieces[w] for w in ok) >= len(table):
             raise InputError(f"word collapse: token ids beyond the table's {len(table)} rows")
-        scores.append(centred_cosine(table, [pieces[w] for w in ok]))
+        scores.append(centred_cosine(table, [pieces[w] for w in ok], centre_ids))
         kept.append(tuple(ok))
     return WordCollapse(scores[0], scores[1], kept[0], kept[1], missing)
 
 
-def word_collapse_of(run: Any, shapes: Sequence[str], colours: Sequence[str]) -> WordCollapse:
+def word_collapse_of(
+    run: Any,
+    shapes: Sequence[str],
+    colours: Sequence[str],
+    centre_ids: Sequence[int] | None = None,
+) -> WordCollapse:
     """:func:`word_collapse` of a loaded text run (``prh.training.load_run``): its model's token
     embeddings (``model.trunk.tok``: the input table, tied to the output for a next-token LM)."""
     trunk = getattr(getattr(run, "model", None), "trunk", None)
     tok = getattr(trunk, "tok", None)
     if tok is None or getattr(run, "tokenizer", None) is None:
         raise InputError("word collapse: not a text run (no token embeddings and tokenizer)")
-    return word_collapse(tok.weight.detach().cpu().numpy(), run.tokenizer, shapes, colours)
+    table = tok.weight.detach().cpu().numpy()
+    return word_collapse(table, run.tokenizer, shapes, colours, centre_ids)
