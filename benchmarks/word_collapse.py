@@ -12,26 +12,16 @@ import sys
 
 import numpy as np
 
-from prh.metrics.probe import mean_pairwise_cosine
+from prh.metrics.word_collapse import word_collapse_of
 from prh.training.api import load_run
 from prh.world.scenes import COLOURS, SHAPES
 
 
-def first_piece(run, word: str) -> int | None:
-    ids = run.tokenizer.encode_batch([word], max_len=8)[0][0].tolist()
-    pieces = [i for i in ids if i > 4]  # past the special tokens ([PAD] .. [MASK])
-    return pieces[0] if pieces else None
-
-
 def word_cosines(run_dir: str) -> tuple[float, float]:
-    run = load_run(run_dir, device="cpu")
-    table = run.model.trunk.tok.weight.detach().numpy()  # (V, D)
-    centre = table.mean(0)
-    out = []
-    for words in (SHAPES, COLOURS):
-        ids = [i for i in (first_piece(run, w) for w in words) if i is not None]
-        out.append(mean_pairwise_cosine(table[ids], centre))
-    return out[0], out[1]
+    """The centred cosines of a run's shape and colour words (``prh word-collapse`` prints them
+    too; :mod:`prh.metrics.word_collapse`)."""
+    r = word_collapse_of(load_run(run_dir, device="cpu"), SHAPES, COLOURS)
+    return r.shape, r.colour
 
 
 def main(argv: list[str]) -> int:

@@ -32,6 +32,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bridge": ("prh.cli.bridge", "fit or apply one linear map (rotation) between two encoders"),
     "match": ("prh.cli.match", "match two unpaired feature files: correspondence without pairs"),
     "caption": ("prh.cli.caption", "caption an image through one map; score or build a captioner"),
+    "word-collapse": (
+        "prh.cli.word_collapse",
+        "do a text run's shape words and colour words stay distinct? (centred cosine)",
+    ),
 }
 
 

@@ -303,6 +303,8 @@ def run(args: argparse.Namespace) -> int:
         if not args.out:
             raise InputError("give --out RUN (a new folder) or --resume RUN")
         cfg = config_from_args(args)
+        if args.narration_stride is not None and not cfg.narration_len:  # given at its default
+            raise InputError("--narration-stride applies to narrations: give --narration-len too")
         check_output_dir(args.out, "--out")
         if args.corpus and not Path(args.corpus).exists():
             raise InputError(f"--corpus {args.corpus}: no such file or folder")

@@ -203,7 +203,8 @@ def _refuse_text_only_flags(args: argparse.Namespace, image_views, default_views
     refuse_text_only(args)
     # text-world flags: refused unless left out or at the value that changes nothing
     for flag, inert in (("world_themes", 0), ("theme_strength", None), ("doc_captions", 1),
-                        ("doc_style", None)):  # fmt: skip
+                        ("doc_style", None), ("narration_len", 0),
+                        ("narration_stride", None)):  # fmt: skip
         if getattr(args, flag, None) not in (None, inert):
             raise InputError(
                 f"--{flag.replace('_', '-')} applies to text runs only; --modality {m} trains on "

@@ -8,6 +8,12 @@ from typing import Any
 
 from prh.errors import InputError
 from prh.optim import warmup_cosine_lr, warmup_steps
+from prh.views.narration import (
+    NARRATION_STRIDE,
+    check_narration,
+    check_stride,
+    max_narration_tokens,
+)
 from prh.views.text import KINDS as TEXT_VIEW_KINDS
 from prh.world.registry import world_names
 
@@ -23,6 +29,8 @@ OPTIONAL_DEFAULTS: dict[str, Any] = {
     "theme_strength": 2.0,
     "doc_captions": 1,
     "doc_style": False,
+    "narration_len": 0,
+    "narration_stride": NARRATION_STRIDE,
 }
 
 # The optimiser's fields, stored flat in ``config.json``'s "train" (see :class:`OptimConfig`).
@@ -117,6 +125,10 @@ class TrainConfig:
     doc_style : bool
         Next-token only: each document's captions share one style (register, vocabulary, order;
         :mod:`prh.world.styles`), from a pool of ``captions_per_scene`` documents per scene.
+    narration_len, narration_stride : int
+        Next-token on a moving world: each document narrates ``narration_len`` frames of one
+        trajectory, ``narration_stride`` chain steps apart, in one narrator style
+        (:mod:`prh.views.narration`); 0 frames: no narration (one caption a row).
     eval_features : str or None
         Feature file to measure alignment against during training (ids ``scene_{i}``).
     eval_every, checkpoint_every, log_every : int
@@ -159,6 +171,14 @@ class TrainConfig:
     theme_strength: float = 2.0
     doc_captions: int = 1
     doc_style: bool = False
+    narration_len: int = _knob(
+        0,
+        "next-token on --world moving: frames per narration document, 2..64 (0: none, one "
+        "caption a row; docs/world.md, Narrations)",
+    )
+    narration_stride: int = _knob(
+        NARRATION_STRIDE, "chain steps between two frames of a narration, 1..10000"
+    )
     eval_features: str | None = None
     eval_every: int = 0
     checkpoint_every: int = 200
@@ -193,6 +213,7 @@ class TrainConfig:
             raise InputError("doc_captions and doc_style apply to --views next-token only")
         if self.doc_style and self.world != "cave":
             raise InputError("doc_style needs --world cave (styles regenerate captions)")
+        self._check_narration()
         if self.max_len > MAX_LEN:
             raise InputError(f"max_len must be <= {MAX_LEN} tokens, got {self.max_len}")
         if not (math.isfinite(self.whiten_eps) and self.whiten_eps > 0):
@@ -200,6 +221,33 @@ class TrainConfig:
         if not (math.isfinite(self.beta) and self.beta >= 0):
             raise InputError(f"beta must be a finite number >= 0, got {self.beta}")
         self.optim  # noqa: B018 (validates the optimiser fields)
+
+    def _check_narration(self) -> None:
+        """Narration fields: in range, on a moving world's next-token run, within ``max_len``."""
+        if self.narration_len == 0:
+            if self.narration_stride != NARRATION_STRIDE:
+                check_stride(self.narration_stride)  # a stride out of range is named first
+                raise InputError("narration_stride applies to narrations: give narration_len too")
+            return
+        check_narration(self.narration_len, self.narration_stride)
+        if self.corpus is not None:
+            raise InputError("narrations tell a moving world's trajectories; a corpus has none "
+                             "(use --world moving)")  # fmt: skip
+        if self.world != "moving":
+            raise InputError(f"narrations need --world moving (--world {self.world} does not "
+                             "move: no trajectory to narrate)")  # fmt: skip
+        if self.views != "next-token":
+            raise InputError(f"narrations are next-token documents; --views {self.views} takes "
+                             "none (use --views next-token)")  # fmt: skip
+        if self.doc_captions > 1 or self.doc_style:
+            raise InputError("narrations are the documents: give narration_len or doc_captions/"
+                             "doc_style, not both")  # fmt: skip
+        need = max_narration_tokens(self.narration_len)
+        if need > self.max_len:
+            raise InputError(
+                f"a narration of {self.narration_len} frames is up to {need} tokens, longer than "
+                f"max_len {self.max_len} (the model's context): give max_len >= {need}"
+            )
 
     @property
     def optim(self) -> OptimConfig:

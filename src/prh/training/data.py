@@ -13,6 +13,7 @@ from prh.errors import InputError
 from prh.training.config import TrainConfig
 
 TOKENIZER_FILE = "tokenizer.json"
+TOKENIZER_NARRATIONS = 256  # narrations added to a narration run's tokenizer text
 
 
 def build_world(cfg: TrainConfig) -> Any:
@@ -99,6 +100,16 @@ def lag_source(cfg: TrainConfig) -> Any:
     return MovingCaptionSource(world, pairs, cfg.captions_per_scene, cfg.world_seed)
 
 
+def narration_source(cfg: TrainConfig) -> Any:
+    """The narrations of a moving world's next-token run (``narration_len`` frames,
+    ``narration_stride`` steps apart) over its training states (:mod:`prh.views.narration`)."""
+    from prh.views.narration import NarrationSource
+
+    world = build_world(cfg)
+    ids = world.train_scenes(cfg.train_scenes)
+    return NarrationSource(world, ids, cfg.narration_len, cfg.narration_stride)
+
+
 def check_corpus_size(corpus: Any, cfg: TrainConfig, where: str) -> None:
     if len(corpus) < cfg.batch_size:
         raise InputError(
@@ -119,15 +130,22 @@ def default_data_factory(
 
     corpus = build_corpus(cfg)
     check_corpus_size(corpus, cfg, cfg.corpus or f"world {cfg.world}")
+    narrations = narration_source(cfg) if cfg.narration_len else None
     path = run_dir / TOKENIZER_FILE
     if is_main and not path.exists():
-        tok = TextTokenizer.train(corpus.texts(), vocab_size=cfg.vocab_size)
+        # A narration run's vocabulary also holds the narrator's words (verbs, connectors).
+        extra = narrations.texts(TOKENIZER_NARRATIONS) if narrations is not None else []
+        tok = TextTokenizer.train(corpus.texts() + extra, vocab_size=cfg.vocab_size)
         tok.save(path)
     barrier()
     tok = TextTokenizer.load(path)
     kind = "mixture" if cfg.views == "mixture" else cfg.views
     source, config = corpus, None
-    if cfg.world not in (None, "cave"):
+    if narrations is not None:
+        from prh.views import ViewConfig
+
+        source, config = narrations, ViewConfig(doc_captions=cfg.narration_len)
+    elif cfg.world not in (None, "cave"):
         source = lag_source(cfg) or corpus
     if cfg.doc_captions > 1 or cfg.doc_style:
         from prh.views import ViewConfig
