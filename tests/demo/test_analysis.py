@@ -101,6 +101,10 @@ def test_next_token_runs_train_on_documents_of_one_scene():
     assert cfg_nt.world == cfg_good.world == "cave"
     moving = backend(DEFAULT).train_config(good, "/tmp/x")
     assert moving.world == "moving" and moving.train_scenes == DEFAULT.train_scenes
+    # on the moving world a next-token document narrates doc_captions frames of one trajectory
+    nt_moving = backend(DEFAULT).train_config(nt, "/tmp/x")
+    assert (nt_moving.narration_len, nt_moving.doc_captions) == (DEFAULT.doc_captions, 1)
+    assert nt_moving.max_len == DEFAULT.doc_max_len and moving.narration_len == 0
 
 
 def _run(name, role, views, rho, seed, evals, point=None):

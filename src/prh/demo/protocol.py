@@ -77,13 +77,18 @@ def backend(cfg: DemoConfig) -> CaveBackend:
 
 
 def next_token_overrides(cfg: DemoConfig) -> tuple:
-    """The next-token runs' documents: on the still world ``doc_captions`` captions of one scene
-    (up to ``doc_max_len`` tokens); on a moving world single captions of one state, until
-    narrated trajectories give next-token something to carry (issue 23)."""
-    if cfg.doc_captions > 1 and cfg.world == "cave":
+    """The next-token runs' documents of ``doc_captions`` captions, up to ``doc_max_len``
+    tokens: on the still world captions of one scene (the fair next-token protocol); on a
+    moving world a narration of ``doc_captions`` consecutive frames of one trajectory, 25 chain
+    steps apart, in one narrator style (:mod:`prh.views.narration`, issue 23), so that both
+    worlds' documents read as many captions a row."""
+    if cfg.doc_captions <= 1:
+        return ()
+    if cfg.world == "cave":
         docs = (("doc_captions", cfg.doc_captions), ("max_len", cfg.doc_max_len))
-        return (("next-token", docs),)
-    return ()
+    else:
+        docs = (("narration_len", cfg.doc_captions), ("max_len", cfg.doc_max_len))
+    return (("next-token", docs),)
 
 
 def sweep_dir(out: Path, cfg: DemoConfig) -> Path:
