@@ -82,6 +82,14 @@ class CaptionBuildConfig:
         The train scenes that fit the map (default the first ``n_pairs``, whose count it then
         replaces); with ``image_features``, a caller that has embedded some scenes already names
         them here.
+    pair_free_method : {"auto", "spectral", "shape"}
+        How ``pair_free`` matches: ``spectral`` (:func:`prh.bridge.spectral.spectral_align`:
+        the rotation from each run's own positive pairs, ``spectral_pairs`` a side, then a
+        one-to-one assignment through it; needs ``vision`` to be a prh image run), ``shape``
+        (the matcher above, for frozen encoders), or ``auto``: spectral when the vision encoder
+        is a prh run (it carries its positive pairs), shape otherwise. The manifest says which.
+    spectral_pairs : int
+        Positive pairs each run draws of its own for the spectral method.
     """
 
     vision: str = "efficientnet-lite0"
@@ -102,8 +110,16 @@ class CaptionBuildConfig:
     pair_free: bool = False
     pair_free_classes: bool = False
     pair_scenes: tuple[int, ...] | None = None
+    pair_free_method: str = "auto"
+    spectral_pairs: int = 8192
 
     def __post_init__(self) -> None:
+        if self.pair_free_method not in ("auto", "spectral", "shape"):
+            raise InputError(
+                f"pair-free method {self.pair_free_method!r}: expected auto, spectral or shape"
+            )
+        if self.spectral_pairs < 16:
+            raise InputError(f"spectral_pairs must be >= 16, got {self.spectral_pairs}")
         if self.pair_scenes is not None:
             scenes = tuple(int(i) for i in self.pair_scenes)
             object.__setattr__(self, "pair_scenes", scenes)
@@ -228,6 +244,72 @@ def pair_free_pairs(
     return perm, {"start": start, "fit": fit, "dims": int(zx.shape[1]), "classes": classes}
 
 
+def own_pairs(cfg: CaptionBuildConfig, text_run: Any, progress: bool) -> tuple | None:
+    """``(image pairs, text pairs)``: each run's own positive pairs, embedded by it
+    (:func:`prh.training.moving.run_positive_pairs`), when ``cfg`` matches pair-free with the
+    spectral method (``auto``: when ``cfg.vision`` is a prh run folder); ``None`` otherwise.
+
+    Raises
+    ------
+    InputError
+        ``spectral`` asked for a vision encoder that is not a prh run.
+    """
+    from prh.training.moving import run_positive_pairs
+
+    if not cfg.pair_free or cfg.pair_free_method == "shape":
+        return None
+    is_run = (Path(cfg.vision) / "config.json").is_file()
+    if not is_run:
+        if cfg.pair_free_method == "spectral":
+            raise InputError(
+                f"--vision {cfg.vision}: the spectral pair-free method needs a prh image run "
+                "(it draws the run's own positive pairs); frozen encoders match by shape"
+            )
+        return None
+    _say(progress, f"drawing {cfg.spectral_pairs} positive pairs of each run's own")
+    return tuple(
+        run_positive_pairs(r, cfg.spectral_pairs, seed=cfg.seed).embedding()
+        for r in (cfg.vision, text_run)
+    )
+
+
+def _pair_free_spectral(
+    x: np.ndarray, y: np.ndarray, y_all: np.ndarray, own: tuple, seed: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+    """:func:`_pair_free` by the spectral method: the caption side shuffled, the rotation from
+    ``own`` (each side's own pairs), the rows matched one to one through it."""
+    from prh.bridge.spectral import spectral_align
+
+    t0 = time.perf_counter()
+    shuffle = np.random.default_rng([seed, 0xF4EE]).permutation(len(x))
+    y_u, y_all_u = y[shuffle], y_all[shuffle]  # the pairing is now unknown to the matcher
+    truth = np.argsort(shuffle)
+    # a run's last layer is its JEPA embedding zero-padded to the widest layer: the pairs' width
+    dx, dy = own[0][0].shape[1], own[1][0].shape[1]
+    if np.any(x[:, dx:]) or np.any(y_u[:, dy:]):
+        raise InputError(
+            f"spectral pair-free: the image / caption features are wider ({x.shape[1]}, "
+            f"{y_u.shape[1]}) than the runs' embeddings ({dx}, {dy}) and not zero-padded"
+        )
+    k = min(dx, dy)
+    res = spectral_align(own[0], own[1], x[:, :dx], y_u[:, :dy], k=k, assignment="hungarian",
+                         truth=truth, seed=seed)  # fmt: skip
+    perm = res.assignment
+    info = {
+        "method": "spectral",
+        "accuracy": float((perm == truth).mean()),
+        "chance": 1.0 / len(x),
+        "pinned": bool(res.pinned),
+        "reason": res.reason,
+        "k": int(res.k),
+        "pairs": int(own[0][0].shape[0]),
+        "eigenvalues_image": res.eigenvalues_x.tolist(),
+        "eigenvalues_text": res.eigenvalues_y.tolist(),
+        "seconds": time.perf_counter() - t0,
+    }
+    return x, y_u[perm], y_all_u[perm], info
+
+
 def _pair_free(
     x: np.ndarray,
     y: np.ndarray,
@@ -257,7 +339,7 @@ def _pair_free(
         "seconds": time.perf_counter() - t0,
         **info,
     }
-    return x, y_u[perm], y_all_u[perm], info
+    return x, y_u[perm], y_all_u[perm], {"method": "shape", **info}
 
 
 @dataclass(frozen=True, eq=False)
@@ -316,18 +398,25 @@ def fit_map(
     cfg: CaptionBuildConfig,
     progress: bool,
     labels: Mapping[str, np.ndarray] | None = None,
+    own: tuple | None = None,
 ) -> MapFit:
-    """Step 3: the map on all pairs (with ``cfg.pair_free``: on the pairs matched without any;
-    ``labels`` anchor that match at class level); the modality gap of a map fitted on 80 % of
-    them, measured on the other 20 %, sets the decoder's noise."""
+    """Step 3: the map on all pairs (with ``cfg.pair_free``: on the pairs matched without any,
+    by the spectral method from the runs' ``own`` positive pairs when given, else by shape;
+    ``labels`` anchor the shape match at class level); the modality gap of a map fitted on 80 %
+    of them, measured on the other 20 %, sets the decoder's noise."""
     y = y_all.mean(1)  # (N, E)
     n, per_scene, E = y_all.shape
     match_info = None
-    if cfg.pair_free:
+    if cfg.pair_free and own is not None:
+        x, y, y_all, match_info = _pair_free_spectral(x, y, y_all, own, cfg.seed)
+        pinned = "pinned" if match_info["pinned"] else f"NOT pinned ({match_info['reason']})"
+        _say(progress, f"pair-free match (spectral, {pinned}): accuracy "
+                       f"{match_info['accuracy']:.3f}")  # fmt: skip
+    elif cfg.pair_free:
         x, y, y_all, match_info = _pair_free(
             x, y, y_all, normalizer, cfg.vision_dims, cfg.seed, labels
         )
-        _say(progress, f"pair-free match: accuracy {match_info['accuracy']:.3f}")
+        _say(progress, f"pair-free match (shape): accuracy {match_info['accuracy']:.3f}")
     n_fit = max(2, int(0.8 * n))
     probe = VisionProjector(cfg.vision_dims, cfg.map_kind).fit(x[:n_fit], y[:n_fit])
     held = normalizer.transform(probe.transform(x[n_fit:]))  # (n_held, E)
@@ -441,6 +530,7 @@ def build_caption_run(
     from prh.encoders import load_encoder
     from prh.training import load_run
     from prh.world import make_world
+    from prh.world.registry import split_sample
 
     cfg = dataclasses.replace(config or CaptionBuildConfig(), **overrides)
     t_start = time.perf_counter()
@@ -466,7 +556,7 @@ def build_caption_run(
     timings: dict[str, float] = {}
 
     t0 = time.perf_counter()
-    dec_scenes = train_scenes[: cfg.decoder_scenes]
+    dec_scenes = split_sample(world, "train", cfg.decoder_scenes)  # the cave's first ones
     texts, emb = embed_decoder_corpus(run, world, dec_scenes, wseed)
     normalizer = ConditionNormalizer().fit(emb)
     cond = normalizer.transform(emb)  # (M, E)
@@ -476,7 +566,10 @@ def build_caption_run(
     )
 
     t0 = time.perf_counter()
-    pair_scenes = train_scenes[: cfg.n_pairs] if cfg.pair_scenes is None else list(cfg.pair_scenes)
+    if cfg.pair_scenes is None:
+        pair_scenes = split_sample(world, "train", cfg.n_pairs)
+    else:
+        pair_scenes = list(cfg.pair_scenes)
     enc = load_encoder(cfg.vision, efficientnet_layers="head", threads=cfg.threads)
     if enc.modality != "image":
         raise InputError(
@@ -492,7 +585,8 @@ def build_caption_run(
 
         f = scene_factors(world, pair_scenes)
         labels = {"shape": f["shape"], "colour": f["colour"]}
-    fit = fit_map(x, y_all, normalizer, cfg, progress, labels)
+    own = own_pairs(cfg, text_run, progress)
+    fit = fit_map(x, y_all, normalizer, cfg, progress, labels, own)
     timings["fit_map_s"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()

@@ -156,6 +156,12 @@ def _map_flags(b: argparse._ArgumentGroup) -> None:
         help="fit the map without pairs: shuffle the captions and recover the match (prh match)",
     )  # fmt: skip
     b.add_argument(
+        "--pair-free-method", choices=("auto", "spectral", "shape"), default="auto",
+        help="with --pair-free: spectral (the rotation from each run's own positive pairs; "
+        "--vision must be a prh image run), shape (frozen encoders), or auto (default: "
+        "spectral when --vision is a prh run)",
+    )  # fmt: skip
+    b.add_argument(
         "--pair-free-classes", action="store_true",
         help="with --pair-free: start the match from the rotation between class means (largest "
         "object's shape and colour, each side labelled on its own; still no image-caption pair)",
@@ -204,6 +210,8 @@ def _check_build(args: argparse.Namespace) -> list[Path]:
         )
     if args.pair_free_classes and not args.pair_free:
         raise InputError("--pair-free-classes needs --pair-free (it anchors the pair-free map)")
+    if args.pair_free_method != "auto" and not args.pair_free:
+        raise InputError("--pair-free-method needs --pair-free")
     lo, hi = IMAGE_SIZES
     if not lo <= args.image_size <= hi:
         raise InputError(f"--image-size must be {lo} to {hi} pixels, got {args.image_size}")
@@ -384,6 +392,7 @@ def _build(args: argparse.Namespace) -> int:
         image_features=args.image_features,
         pair_free=args.pair_free,
         pair_free_classes=args.pair_free_classes,
+        pair_free_method=args.pair_free_method,
         progress=not args.no_progress,
     )
     info = json.loads((out / "caption" / "caption.json").read_text())
@@ -394,9 +403,15 @@ def _build(args: argparse.Namespace) -> int:
     )
     if info.get("pair_free"):
         pf = info["pair_free"]
+        how = (
+            f"spectral, from each run's own {pf['pairs']} positive pairs; "
+            + ("pinned" if pf["pinned"] else f"NOT pinned: {pf['reason']}")
+            if pf.get("method") == "spectral"
+            else f"shape, start {pf['start']}"
+        )
         print(
-            f"pair-free match accuracy {pf['accuracy']:.3f} (chance {pf['chance']:.4f}; start "
-            f"{pf['start']}; no pairs used)"
+            f"pair-free match accuracy {pf['accuracy']:.3f} (chance {pf['chance']:.4f}; {how}; "
+            "no image-caption pair used)"
         )
     if args.json is not None:
         from prh.io import write_json
