@@ -116,3 +116,20 @@ def test_metric_argument_errors():
         cka(a, b, kernel="poly")
     with pytest.raises(InputError, match="N >= 4"):
         unbiased_cka(a[:3], b[:3])
+
+
+@pytest.mark.parametrize("unbiased", [False, True])
+def test_cka_of_features_that_vary_little_around_a_large_mean_is_defined(unbiased):
+    """Columns varying by 1e-3 around 0.8 (a LayerNorm'd block: the centred kernel is ~1e-12 of
+    the raw one) carry real signal: CKA equals that of the same features centred first, where
+    nothing cancels; exactly constant features stay undefined."""
+    rng = np.random.default_rng(0)
+    z = rng.standard_normal((120, 6))
+    a = (0.8 + 1e-3 * z @ rng.standard_normal((6, 32))).astype(np.float32)
+    b = z @ rng.standard_normal((6, 16)) + 0.3 * rng.standard_normal((120, 16))
+    centred = a.astype(np.float64) - a.astype(np.float64).mean(0)
+    want = cka(centred, b, unbiased=unbiased)
+    assert want > 0.5  # one latent on both sides
+    assert cka(a, b, unbiased=unbiased) == pytest.approx(want, rel=1e-3)
+    const = np.full((120, 32), 0.8, dtype=np.float32)
+    assert np.isnan(cka(const, b, unbiased=unbiased))

@@ -185,10 +185,14 @@ def cka_from_sides(
     return float(kl / (np.sqrt(kk * ll) + eps))
 
 
-# HSIC(K, K) below this fraction of sum(K_ij^2) is rounding, not variance: the centred kernel of
-# constant features is exactly 0 and comes out as +-1e-16 of the raw kernel's size, either sign
-# (float32 inputs resolve a relative spread of ~6e-8, a relative variance of ~4e-15).
-_VARIANCE_RTOL = 1e-10
+# HSIC(K, K) below this fraction of sum(K_ij^2) is rounding, not variance. The centred kernel of
+# constant features is exactly 0, but HSIC here is a difference of sums of the raw kernel (float64),
+# which leaves +-1e-16 of sum(K_ij^2), either sign. Features whose columns vary by a relative spread
+# r around their mean give HSIC(K, K) / sum(K_ij^2) ~ r^4: the threshold 1e-13 (a thousand times the
+# rounding) calls a spread below ~6e-4 undefined, and keeps, say, a LayerNorm'd block whose columns
+# vary by 1e-3 around 0.8 (ratio ~1e-12, a real signal that 1e-10 once called undefined; the demo's
+# text JEPA on the moving world). Float32 inputs themselves resolve a spread of ~6e-8.
+_VARIANCE_RTOL = 1e-13
 
 
 def _no_variance(h: float, s: float, n: int, unbiased: bool) -> bool:
