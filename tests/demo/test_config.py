@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
 
 from prh.demo import protocol
-from prh.demo.config import DEFAULT, FULL, QUICK, demo_config
+from prh.demo.config import DEFAULT, FULL, PARTS, QUICK, SETTINGS, DemoConfig, demo_config
 from prh.errors import InputError
 
 # every setting of the flat DemoConfig, with a value other than the default's that is valid alone
@@ -32,6 +33,8 @@ OLD_SETTINGS = {
 
 def test_every_flat_setting_routes_and_round_trips():
     assert set(OLD_SETTINGS) == set(DEFAULT.to_dict())  # the flat view names every setting
+    n_fields = sum(len(fields(c)) for c in PARTS.values()) + len(fields(DemoConfig)) - len(PARTS)
+    assert len(SETTINGS) == n_fields  # one name per field: no two parts share a setting name
     base = DEFAULT.to_dict()
     for name, value in OLD_SETTINGS.items():
         # ``preset`` (the text model's) was never an override: demo_config's argument has that
