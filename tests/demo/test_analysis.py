@@ -18,13 +18,16 @@ from prh.errors import InputError
 
 
 def test_presets_are_valid_and_quick_is_smaller():
-    assert QUICK.samples < DEFAULT.samples and QUICK.eval_scenes < DEFAULT.eval_scenes
+    assert (
+        QUICK.text.samples < DEFAULT.text.samples
+        and QUICK.measure.eval_scenes < DEFAULT.measure.eval_scenes
+    )
     assert demo_config("quick") == QUICK and demo_config(seed=None) == DEFAULT
     assert demo_config("full") == FULL and demo_config("default", seed=3).seed == 3
     # --full is the default protocol with what claims 2 and 3 need and issue 13's other
     # encoders and captioner, nothing else changed
-    assert FULL.curve_seeds >= 3 and FULL.nt_samples == 4 * FULL.samples
-    assert FULL.heldout_runs * len(FULL.heldout_samples) >= 12
+    assert FULL.sweep.curve_seeds >= 3 and FULL.text.nt_samples == 4 * FULL.text.samples
+    assert FULL.sweep.heldout_runs * len(FULL.sweep.heldout_samples) >= 12
     changed = {k for k, v in FULL.to_dict().items() if DEFAULT.to_dict()[k] != v}
     assert changed == {"name", "curve_seeds", "next_token_factor", "heldout_runs", "modalities",
                        "zero_pair_captioner"}  # fmt: skip
@@ -37,7 +40,7 @@ def test_presets_are_valid_and_quick_is_smaller():
     [
         ({"samples": 1000}, "multiple of eval_every"),
         ({"law_samples": (2048, 3072), "heldout_samples": (3072,)}, "off the fit grid"),
-        ({"law_samples": (65536,)}, "at most"),
+        ({"law_samples": (2048, 65536)}, "at most"),  # (65536,) alone: too few fit points
         ({"heldout_runs": 9}, "more held-out points than fit points"),
         ({"eval_scenes": 10}, "more than k"),
         ({"next_token_factor": 0}, "next_token_factor must be in 1..1000"),
@@ -57,17 +60,17 @@ def test_runs_equal_budgets_and_heldout_rhos_off_grid():
     assert cells == grid(DEFAULT).cells(DEFAULT.seed)  # deterministic
     curves = {run_name(c): c for c in cells if c.split == "curve"}
     assert set(curves) == {"good", "bad", "next-token"}
-    assert {c.samples for c in curves.values()} == {DEFAULT.samples}  # equal budgets
+    assert {c.samples for c in curves.values()} == {DEFAULT.text.samples}  # equal budgets
     assert {c.seed for c in curves.values()} == {DEFAULT.seed}
     fit = [c for c in cells if c.split == "fit"]
-    assert sorted(c.rho for c in fit) == sorted(DEFAULT.law_rhos)
+    assert sorted(c.rho for c in fit) == sorted(DEFAULT.sweep.law_rhos)
     held = sorted((c.point, c.split, c.seed, c.rho) for c in cells if c.point is not None)
-    assert [h[1] for h in held] == ["heldout", "repeat"] * DEFAULT.heldout_runs
+    assert [h[1] for h in held] == ["heldout", "repeat"] * DEFAULT.sweep.heldout_runs
     assert len({h[2] for h in held}) == len(held)  # fresh seeds everywhere
     for point, _, _, rho in held:
-        assert all(abs(rho - g) > 0.05 for g in (0.0, 1.0, *DEFAULT.law_rhos))
+        assert all(abs(rho - g) > 0.05 for g in (0.0, 1.0, *DEFAULT.sweep.law_rhos))
         assert rho == next(r for p, s, _, r in held if p == point and s == "heldout")
-    assert all(c.samples == DEFAULT.law_run_samples for c in cells if c.views == "mixture")
+    assert all(c.samples == DEFAULT.sweep.law_run_samples for c in cells if c.views == "mixture")
     # the demo's held-out rho are what they were before the demo ran on the sweep harness
     assert [c.rho for c in cells if c.split == "heldout"] == [0.856, 0.085]
 
@@ -77,11 +80,15 @@ def test_full_runs_seeds_a_larger_next_token_budget_and_12_heldout_points():
     curves = {run_name(c, FULL.seed): c for c in cells if c.split == "curve"}
     names = {"good", "good-s1", "good-s2", "next-token", "next-token-s1", "next-token-s2", "bad"}
     assert set(curves) == names
-    assert {curves[n].samples for n in names if n.startswith("next-token")} == {4 * FULL.samples}
-    assert {curves[n].samples for n in names if not n.startswith("next-token")} == {FULL.samples}
+    assert {curves[n].samples for n in names if n.startswith("next-token")} == {
+        4 * FULL.text.samples
+    }
+    assert {curves[n].samples for n in names if not n.startswith("next-token")} == {
+        FULL.text.samples
+    }
     assert curves["good-s2"].seed == curves["next-token-s2"].seed == FULL.seed + 2
     held = [c for c in cells if c.split == "heldout"]
-    assert len(held) * len(FULL.heldout_samples) == 12
+    assert len(held) * len(FULL.sweep.heldout_samples) == 12
     assert len([c for c in cells if c.split == "repeat"]) == len(held)
 
 
@@ -95,16 +102,19 @@ def test_next_token_runs_train_on_documents_of_one_scene():
     nt = next(c for c in grid(still).cells(0) if c.views == "next-token")
     good = next(c for c in grid(still).cells(0) if c.views == "good")
     cfg_nt, cfg_good = b.train_config(nt, "/tmp/x"), b.train_config(good, "/tmp/x")
-    assert (cfg_nt.doc_captions, cfg_nt.max_len) == (still.doc_captions, still.doc_max_len)
-    assert (cfg_good.doc_captions, cfg_good.max_len) == (1, still.max_len)
+    assert (cfg_nt.doc_captions, cfg_nt.max_len) == (
+        still.text.doc_captions,
+        still.text.doc_max_len,
+    )
+    assert (cfg_good.doc_captions, cfg_good.max_len) == (1, still.text.max_len)
     assert cfg_nt.samples == cfg_good.samples  # equal budgets in the default demo
     assert cfg_nt.world == cfg_good.world == "cave"
     moving = backend(DEFAULT).train_config(good, "/tmp/x")
-    assert moving.world == "moving" and moving.train_scenes == DEFAULT.train_scenes
+    assert moving.world == "moving" and moving.train_scenes == DEFAULT.text.train_scenes
     # on the moving world a next-token document narrates doc_captions frames of one trajectory
     nt_moving = backend(DEFAULT).train_config(nt, "/tmp/x")
-    assert (nt_moving.narration_len, nt_moving.doc_captions) == (DEFAULT.doc_captions, 1)
-    assert nt_moving.max_len == DEFAULT.doc_max_len and moving.narration_len == 0
+    assert (nt_moving.narration_len, nt_moving.doc_captions) == (DEFAULT.text.doc_captions, 1)
+    assert nt_moving.max_len == DEFAULT.text.doc_max_len and moving.narration_len == 0
 
 
 def _run(name, role, views, rho, seed, evals, point=None):
@@ -335,8 +345,11 @@ def test_budget_rows_and_captions_per_method():
     from prh.demo.report import budgets
 
     got = {b["views"]: b for b in budgets(FULL.to_dict())}
-    assert got["good"]["rows"] == got["bad"]["rows"] == FULL.samples
-    assert got["good"]["captions"] == 2 * FULL.samples and got["bad"]["captions"] == FULL.samples
+    assert got["good"]["rows"] == got["bad"]["rows"] == FULL.text.samples
+    assert (
+        got["good"]["captions"] == 2 * FULL.text.samples
+        and got["bad"]["captions"] == FULL.text.samples
+    )
     # 4x the rows, each a document of 4 captions: 8x the good-view run's text
-    assert got["next-token"]["rows"] == 4 * FULL.samples
-    assert got["next-token"]["captions"] == 16 * FULL.samples
+    assert got["next-token"]["rows"] == 4 * FULL.text.samples
+    assert got["next-token"]["captions"] == 16 * FULL.text.samples

@@ -22,10 +22,10 @@ from prh.errors import InputError
 
 def test_presets_and_refusals():
     assert tuple(IMAGE_RUNS) == MODALITY_RUNS
-    assert demo_config("quick").modalities == ()
-    assert demo_config("default").modalities == ("image-good",)
+    assert demo_config("quick").image.modalities == ()
+    assert demo_config("default").image.modalities == ("image-good",)
     full = demo_config("full")
-    assert set(full.modalities) == set(MODALITY_RUNS) and full.zero_pair_captioner
+    assert set(full.image.modalities) == set(MODALITY_RUNS) and full.caption.zero_pair
     for bad in (
         {"modalities": ("image-next-token",)},
         {"modalities": ("image-good", "image-good")},
@@ -62,8 +62,8 @@ def test_run_settings_name_the_recipe():
     good, bad, sketch = (run_settings(cfg)[n] for n in MODALITY_RUNS)
     assert (good["train"]["views"], bad["train"]["views"]) == ("good", "bad")
     assert (good["image"]["modality"], sketch["image"]["modality"]) == ("image", "sketch")
-    assert good["train"]["samples"] == cfg.image_samples and good["train"]["seed"] == cfg.seed
-    assert good["image"]["backbone"] == cfg.backbone and "cache_dir" not in good["image"]
+    assert good["train"]["samples"] == cfg.image.samples and good["train"]["seed"] == cfg.seed
+    assert good["image"]["backbone"] == cfg.image.backbone and "cache_dir" not in good["image"]
     assert not good["image"]["scratch_branch"]
     on = run_settings(demo_config("full", scratch_branch=True))["image-good"]
     assert on["image"]["scratch_branch"]

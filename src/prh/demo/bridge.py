@@ -160,7 +160,7 @@ def _samples(ctx: Context, runs: dict[str, Path], vision: dict[str, Path], n: in
     cfg = ctx.cfg
     world = demo_world(cfg)
     test, _ = scene_ids(cfg, world)
-    cap = demo_captioner(ctx, runs["good"], vision["train"]) if cfg.captioner else None
+    cap = demo_captioner(ctx, runs["good"], vision["train"]) if cfg.caption.build else None
     out = []
     for i in test[:n]:
         img = world.render(i, 0, 160)

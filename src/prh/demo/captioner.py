@@ -27,7 +27,7 @@ def demo_captioner(ctx: Context, good_run: Path, vision_train: Path) -> Any:
     cfg = ctx.cfg
     folder = ctx.out / "caption"
     manifest = folder / "caption.json"
-    want = {"text_run": good_run.name, "decoder_steps": cfg.decoder_steps}
+    want = {"text_run": good_run.name, "decoder_steps": cfg.caption.decoder_steps}
     if manifest.is_file():
         info = json.loads(manifest.read_text())
         have = {
@@ -37,7 +37,7 @@ def demo_captioner(ctx: Context, good_run: Path, vision_train: Path) -> Any:
         if have != want:
             shutil.rmtree(folder)  # built from another good run or recipe: rebuild
     if not manifest.is_file():
-        what = "map + text-only decoder" if cfg.decoder_steps else "map + nearest caption"
+        what = "map + text-only decoder" if cfg.caption.decoder_steps else "map + nearest caption"
         ctx.log(f"  building the captioner ({what}) into {folder}")
         _, bridge = scene_ids(cfg, demo_world(cfg))
         build_caption_run(
@@ -46,8 +46,8 @@ def demo_captioner(ctx: Context, good_run: Path, vision_train: Path) -> Any:
             vision=cfg.vision,
             pair_scenes=bridge,
             image_features=vision_train,
-            decoder_scenes=cfg.decoder_scenes,
-            decoder_steps=cfg.decoder_steps,
+            decoder_scenes=cfg.caption.decoder_scenes,
+            decoder_steps=cfg.caption.decoder_steps,
             seed=cfg.seed,
             threads=max(1, cfg.workers * cfg.threads),
             progress=False,
@@ -97,8 +97,8 @@ def zero_pair_captioners(
                     vision=str(image_run),
                     pair_scenes=bridge,
                     image_features=features["train"],
-                    decoder_scenes=cfg.decoder_scenes,
-                    decoder_steps=cfg.decoder_steps,
+                    decoder_scenes=cfg.caption.decoder_scenes,
+                    decoder_steps=cfg.caption.decoder_steps,
                     seed=cfg.seed,
                     threads=max(1, cfg.workers * cfg.threads),
                     progress=False,

@@ -1,4 +1,13 @@
-"""What ``prh demo`` runs: one frozen dataclass and three presets.
+"""What ``prh demo`` runs: a config composed of five parts, and three presets.
+
+A :class:`DemoConfig` names the world, the seeds, the frozen encoders and the processes, and
+holds one part per thing it configures: :class:`TextRecipe` (how every text encoder trains),
+:class:`SweepPlan` (which runs the sweep trains: curves and the law's points),
+:class:`ImageRecipe` (the image/sketch encoders), :class:`CaptionRecipe` (the captioners) and
+:class:`Measure` (how embeddings are compared). Each part checks its own fields; the config
+checks the rules between parts. The presets are small differences from :data:`DEFAULT`
+(:meth:`DemoConfig.with_settings`), and :func:`demo_config` takes the flat setting names
+(``samples=``, ``image_samples=``, ...), routed to their part by one table (:data:`SETTINGS`).
 
 Budgets (2 cores, no GPU): ``quick`` within 5 minutes, ``default`` (what ``make demo`` runs)
 within 20 minutes, ``full`` about 65 minutes. The sizes below were chosen from measured costs
@@ -21,8 +30,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, replace
-from typing import Any
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, ClassVar
 
 from prh.errors import InputError
 
@@ -30,9 +39,239 @@ MODALITY_RUNS = ("image-good", "image-bad", "sketch-good")
 """The image/sketch encoders a demo can train (:data:`prh.demo.protocol.IMAGE_RUNS`)."""
 
 
+class _Part:
+    """A part of :class:`DemoConfig`: its fields' setting names and its own checks."""
+
+    SETTING: ClassVar[dict[str, str]] = {}
+    """Field -> setting name, where they differ (``ImageRecipe.lr`` is ``image_lr``)."""
+
+    @classmethod
+    def setting(cls, name: str) -> str:
+        return cls.SETTING.get(name, name)
+
+    def _at_least(self, low: int, *names: str) -> None:
+        for f in names:
+            if getattr(self, f) < low:
+                raise InputError(
+                    f"demo: {self.setting(f)} must be >= {low}, got {getattr(self, f)}"
+                )
+
+
+@dataclass(frozen=True)
+class TextRecipe(_Part):
+    """How every text encoder trains (the cave runner's recipe, :func:`prh.demo.protocol.backend`).
+
+    Attributes
+    ----------
+    preset : str
+        Text model preset of every trained encoder.
+    samples : int
+        Budget of the good / bad runs (pairs seen); next-token runs see
+        ``next_token_factor x samples`` documents.
+    batch_size, lr, max_len : int, float, int
+        Training recipe (tiny preset defaults; the learning rate is constant after warm-up, so
+        that a point of a curve equals a run stopped there). The image runs share the batch.
+    train_scenes : int
+        Training scenes the text corpus is built from.
+    next_token_factor : int
+        How many times the good-view budget the next-token runs get (1: equal samples). More
+        gives next-token the paper's kind of head start (it gave next-token 42x more samples).
+    doc_captions, doc_max_len : int
+        The fair next-token protocol: each next-token training row is a document of
+        ``doc_captions`` captions of one scene (so a continuation is predictable from its prefix
+        only through the scene), of at most ``doc_max_len`` tokens.
+    """
+
+    preset: str = "tiny"
+    samples: int = 32768
+    batch_size: int = 128
+    lr: float = 1e-3
+    max_len: int = 48
+    train_scenes: int = 1944
+    next_token_factor: int = 1
+    doc_captions: int = 4
+    doc_max_len: int = 192
+
+    def __post_init__(self) -> None:
+        self._at_least(1, "samples", "batch_size", "train_scenes", "max_len", "doc_captions",
+                       "doc_max_len")  # fmt: skip
+        if not 1 <= self.next_token_factor <= 1000:
+            raise InputError(
+                f"demo: next_token_factor must be in 1..1000, got {self.next_token_factor}"
+            )
+
+    @property
+    def nt_samples(self) -> int:
+        """The next-token runs' budget: ``next_token_factor x samples``."""
+        return self.next_token_factor * self.samples
+
+
+@dataclass(frozen=True)
+class SweepPlan(_Part):
+    """Which runs the sweep trains and where their curves are read
+    (:func:`prh.demo.protocol.grid`).
+
+    Attributes
+    ----------
+    eval_every : int
+        Samples between two evaluations of a run against the vision features (the curves).
+    curve_seeds : int
+        Seeds of the good-view and next-token runs (``seed .. seed + curve_seeds - 1``): the
+        sample-efficiency ratio's interval needs at least 3.
+    law_rhos : tuple of float
+        Mixture runs for the law besides rho = 0 (the bad run) and rho = 1 (the good run).
+    law_samples : tuple of int
+        Fit sample counts of the law (multiples of ``eval_every``).
+    heldout_samples : tuple of int
+        Off-grid sample counts at which held-out runs are evaluated.
+    heldout_runs : int
+        Held-out mixture runs at random off-grid rho (fresh seeds), each repeated with another
+        seed for the spread.
+    """
+
+    eval_every: int = 1024
+    curve_seeds: int = 1
+    law_rhos: tuple[float, ...] = (0.25, 0.5, 0.75)
+    law_samples: tuple[int, ...] = (2048, 4096, 8192, 16384)
+    heldout_samples: tuple[int, ...] = (3072, 6144, 12288)
+    heldout_runs: int = 2
+
+    def __post_init__(self) -> None:
+        self._at_least(1, "eval_every", "curve_seeds")
+        if self.curve_seeds >= 1000:
+            raise InputError(f"demo: curve_seeds must be < 1000, got {self.curve_seeds}")
+        if set(self.law_samples) & set(self.heldout_samples):
+            raise InputError("demo: held-out sample counts must be off the fit grid")
+        fit_points = (len(self.law_rhos) + 2) * len(self.law_samples)
+        if self.heldout_runs * len(self.heldout_samples) > fit_points:
+            raise InputError("demo: more held-out points than fit points")
+
+    @property
+    def law_run_samples(self) -> int:
+        """Budget of the mixture runs: the largest sample count the law needs."""
+        return max((*self.law_samples, *self.heldout_samples))
+
+
+@dataclass(frozen=True)
+class ImageRecipe(_Part):
+    """The image/sketch encoders trained apart on their own views (:mod:`prh.demo.modalities`,
+    :func:`prh.demo.protocol.image_backend`); their batch is the text recipe's.
+
+    Attributes
+    ----------
+    modalities : tuple of str
+        The runs (:data:`MODALITY_RUNS`: ``image-good``, ``image-bad``, ``sketch-good``),
+        compared with every text encoder; empty: the step is skipped.
+    samples, lr, size, train_scenes : int, float, int, int
+        Their recipe (settings ``image_samples``, ``image_lr``, ``image_size``,
+        ``image_train_scenes``): pairs seen, learning rate, render side (px) and training scenes
+        (2 cached views each).
+    backbone, freeze_until, backbone_size, scratch_branch : str, int, int, bool
+        The pretrained backbone, its last frozen block, the side its input is resized to, and
+        whether a from-scratch CNN branch runs beside it (:mod:`prh.models.backbone`).
+    """
+
+    SETTING: ClassVar[dict[str, str]] = {
+        "samples": "image_samples", "lr": "image_lr", "size": "image_size",
+        "train_scenes": "image_train_scenes",
+    }  # fmt: skip
+
+    modalities: tuple[str, ...] = ("image-good",)
+    samples: int = 25600
+    lr: float = 3e-4
+    size: int = 64
+    train_scenes: int = 1944
+    backbone: str = "none"
+    freeze_until: int = 10
+    backbone_size: int = 128
+    scratch_branch: bool = False
+
+    def __post_init__(self) -> None:
+        unknown = [m for m in self.modalities if m not in MODALITY_RUNS]
+        if unknown or len(set(self.modalities)) != len(self.modalities):
+            raise InputError(
+                f"demo: modalities {list(self.modalities)}: expected distinct names among "
+                f"{', '.join(MODALITY_RUNS)}"
+            )
+        self._at_least(2, "train_scenes")
+
+
+@dataclass(frozen=True)
+class CaptionRecipe(_Part):
+    """The captioners of the demo folder (:mod:`prh.demo.captioner`).
+
+    Attributes
+    ----------
+    build : bool
+        Build a captioner of the good run into ``OUT/caption`` (setting ``captioner``; so
+        ``prh caption --run OUT`` and ``prh serve --run OUT`` accept the demo folder): a map
+        fitted on the bridge scenes and a decoder trained for ``decoder_steps`` steps on captions
+        of ``decoder_scenes`` scenes; with ``decoder_steps = 0`` the nearest-caption (retrieval)
+        captioner, no decoder (those captions are its gallery).
+    zero_pair : bool
+        Build and score the image-good captioner with zero pairs beside the paired one (setting
+        ``zero_pair_captioner``).
+    """
+
+    SETTING: ClassVar[dict[str, str]] = {"build": "captioner", "zero_pair": "zero_pair_captioner"}
+
+    build: bool = True
+    decoder_steps: int = 400
+    decoder_scenes: int = 1944
+    zero_pair: bool = False
+
+    def __post_init__(self) -> None:
+        self._at_least(0, "decoder_steps")
+        self._at_least(1, "decoder_scenes")
+
+
+@dataclass(frozen=True)
+class Measure(_Part):
+    """How embeddings are compared and the bridge is tested.
+
+    Attributes
+    ----------
+    eval_scenes : int
+        Held-out scenes (test split) on which alignment is measured and the bridge is tested.
+    bridge_scenes : int
+        Training-split scenes whose (image, caption) pairs fit the bridge maps.
+    k : int
+        Mutual-kNN neighbours.
+    null, bootstrap : int
+        Permutations for the calibrated score and bootstrap resamples for the interval.
+    pair_free_samples : bool
+        Sample-level pair-free matching as well as class level (seconds per pair).
+    spectral_pairs : int
+        Positive pairs each good-view run draws of its own for the spectral pair-free map
+        (:mod:`prh.demo.spectral`; 0: skipped).
+    """
+
+    eval_scenes: int = 216
+    bridge_scenes: int = 500
+    k: int = 10
+    null: int = 100
+    bootstrap: int = 200
+    pair_free_samples: bool = True
+    spectral_pairs: int = 8192
+
+    def __post_init__(self) -> None:
+        self._at_least(1, "null", "bootstrap", "k")
+        self._at_least(0, "spectral_pairs")
+        if self.eval_scenes <= self.k or self.bridge_scenes <= self.k:
+            raise InputError(f"demo: need more than k = {self.k} scenes")
+
+
+PARTS: dict[str, type[_Part]] = {
+    "text": TextRecipe, "sweep": SweepPlan, "image": ImageRecipe, "caption": CaptionRecipe,
+    "measure": Measure,
+}  # fmt: skip
+""":class:`DemoConfig`'s attribute -> its part's class."""
+
+
 @dataclass(frozen=True)
 class DemoConfig:
-    """Everything that determines the demo's numbers.
+    """Everything that determines the demo's numbers: the world, seeds, frozen encoders and
+    processes, and one part per thing configured.
 
     Attributes
     ----------
@@ -48,73 +287,14 @@ class DemoConfig:
         (:mod:`prh.demo.control`); the default demo's control is the still ``cave``.
     seed, world_seed : int
         Base seed of every run and the world's seed.
-    preset : str
-        Text model preset of every trained encoder.
     vision, text_baseline : str
         Frozen encoder specs (:func:`prh.encoders.load_encoder`): the image model every text
         encoder is measured against, and the pretrained text baseline.
-    eval_scenes : int
-        Held-out scenes (test split) on which alignment is measured and the bridge is tested.
-    bridge_scenes : int
-        Training-split scenes whose (image, caption) pairs fit the bridge maps.
-    samples : int
-        Budget of the good / bad runs (pairs seen); next-token runs see
-        ``next_token_factor x samples`` documents.
-    next_token_factor : int
-        How many times the good-view budget the next-token runs get (1: equal samples). More
-        gives next-token the paper's kind of head start (it gave next-token 42x more samples).
-    curve_seeds : int
-        Seeds of the good-view and next-token runs (``seed .. seed + curve_seeds - 1``): the
-        sample-efficiency ratio's interval needs at least 3.
-    doc_captions, doc_max_len : int
-        The fair next-token protocol: each next-token training row is a document of
-        ``doc_captions`` captions of one scene (so a continuation is predictable from its prefix
-        only through the scene), of at most ``doc_max_len`` tokens.
-    eval_every : int
-        Samples between two evaluations of a run against the vision features (the curves).
-    law_rhos : tuple of float
-        Mixture runs for the law besides rho = 0 (the bad run) and rho = 1 (the good run).
-    law_samples : tuple of int
-        Fit sample counts of the law (multiples of ``eval_every``).
-    heldout_samples : tuple of int
-        Off-grid sample counts at which held-out runs are evaluated.
-    heldout_runs : int
-        Held-out mixture runs at random off-grid rho (fresh seeds), each repeated with another
-        seed for the spread.
-    null, bootstrap : int
-        Permutations for the calibrated score and bootstrap resamples for the interval.
-    k : int
-        Mutual-kNN neighbours.
-    train_scenes : int
-        Training scenes the text corpus is built from.
-    batch_size, lr, max_len : int, float, int
-        Training recipe (tiny preset defaults; the learning rate is constant after warm-up, so
-        that a point of a curve equals a run stopped there).
     workers, threads : int
         Parallel training processes and torch threads in each.
-    captioner : bool
-        Build a captioner of the good run into ``OUT/caption`` (so ``prh caption --run OUT`` and
-        ``prh serve --run OUT`` accept the demo folder): a map fitted on the bridge scenes and a
-        decoder trained for ``decoder_steps`` steps on captions of ``decoder_scenes`` scenes; with
-        ``decoder_steps = 0`` the nearest-caption (retrieval) captioner, no decoder (those
-        captions are its gallery).
-    modalities : tuple of str
-        Image/sketch encoders trained apart on their own views (:data:`MODALITY_RUNS`:
-        ``image-good``, ``image-bad``, ``sketch-good``) and compared with every text encoder
-        (:mod:`prh.demo.modalities`); empty: the step is skipped.
-    image_samples, image_lr, image_size, image_train_scenes : int, float, int, int
-        Their recipe: pairs seen, learning rate, render side (px) and training scenes (2 cached
-        views each), batch ``batch_size``.
-    backbone, freeze_until, backbone_size, scratch_branch : str, int, int, bool
-        The pretrained backbone, its last frozen block, the side its input is resized to, and
-        whether a from-scratch CNN branch runs beside it (:mod:`prh.models.backbone`).
-    pair_free_samples : bool
-        Sample-level pair-free matching as well as class level (seconds per pair).
-    zero_pair_captioner : bool
-        Build and score the image-good captioner with zero pairs beside the paired one.
-    spectral_pairs : int
-        Positive pairs each good-view run draws of its own for the spectral pair-free map
-        (:mod:`prh.demo.spectral`; 0: skipped).
+    text, sweep, image, caption, measure
+        The parts: :class:`TextRecipe`, :class:`SweepPlan`, :class:`ImageRecipe`,
+        :class:`CaptionRecipe`, :class:`Measure`.
     """
 
     name: str = "default"
@@ -122,82 +302,47 @@ class DemoConfig:
     control: str = "cave"
     seed: int = 0
     world_seed: int = 0
-    preset: str = "tiny"
     vision: str = "efficientnet-lite0"
     text_baseline: str = "minilm"
-    eval_scenes: int = 216
-    bridge_scenes: int = 500
-    samples: int = 32768
-    next_token_factor: int = 1
-    curve_seeds: int = 1
-    doc_captions: int = 4
-    doc_max_len: int = 192
-    eval_every: int = 1024
-    law_rhos: tuple[float, ...] = (0.25, 0.5, 0.75)
-    law_samples: tuple[int, ...] = (2048, 4096, 8192, 16384)
-    heldout_samples: tuple[int, ...] = (3072, 6144, 12288)
-    heldout_runs: int = 2
-    null: int = 100
-    bootstrap: int = 200
-    k: int = 10
-    train_scenes: int = 1944
-    batch_size: int = 128
-    lr: float = 1e-3
-    max_len: int = 48
     workers: int = 2
     threads: int = 1
-    captioner: bool = True
-    decoder_steps: int = 400
-    decoder_scenes: int = 1944
-    modalities: tuple[str, ...] = ("image-good",)
-    image_samples: int = 25600
-    image_lr: float = 3e-4
-    image_size: int = 64
-    image_train_scenes: int = 1944
-    backbone: str = "none"
-    freeze_until: int = 10
-    backbone_size: int = 128
-    scratch_branch: bool = False
-    pair_free_samples: bool = True
-    zero_pair_captioner: bool = False
-    spectral_pairs: int = 8192
+    text: TextRecipe = field(default_factory=TextRecipe)
+    sweep: SweepPlan = field(default_factory=SweepPlan)
+    image: ImageRecipe = field(default_factory=ImageRecipe)
+    caption: CaptionRecipe = field(default_factory=CaptionRecipe)
+    measure: Measure = field(default_factory=Measure)
 
     def __post_init__(self) -> None:
-        for f in ("seed", "world_seed", "decoder_steps", "spectral_pairs"):
+        for f in ("seed", "world_seed"):
             if getattr(self, f) < 0:
                 raise InputError(f"demo: {f} must be >= 0, got {getattr(self, f)}")
-        for f in ("samples", "eval_every", "batch_size", "workers", "threads", "null",
-                  "bootstrap", "k", "train_scenes", "decoder_scenes", "max_len", "curve_seeds",
-                  "doc_captions", "doc_max_len"):  # fmt: skip
+        for f in ("workers", "threads"):
             if getattr(self, f) < 1:
                 raise InputError(f"demo: {f} must be >= 1, got {getattr(self, f)}")
-        if self.samples % self.eval_every or self.eval_every % self.batch_size:
-            raise InputError(
-                f"demo: samples ({self.samples}) must be a multiple of eval_every "
-                f"({self.eval_every}), itself a multiple of the batch ({self.batch_size})"
-            )
-        if not 1 <= self.next_token_factor <= 1000:
-            raise InputError(
-                f"demo: next_token_factor must be in 1..1000, got {self.next_token_factor}"
-            )
-        if self.curve_seeds >= 1000:
-            raise InputError(f"demo: curve_seeds must be < 1000, got {self.curve_seeds}")
-        for s in (*self.law_samples, *self.heldout_samples):
-            if s % self.eval_every or s > self.samples:
-                raise InputError(
-                    f"demo: law sample count {s} must be a multiple of eval_every "
-                    f"({self.eval_every}) and at most samples ({self.samples})"
-                )
-        if set(self.law_samples) & set(self.heldout_samples):
-            raise InputError("demo: held-out sample counts must be off the fit grid")
-        if self.heldout_runs * len(self.heldout_samples) > (len(self.law_rhos) + 2) * len(
-            self.law_samples
-        ):
-            raise InputError("demo: more held-out points than fit points")
+        self._check_budgets()
         self._check_world()
-        self._check_modalities()
-        if self.eval_scenes <= self.k or self.bridge_scenes <= self.k:
-            raise InputError(f"demo: need more than k = {self.k} scenes")
+        if self.image.samples < 1 or self.image.samples % self.text.batch_size:
+            raise InputError(
+                f"demo: image_samples ({self.image.samples}) must be a positive multiple of the "
+                f"batch ({self.text.batch_size})"
+            )
+        if self.caption.zero_pair and "image-good" not in self.image.modalities:
+            raise InputError("demo: zero_pair_captioner needs the image-good run in modalities")
+
+    def _check_budgets(self) -> None:
+        """The sweep's sample counts against the text recipe's budget and batch."""
+        samples, every, batch = self.text.samples, self.sweep.eval_every, self.text.batch_size
+        if samples % every or every % batch:
+            raise InputError(
+                f"demo: samples ({samples}) must be a multiple of eval_every ({every}), itself "
+                f"a multiple of the batch ({batch})"
+            )
+        for s in (*self.sweep.law_samples, *self.sweep.heldout_samples):
+            if s % every or s > samples:
+                raise InputError(
+                    f"demo: law sample count {s} must be a multiple of eval_every ({every}) and "
+                    f"at most samples ({samples})"
+                )
 
     def _check_world(self) -> None:
         """The world and the control's are registry names, and differ (sizes against the
@@ -213,69 +358,73 @@ class DemoConfig:
                 f"{self.world!r} among {names}"
             )
 
+    def with_settings(self, **settings: Any) -> DemoConfig:
+        """This config with ``settings`` by their flat names (:data:`SETTINGS`: ``samples``,
+        ``image_lr``, ``captioner``, ...), each routed to its part; every part and the whole
+        checked once, with all of them applied."""
+        _refuse_unknown(settings)
+        top: dict[str, Any] = {}
+        parts: dict[str, dict[str, Any]] = {}
+        for name, value in settings.items():
+            part, f = SETTINGS[name]
+            (parts.setdefault(part, {}) if part else top)[f] = value
+        for part, changes in parts.items():
+            top[part] = replace(getattr(self, part), **changes)
+        return replace(self, **top)
+
     def control_config(self) -> DemoConfig:
         """The control's config: the same budgets and sizes on ``control``, one seed, no
         captioner and no control of its own (:mod:`prh.demo.control` trains its good and bad
         text runs and its image/sketch runs)."""
         if not self.control:
             raise InputError("demo: this config has no control world")
-        return replace(
-            self, name=f"{self.name}-control", world=self.control, control="",
-            curve_seeds=1, captioner=False, zero_pair_captioner=False,
+        return self.with_settings(
+            name=f"{self.name}-control", world=self.control, control="", curve_seeds=1,
+            captioner=False, zero_pair_captioner=False,
         )  # fmt: skip
 
-    def _check_modalities(self) -> None:
-        """The image, sketch and captioner settings (issue 13's step)."""
-        unknown = [m for m in self.modalities if m not in MODALITY_RUNS]
-        if unknown or len(set(self.modalities)) != len(self.modalities):
-            raise InputError(
-                f"demo: modalities {list(self.modalities)}: expected distinct names among "
-                f"{', '.join(MODALITY_RUNS)}"
-            )
-        if self.image_samples < 1 or self.image_samples % self.batch_size:
-            raise InputError(
-                f"demo: image_samples ({self.image_samples}) must be a positive multiple of the "
-                f"batch ({self.batch_size})"
-            )
-        if self.image_train_scenes < 2:
-            raise InputError(
-                f"demo: image_train_scenes must be >= 2, got {self.image_train_scenes}"
-            )
-        if self.zero_pair_captioner and "image-good" not in self.modalities:
-            raise InputError("demo: zero_pair_captioner needs the image-good run in modalities")
-
-    @property
-    def nt_samples(self) -> int:
-        """The next-token runs' budget: ``next_token_factor x samples``."""
-        return self.next_token_factor * self.samples
-
-    @property
-    def law_run_samples(self) -> int:
-        """Budget of the mixture runs: the largest sample count the law needs."""
-        return max((*self.law_samples, *self.heldout_samples))
-
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """Every setting by its flat name (what ``demo.json`` and ``summary.json`` record, and
+        what the report reads; :func:`dataclasses.asdict` gives the nested form)."""
+        return {
+            name: getattr(getattr(self, part), f) if part else getattr(self, f)
+            for name, (part, f) in SETTINGS.items()
+        }
 
-    def digest(self, *fields: str) -> str:
-        """A short hash of the named fields (all when none): names cached files."""
+    def digest(self, *settings: str) -> str:
+        """A short hash of the named settings (flat names; all when none): names cached files."""
         d = self.to_dict()
-        if fields:
-            d = {f: d[f] for f in fields}
+        if settings:
+            d = {f: d[f] for f in settings}
         blob = json.dumps(d, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:10]
 
 
+SETTINGS: dict[str, tuple[str, str]] = {
+    **{f.name: ("", f.name) for f in fields(DemoConfig) if f.name not in PARTS},
+    **{cls.setting(f.name): (part, f.name) for part, cls in PARTS.items() for f in fields(cls)},
+}
+"""Flat setting name -> (part, its field) (part ``""``: a field of :class:`DemoConfig` itself):
+the names :func:`demo_config`, :meth:`DemoConfig.with_settings`, :meth:`DemoConfig.to_dict` and
+:meth:`DemoConfig.digest` take."""
+
+
+def _refuse_unknown(settings: dict[str, Any]) -> None:
+    unknown = set(settings) - set(SETTINGS)
+    if unknown:
+        raise InputError(f"demo: unknown setting(s) {sorted(unknown)}")
+
+
 DEFAULT = DemoConfig()
-FULL = DemoConfig(
+FULL = DEFAULT.with_settings(
     name="full",
     next_token_factor=4,
     curve_seeds=3,
     heldout_runs=4,
-    modalities=("image-good", "image-bad", "sketch-good"),
+    modalities=MODALITY_RUNS,
     zero_pair_captioner=True,
 )
-QUICK = DemoConfig(
+QUICK = DEFAULT.with_settings(
     name="quick",
     eval_scenes=200,
     bridge_scenes=200,
@@ -296,15 +445,14 @@ PRESETS = {"quick": QUICK, "default": DEFAULT, "full": FULL}
 
 
 def demo_config(preset: str = "default", **overrides: Any) -> DemoConfig:
-    """The ``quick``, ``default`` or ``full`` preset with ``overrides`` (``None`` values keep the
-    preset)."""
+    """The ``quick``, ``default`` or ``full`` preset with ``overrides`` by their flat setting
+    names (:data:`SETTINGS`; ``None`` values keep the preset). The text model preset, a setting
+    whose name this function's first argument takes, is ``with_settings(preset=...)``."""
     if preset not in PRESETS:
         raise InputError(f"demo: unknown preset {preset!r}; expected one of {sorted(PRESETS)}")
     base = PRESETS[preset]
-    unknown = set(overrides) - set(DemoConfig.__dataclass_fields__)
-    if unknown:
-        raise InputError(f"demo: unknown setting(s) {sorted(unknown)}")
+    _refuse_unknown(overrides)
     given = {k: v for k, v in overrides.items() if v is not None}
     if given.get("world") == base.control and "control" not in given:
         given["control"] = ""  # the preset's control world is now the world: no control
-    return replace(base, **given)
+    return base.with_settings(**given)

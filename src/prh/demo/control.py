@@ -5,8 +5,8 @@ have a pair kernel with distinct top eigenvalues and a gap; the control is the s
 (``DemoConfig.control``), whose good views (two observations of one scene) give ``diag(p)``:
 no gap, so the theorem fixes nothing. The control trains the text good and bad runs at the
 main budget (a :class:`~prh.scaling.grid.RunSet` of the same cave runner, so the cells are the
-main sweep's would-be curve cells) and the image/sketch runs of ``cfg.modalities``, embeds them
-like the main demo and measures the same matrix (mutual-kNN, CKA, rotation scores, pair-free,
+main sweep's would-be curve cells) and the image/sketch runs of ``cfg.image.modalities``, embeds
+them like the main demo and measures the same matrix (mutual-kNN, CKA, rotation scores, pair-free,
 held-out canonical correlation ``cc``). Everything lies under ``OUT/control/``; a rerun reuses
 it. The prediction: the good-view pairs agree less across modalities on the control, intervals
 apart (:func:`prh.demo.theory_targets.targets`).
@@ -34,7 +34,7 @@ def control_runs(ctx: Context) -> dict[str, Path]:
     cfg = ctx.cfg
     runner = protocol.backend(cfg)
     sweep = protocol.sweep_dir(ctx.out, cfg)
-    runs = RunSet("prh-demo-control", tuple(("text", v, cfg.samples) for v in ("good", "bad")))
+    runs = RunSet("prh-demo-control", tuple(("text", v, cfg.text.samples) for v in ("good", "bad")))
     s = run_sweep(runs, runner, sweep, seed=cfg.seed, workers=cfg.workers,
                   progress=lambda m: ctx.log(f"  control: {m}"))  # fmt: skip
     if s.failed:
@@ -60,8 +60,8 @@ def step_control(ctx: Context) -> dict[str, Any]:
         return {"skipped": "no control world"}
     cfg = ctx.cfg.control_config()
     cctx = Context(cfg, ctx.out / "control", ctx.log, state=ctx.state)
-    ctx.log(f"  control world {cfg.world}: text good and bad at {cfg.samples} samples, "
-            f"{', '.join(cfg.modalities) or 'no image run'}")  # fmt: skip
+    ctx.log(f"  control world {cfg.world}: text good and bad at {cfg.text.samples} samples, "
+            f"{', '.join(cfg.image.modalities) or 'no image run'}")  # fmt: skip
     vision = steps.step_vision(cctx)
     runs = control_runs(cctx)
     text = {}

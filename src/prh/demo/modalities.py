@@ -1,6 +1,6 @@
 """The demo's modalities step: image and sketch encoders trained apart, one rotation, no pairs.
 
-Issue 13's experiment on the demo's world. Each image/sketch encoder of ``cfg.modalities`` is
+Issue 13's experiment on the demo's world. Each image/sketch encoder of ``cfg.image.modalities`` is
 trained alone (one cell of a sweep, :func:`prh.demo.protocol.image_runs`, trained in-process by
 :func:`prh.training.image.train_image`: EfficientNet-Lite0's early blocks frozen,
 its later blocks and a whitened-JEPA head fine-tuned, :mod:`prh.models.backbone`) on its own
@@ -64,14 +64,14 @@ GOOD_PAIRS = (
 
 
 def train_runs(ctx: Context) -> dict[str, Path]:
-    """Train (or resume, or reuse) every run of ``cfg.modalities``: cells of one sweep
+    """Train (or resume, or reuse) every run of ``cfg.image.modalities``: cells of one sweep
     (:func:`prh.demo.protocol.image_runs`, the ``cave-image`` runner), ``cfg.workers`` at a time,
     in this process (one worker) or a local pool; name -> run folder."""
     from prh.errors import PrhError
     from prh.scaling.sweep import RESULTS, read_results, run_sweep
 
     cfg = ctx.cfg
-    if not cfg.modalities:
+    if not cfg.image.modalities:
         return {}
     sweep = protocol.image_sweep_dir(ctx.out, cfg)
     runner = protocol.image_backend(cfg, ctx.path("modalities", "render_cache"))
@@ -80,7 +80,7 @@ def train_runs(ctx: Context) -> dict[str, Path]:
         runner,
         sweep,
         seed=cfg.seed,
-        workers=max(1, min(cfg.workers, len(cfg.modalities))),
+        workers=max(1, min(cfg.workers, len(cfg.image.modalities))),
         progress=lambda m: ctx.log(f"  {m}"),
     )
     if s.failed:
@@ -92,11 +92,13 @@ def train_runs(ctx: Context) -> dict[str, Path]:
 
 def run_settings(cfg: DemoConfig) -> dict[str, dict[str, Any]]:
     """Name -> ``{"train", "image"}``: the :class:`~prh.training.TrainConfig` and
-    :class:`~prh.training.ImageConfig` (as dictionaries) each run of ``cfg.modalities`` trains
+    :class:`~prh.training.ImageConfig` (as dictionaries) each run of ``cfg.image.modalities`` trains
     with (the render cache's folder left out: where it lies changes nothing)."""
     runner = protocol.image_backend(cfg, Path("render_cache"))
     out = {}
-    for name, cell in zip(cfg.modalities, protocol.image_runs(cfg).cells(cfg.seed), strict=True):
+    for name, cell in zip(
+        cfg.image.modalities, protocol.image_runs(cfg).cells(cfg.seed), strict=True
+    ):
         train, image = runner.configs(cell, Path("."))
         img = {k: v for k, v in image.to_dict().items() if k != "cache_dir"}
         out[name] = {"train": train.to_dict(), "image": img}
@@ -287,7 +289,10 @@ def evidence(ctx: Context, sets: Mapping[str, Mapping[str, Path]]) -> dict[str, 
         f = scene_factors(world, test_ids)
         train, test, dims = load_sets(sets)
         ecfg = EvidenceConfig(
-            k=cfg.k, bootstrap=cfg.bootstrap, seed=cfg.seed, samples=cfg.pair_free_samples
+            k=cfg.measure.k,
+            bootstrap=cfg.measure.bootstrap,
+            seed=cfg.seed,
+            samples=cfg.measure.pair_free_samples,
         )
         ev = modality_evidence(
             train,
@@ -332,7 +337,7 @@ def step_modalities(
     from prh.world.factors import scene_factors
 
     cfg = ctx.cfg
-    if not cfg.modalities:
+    if not cfg.image.modalities:
         ctx.log("  no image or sketch encoder in this preset (the default demo trains one)")
         return {"skipped": "no image or sketch encoder in this preset"}
     runs = train_runs(ctx)
@@ -350,13 +355,13 @@ def step_modalities(
     probes = probe(
         {**{n: p["test"] for n, p in images.items()}, VISION: Path(vision["test"])},
         scene_factors(world, test_ids),
-        cfg.k,
+        cfg.measure.k,
     )
     for name in (*images, VISION):
         p = probes[name]
         ctx.log(
-            f"  {name:<18} kNN@{cfg.k} embedding: shape {fig(p['shape']['embedding'])} colour "
-            f"{fig(p['colour']['embedding'])} count {fig(p['count']['embedding'])}"
+            f"  {name:<18} kNN@{cfg.measure.k} embedding: shape {fig(p['shape']['embedding'])} "
+            f"colour {fig(p['colour']['embedding'])} count {fig(p['count']['embedding'])}"
         )
     sets = evidence_sets(text, vision, images)
     ctx.state["evidence_sets"] = sets  # the theory step measures the same sets
@@ -364,7 +369,7 @@ def step_modalities(
     _log_evidence(ctx, ev)
     rows = targets(ev, probes)
     captioners = None
-    if cfg.zero_pair_captioner and "image-good" in runs:
+    if cfg.caption.zero_pair and "image-good" in runs:
         from prh.demo.captioner import zero_pair_captioners
 
         captioners = zero_pair_captioners(

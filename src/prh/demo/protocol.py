@@ -32,15 +32,17 @@ _ORDER = {"curve": 0, "fit": 1, "heldout": 2, "repeat": 2}
 
 
 def grid(cfg: DemoConfig) -> Grid:
-    """The demo's runs as a grid (see :func:`prh.scaling.grid.demo_grid`)."""
+    """The demo's runs as a grid (see :func:`prh.scaling.grid.demo_grid`): the sweep plan's
+    runs at the text recipe's budgets."""
+    plan, text = cfg.sweep, cfg.text
     return demo_grid(
         f"prh-demo-{cfg.name}",
-        samples=cfg.samples,
-        law_rhos=cfg.law_rhos,
-        law_run_samples=cfg.law_run_samples,
-        heldout_runs=cfg.heldout_runs,
-        curve_seeds=cfg.curve_seeds,
-        next_token_samples=cfg.nt_samples,
+        samples=text.samples,
+        law_rhos=plan.law_rhos,
+        law_run_samples=plan.law_run_samples,
+        heldout_runs=plan.heldout_runs,
+        curve_seeds=plan.curve_seeds,
+        next_token_samples=text.nt_samples,
     )
 
 
@@ -53,24 +55,25 @@ def backend(cfg: DemoConfig) -> CaveBackend:
     ``measure`` step calibrates). Next-token runs train on documents of ``doc_captions`` captions
     of one scene (the fair next-token protocol, ``docs/demo.md``), up to ``doc_max_len`` tokens.
     """
+    text, measure = cfg.text, cfg.measure
     return CaveBackend(
         vision=cfg.vision,
-        preset=cfg.preset,
-        eval_scenes=cfg.eval_scenes,
-        k=cfg.k,
+        preset=text.preset,
+        eval_scenes=measure.eval_scenes,
+        k=measure.k,
         null=0,
         world=cfg.world,
         world_seed=cfg.world_seed,
         caption_seed=cfg.world_seed + 1,
         threads=cfg.threads,
         train_overrides=(
-            ("batch_size", cfg.batch_size),
-            ("lr", cfg.lr),
-            ("max_len", cfg.max_len),
+            ("batch_size", text.batch_size),
+            ("lr", text.lr),
+            ("max_len", text.max_len),
             ("min_lr_frac", 1.0),
-            ("train_scenes", cfg.train_scenes),
+            ("train_scenes", text.train_scenes),
         ),
-        curve_every=cfg.eval_every,
+        curve_every=cfg.sweep.eval_every,
         warmup_max_batches=8,
         view_overrides=next_token_overrides(cfg),
     )
@@ -82,12 +85,13 @@ def next_token_overrides(cfg: DemoConfig) -> tuple:
     moving world a narration of ``doc_captions`` consecutive frames of one trajectory, 25 chain
     steps apart, in one narrator style (:mod:`prh.views.narration`, issue 23), so that both
     worlds' documents read as many captions a row."""
-    if cfg.doc_captions <= 1:
+    text = cfg.text
+    if text.doc_captions <= 1:
         return ()
     if cfg.world == "cave":
-        docs = (("doc_captions", cfg.doc_captions), ("max_len", cfg.doc_max_len))
+        docs = (("doc_captions", text.doc_captions), ("max_len", text.doc_max_len))
     else:
-        docs = (("narration_len", cfg.doc_captions), ("max_len", cfg.doc_max_len))
+        docs = (("narration_len", text.doc_captions), ("max_len", text.doc_max_len))
     return (("next-token", docs),)
 
 
@@ -151,42 +155,45 @@ IMAGE_RUNS = {
 
 
 def image_runs(cfg: DemoConfig) -> RunSet:
-    """The image/sketch runs of ``cfg.modalities``, in that order, ``image_samples`` each."""
-    runs = tuple((*IMAGE_RUNS[n], cfg.image_samples) for n in cfg.modalities)
+    """The image/sketch runs of ``cfg.image.modalities``, in that order, ``image.samples``
+    each."""
+    runs = tuple((*IMAGE_RUNS[n], cfg.image.samples) for n in cfg.image.modalities)
     return RunSet("prh-demo-modalities", runs)
 
 
 def image_backend(cfg: DemoConfig, render_cache: Path) -> CaveImageBackend:
     """The image/sketch runner: the demo's image recipe, caches in ``render_cache``.
 
-    Every run fine-tunes ``cfg.backbone`` on renders of ``cfg.image_size`` pixels, two cached
-    views per training scene, checkpointed every 20 steps. Several runs: ``cfg.threads`` torch
-    threads each (``cfg.workers`` at a time); a lone run gets every thread.
+    Every run fine-tunes ``image.backbone`` on renders of ``image.size`` pixels, two cached
+    views per training scene, checkpointed every 20 steps, at the text recipe's batch. Several
+    runs: ``cfg.threads`` torch threads each (``cfg.workers`` at a time); a lone run gets every
+    thread.
     """
-    n = len(cfg.modalities)
+    image = cfg.image
+    n = len(image.modalities)
     return CaveImageBackend(
-        batch_size=cfg.batch_size,
-        lr=cfg.image_lr,
-        train_scenes=cfg.image_train_scenes,
+        batch_size=cfg.text.batch_size,
+        lr=image.lr,
+        train_scenes=image.train_scenes,
         world=cfg.world,
         world_seed=cfg.world_seed,
-        image_size=cfg.image_size,
+        image_size=image.size,
         render_views=2,
-        backbone=cfg.backbone,
-        freeze_until=cfg.freeze_until,
-        backbone_size=cfg.backbone_size,
-        scratch_branch=cfg.scratch_branch,
+        backbone=image.backbone,
+        freeze_until=image.freeze_until,
+        backbone_size=image.backbone_size,
+        scratch_branch=image.scratch_branch,
         checkpoint_every=20,
         threads=cfg.threads if n > 1 else cfg.workers * cfg.threads,
         render_cache=str(render_cache),
-        modalities=tuple(sorted({IMAGE_RUNS[m][0] for m in cfg.modalities})),
+        modalities=tuple(sorted({IMAGE_RUNS[m][0] for m in image.modalities})),
         cache_workers=cfg.workers,
     )
 
 
 def image_sweep_dir(out: Path, cfg: DemoConfig) -> Path:
     """``OUT/modalities/sweep-<hash>``: one folder per (runner options, seed), whichever runs
-    ``cfg.modalities`` picks, so that a preset with more runs reuses those another one trained
+    ``cfg.image.modalities`` picks, so that a preset with more runs reuses those another one trained
     (the run set is recorded by its family only, :class:`~prh.scaling.grid.RunSet`)."""
     runner = image_backend(cfg, Path(out) / "modalities" / "render_cache")
     desc = {"runs": image_runs(cfg).describe(), "options": runner.options(), "seed": cfg.seed}
@@ -195,7 +202,7 @@ def image_sweep_dir(out: Path, cfg: DemoConfig) -> Path:
 
 
 def image_run_dirs(cfg: DemoConfig, rows: list[dict[str, Any]], sweep: Path) -> dict[str, Path]:
-    """Name -> run folder of every run of ``cfg.modalities``, read off the sweep's rows.
+    """Name -> run folder of every run of ``cfg.image.modalities``, read off the sweep's rows.
 
     Raises
     ------
@@ -208,7 +215,7 @@ def image_run_dirs(cfg: DemoConfig, rows: list[dict[str, Any]], sweep: Path) -> 
     runner = image_backend(cfg, sweep.parent / "render_cache")
     by_id = {r["cell_id"]: r for r in rows}
     out: dict[str, Path] = {}
-    for name, cell in zip(cfg.modalities, image_runs(cfg).cells(cfg.seed), strict=True):
+    for name, cell in zip(cfg.image.modalities, image_runs(cfg).cells(cfg.seed), strict=True):
         row = by_id.get(cell.cell_id(runner.name, runner.options()))
         if row is None:
             raise PrhError(f"demo: run {name} has no result in {sweep}")

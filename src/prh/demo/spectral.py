@@ -71,19 +71,19 @@ def spectral_section(
 
     cfg = ctx.cfg
     todo = [(a, b) for a, b in GOOD_PAIRS if a in runs and b in runs]
-    if not todo or not cfg.spectral_pairs:
+    if not todo or not cfg.measure.spectral_pairs:
         return {"skipped": "no good-view pair across modalities, or spectral_pairs = 0"}
     key = "|".join(f"{n}:{Path(runs[n]).name}:{Path(sets[n]['test']).name}" for n in sorted(runs))
     h = hashlib.sha256(f"{key}|{cfg.digest('spectral_pairs', 'seed')}".encode()).hexdigest()[:10]
 
     def go() -> dict[str, Any]:
         train, test, dims = load_sets({n: sets[n] for n in runs})
-        own = {n: _own_pairs(runs[n], cfg.spectral_pairs, cfg.seed) for n in runs}
+        own = {n: _own_pairs(runs[n], cfg.measure.spectral_pairs, cfg.seed) for n in runs}
         maps = {}
         for a, b in todo:
             maps[f"{a}~{b}"] = _one(own[a], own[b], [embedding(d[n], dims[n])
                                     for d in (train, test) for n in (a, b)], cfg.seed)  # fmt: skip
-        return {"pairs": cfg.spectral_pairs, "maps": maps}
+        return {"pairs": cfg.measure.spectral_pairs, "maps": maps}
 
     value, _ = ctx.cached_json(f"spectral-{h}", go)
     return value

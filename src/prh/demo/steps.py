@@ -161,8 +161,8 @@ def step_measure(ctx: Context, text: dict[str, dict[str, Path]], vision_test: Pa
 
         def go(name: str = name) -> dict:
             t = load_features(text[name]["test"]).features
-            r = measure(t, v, metric="mutual_knn", k=cfg.k, null=cfg.null,
-                        bootstrap=cfg.bootstrap, seed=cfg.seed)  # fmt: skip
+            r = measure(t, v, metric="mutual_knn", k=cfg.measure.k, null=cfg.measure.null,
+                        bootstrap=cfg.measure.bootstrap, seed=cfg.seed)  # fmt: skip
             return r.to_dict()
 
         out[name], _ = ctx.cached_json(key, go)
@@ -198,12 +198,14 @@ def step_word_order(
         f = scene_factors(world, test)
         labels = {"shape": f["shape"], "colour": f["colour"]}
         vision = load_features(vision_test).features
-        profiles = {"bag-of-words": layer_profile(bag_of_words(texts), vision, labels, cfg.k)}
+        profiles = {
+            "bag-of-words": layer_profile(bag_of_words(texts), vision, labels, cfg.measure.k)
+        }
         for name in names:
             written = load_features(text[name]["test"]).features
-            profiles[name] = layer_profile(written, vision, labels, cfg.k)
+            profiles[name] = layer_profile(written, vision, labels, cfg.measure.k)
             feats = text_encoder(cfg, name, runs).encode_texts(shuffled, batch_size=256)
-            profiles[name + " shuffled"] = layer_profile(feats, vision, labels, cfg.k)
+            profiles[name + " shuffled"] = layer_profile(feats, vision, labels, cfg.measure.k)
         return {"profiles": profiles, "summary": summarise(profiles), "n": len(test)}
 
     value, _ = ctx.cached_json(f"word-order-{h.hexdigest()[:10]}", go)
@@ -243,7 +245,7 @@ def step_law(ctx: Context, runs: list[dict]) -> dict:
     from prh.scaling.plot import plot_predicted_vs_measured
 
     cfg = ctx.cfg
-    rows = law_rows(runs, cfg.law_samples, cfg.heldout_samples)
+    rows = law_rows(runs, cfg.sweep.law_samples, cfg.sweep.heldout_samples)
     fit, heldout, pairs = law_data_from_rows(rows)
     # a form needs more fit points than parameters (small presets can afford only some forms)
     forms = [f for f in LAWS if len(get_law(f).params) < len(fit)]

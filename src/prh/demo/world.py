@@ -37,9 +37,10 @@ def check_world_sizes(cfg: DemoConfig) -> None:
     for name in (cfg.world, cfg.control) if cfg.control else (cfg.world,):
         world = make_world(name, seed=cfg.world_seed)
         n_train, n_test = len(world.split("train")), len(world.split("test"))
-        asks = {"eval_scenes": (cfg.eval_scenes, n_test, "test")}
+        settings = cfg.to_dict()  # the refusal names the setting
+        asks = {"eval_scenes": (settings["eval_scenes"], n_test, "test")}
         for f in ("bridge_scenes", "train_scenes", "decoder_scenes", "image_train_scenes"):
-            asks[f] = (getattr(cfg, f), n_train, "train")
+            asks[f] = (settings[f], n_train, "train")
         for f, (want, have, split) in asks.items():
             if want > have:
                 raise InputError(f"demo: {f} {want} > the {have} {split} scenes of world {name!r}")
@@ -55,8 +56,8 @@ def scene_ids(cfg: DemoConfig, world) -> tuple[list[int], list[int]]:
     from prh.world.registry import split_sample
 
     return (
-        split_sample(world, "test", cfg.eval_scenes),
-        split_sample(world, "train", cfg.bridge_scenes, from_end=True),
+        split_sample(world, "test", cfg.measure.eval_scenes),
+        split_sample(world, "train", cfg.measure.bridge_scenes, from_end=True),
     )
 
 

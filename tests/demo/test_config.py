@@ -1,0 +1,148 @@
+"""The demo config composed of parts: every flat setting still routes, the presets are small
+differences, and the sweeps, runners and cache names they give are those of the flat config
+they replaced (values recorded on main at 095ecd4, before the refactor)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+
+from prh.demo import protocol
+from prh.demo.config import DEFAULT, FULL, PARTS, QUICK, SETTINGS, DemoConfig, demo_config
+from prh.errors import InputError
+
+# every setting of the flat DemoConfig, with a value other than the default's that is valid alone
+OLD_SETTINGS = {
+    "name": "other", "control": "", "seed": 7, "world_seed": 3, "preset": "small",
+    "vision": "random:efficientnet-lite0", "text_baseline": "hf:x", "eval_scenes": 100,
+    "bridge_scenes": 300, "samples": 65536, "next_token_factor": 2, "curve_seeds": 2,
+    "doc_captions": 2, "doc_max_len": 96, "eval_every": 512, "law_rhos": (0.5,),
+    "law_samples": (2048, 4096), "heldout_samples": (6144,), "heldout_runs": 3, "null": 20,
+    "bootstrap": 30, "k": 5, "train_scenes": 1000, "batch_size": 256, "lr": 5e-4,
+    "max_len": 32, "workers": 1, "threads": 2, "captioner": False, "decoder_steps": 0,
+    "decoder_scenes": 500, "modalities": ("image-good", "sketch-good"), "image_samples": 12800,
+    "image_lr": 1e-4, "image_size": 32, "image_train_scenes": 100, "backbone": "efficientnet-lite0",
+    "freeze_until": 8, "backbone_size": 96, "scratch_branch": True, "pair_free_samples": False,
+    "zero_pair_captioner": True, "spectral_pairs": 0, "world": "cave",
+}  # fmt: skip
+
+
+def test_every_flat_setting_routes_and_round_trips():
+    assert set(OLD_SETTINGS) == set(DEFAULT.to_dict())  # the flat view names every setting
+    n_fields = sum(len(fields(c)) for c in PARTS.values()) + len(fields(DemoConfig)) - len(PARTS)
+    assert len(SETTINGS) == n_fields  # one name per field: no two parts share a setting name
+    base = DEFAULT.to_dict()
+    for name, value in OLD_SETTINGS.items():
+        # ``preset`` (the text model's) was never an override: demo_config's argument has that
+        # name; it routes through with_settings like every other setting
+        cfg = DEFAULT.with_settings(preset=value) if name == "preset" else None
+        got = (cfg or demo_config("default", **{name: value})).to_dict()
+        want = {**base, name: value}
+        if name == "world":  # the preset's control world became the world: no control
+            want["control"] = ""
+        assert got == want, name
+    # all at once, and the digest callers' names
+    others = {k: v for k, v in OLD_SETTINGS.items() if k != "preset"}
+    assert demo_config("default", **others).to_dict() == {**OLD_SETTINGS, "preset": "tiny"}
+    cfg = DEFAULT.with_settings(**OLD_SETTINGS)
+    assert cfg.to_dict() == OLD_SETTINGS
+    assert (cfg.text.samples, cfg.image.lr, cfg.caption.build) == (65536, 1e-4, False)
+    assert len(cfg.digest("k", "bootstrap", "seed", "pair_free_samples")) == 10
+    with pytest.raises(InputError, match=r"^demo: unknown setting\(s\) \['colour'\]$"):
+        demo_config(colour="red")
+
+
+def _changed(cfg) -> set[str]:
+    return {k for k, v in cfg.to_dict().items() if DEFAULT.to_dict()[k] != v}
+
+
+def test_presets_differ_from_default_only_where_meant():
+    assert _changed(FULL) == {"name", "next_token_factor", "curve_seeds", "heldout_runs",
+                              "modalities", "zero_pair_captioner"}  # fmt: skip
+    assert _changed(QUICK) == {
+        "name", "eval_scenes", "bridge_scenes", "samples", "law_rhos", "law_samples",
+        "heldout_samples", "heldout_runs", "null", "bootstrap", "decoder_steps",
+        "decoder_scenes", "modalities",
+    }  # fmt: skip
+
+
+BACKEND = {
+    "vision": "efficientnet-lite0", "preset": "tiny", "eval_scenes": 216, "k": 10, "null": 0,
+    "world": "moving", "world_seed": 0, "caption_seed": 1, "nuisance_seed": 0, "image_size": 224,
+    "train_overrides": [["batch_size", 128], ["lr", 0.001], ["max_len", 48],
+                        ["min_lr_frac", 1.0], ["train_scenes", 1944]],
+    "curve_every": 1024, "warmup_max_batches": 8,
+    "view_overrides": [["next-token", [["narration_len", 4], ["max_len", 192]]]],
+}  # fmt: skip
+GRID = {
+    "name": "prh-demo-default", "rhos": (0.25, 0.5, 0.75), "samples": (16384,), "fit_seeds": 1,
+    "heldout": 2, "repeats": True, "curve_views": (), "curve_samples": (), "curve_seeds": 0,
+    "curve_seed_offset": 0, "heldout_rho_only": True,
+    "curve_runs": (("good", 32768, 1), ("next-token", 32768, 1), ("bad", 32768, 1)),
+    "n_fit": 3, "n_cells": 10,
+}  # fmt: skip
+IMAGE = {
+    "preset": "tiny", "batch_size": 128, "lr": 0.0003, "train_scenes": 1944, "world": "moving",
+    "world_seed": 0, "image_size": 64, "render_views": 2, "backbone": "none", "freeze_until": 10,
+    "backbone_size": 128, "scratch_branch": False, "checkpoint_every": 20,
+}  # fmt: skip
+RECORDED = {  # preset: backend options, grid, image options, sweep, image sweep, digest()
+    "default": (BACKEND, GRID, IMAGE, "sweep-3c21669b5c", "sweep-17dbf5154a", "d05c3b8ff5"),
+    "full": (
+        BACKEND,
+        {**GRID, "name": "prh-demo-full", "heldout": 4, "n_cells": 18,
+         "curve_runs": (("good", 32768, 3), ("next-token", 131072, 3), ("bad", 32768, 1))},
+        IMAGE, "sweep-045f4d1ed8", "sweep-17dbf5154a", "716d568709",
+    ),
+    "quick": (
+        {**BACKEND, "eval_scenes": 200},
+        {**GRID, "name": "prh-demo-quick", "rhos": (0.5,), "samples": (8192,), "heldout": 1,
+         "n_fit": 1, "n_cells": 6,
+         "curve_runs": (("good", 8192, 1), ("next-token", 8192, 1), ("bad", 8192, 1))},
+        IMAGE, "sweep-fc273ad5ad", "sweep-17dbf5154a", "615f7264c4",
+    ),
+}  # fmt: skip
+RECORDED_RUNNERS = {  # preset: sha256 of repr(backend), repr(image backend), control's sweeps
+    "default": ("a45891c6a89e4974", "36d919fd8776df71", "sweep-716755b48b", "sweep-cc54c0e5fc"),
+    "full": ("a45891c6a89e4974", "27a8e1e63f11bf4f", "sweep-3557cb984a", "sweep-cc54c0e5fc"),
+    "quick": ("a9fbbb270da11cb7", "95753ba19538ac30", "sweep-5a66204069", "sweep-cc54c0e5fc"),
+}
+RECORDED_DIGESTS = {  # the cache names' digests, for the field names their callers pass
+    "default": ("86877a53d1", "fd6c6ee01f", "128de28a9f"),
+    "full": ("86877a53d1", "fd6c6ee01f", "128de28a9f"),
+    "quick": ("86877a53d1", "48c77ff79d", "51b6847f8e"),
+}
+
+
+def _h(x) -> str:
+    return hashlib.sha256(json.dumps(x, default=list).encode()).hexdigest()[:16]
+
+
+@pytest.mark.parametrize("preset", ["default", "full", "quick"])
+def test_composed_presets_build_the_sweeps_of_the_flat_config(preset):
+    cfg, out = demo_config(preset), Path("OUT")
+    options, described, image, sweep, image_sweep, digest = RECORDED[preset]
+    assert json.loads(json.dumps(protocol.backend(cfg).options())) == options
+    assert protocol.grid(cfg).describe() == described
+    assert protocol.image_backend(cfg, out / "modalities" / "render_cache").options() == image
+    # the cell ids are those of the runs already trained: same sweep folders
+    assert protocol.sweep_dir(out, cfg).name == sweep
+    assert protocol.image_sweep_dir(out, cfg).name == image_sweep
+    runner, image_runner, control, control_image = RECORDED_RUNNERS[preset]
+    assert _h(repr(protocol.backend(cfg))) == runner  # threads, workers and caches too
+    cache = out / "modalities" / "render_cache"
+    assert _h(repr(protocol.image_backend(cfg, cache))) == image_runner
+    ctl = cfg.control_config()
+    assert protocol.sweep_dir(out, ctl).name == control
+    assert protocol.image_sweep_dir(out, ctl).name == control_image
+    # the cached files' names
+    assert cfg.digest() == digest
+    assert (
+        cfg.digest("spectral_pairs", "seed"),
+        cfg.digest("eval_scenes", "bridge_scenes"),
+        cfg.digest("k", "bootstrap", "seed", "pair_free_samples"),
+    ) == RECORDED_DIGESTS[preset]
