@@ -84,6 +84,7 @@ def test_few_pairs_are_reported_as_not_pinned(probe):
     assert (res.relative_separation_x < SEPARATION_Z).any()
 
 
+@pytest.mark.slow
 def test_error_grows_as_separation_shrinks(probe):
     """Walks 33 times slower (rate_scale 0.03) put the top eigenvalues 0.0015 apart instead
     of 0.033. Near 1 the sampling error shrinks with ``1 - l`` as well (a milder slow-down,

@@ -54,6 +54,7 @@ def test_two_runs_match_by_their_own_spectra_and_say_so(tmp_path, moving_runs):
     assert shape["pair_free"]["method"] == "shape"
 
 
+@pytest.mark.slow
 def test_the_spectral_method_needs_a_run_and_bad_settings_are_refused(tmp_path, moving_runs):
     from prh.caption.build import CaptionBuildConfig
 
@@ -66,6 +67,7 @@ def test_the_spectral_method_needs_a_run_and_bad_settings_are_refused(tmp_path, 
         CaptionBuildConfig(spectral_pairs=3)
 
 
+@pytest.mark.slow
 def test_the_cli_refuses_a_method_without_pair_free(tmp_path, bad_input, moving_runs):
     text, image = moving_runs
     bad_input(["caption", "--build", "--text-run", str(text), "--vision", str(image), "--out",

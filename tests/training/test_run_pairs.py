@@ -11,6 +11,8 @@ from prh.training.config import train_config
 from prh.training.moving import lag_pairs_of, run_positive_pairs
 from prh.world import make_world
 
+pytestmark = pytest.mark.slow  # each module-scoped run trains a few steps (make test runs them)
+
 
 @pytest.fixture(scope="module")
 def moving_text_run(tmp_path_factory):

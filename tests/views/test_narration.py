@@ -71,6 +71,7 @@ def test_frames_are_chain_steps_of_one_run_inside_the_training_states(world):
         assert all(K[s, t] > 0 for s, t in zip(doc.states[:-1], doc.states[1:]))
 
 
+@pytest.mark.slow
 def test_two_frames_are_the_lag_pairs_at_lag_stride(world):
     ids = world.split("train")
     paths = NarrationPaths(world, ids, 2, stride=5)
@@ -82,6 +83,7 @@ def test_two_frames_are_the_lag_pairs_at_lag_stride(world):
     assert np.allclose(paths.weights, LagPairs(world, ids, lag=5).weights)
 
 
+@pytest.mark.slow
 def test_three_frames_are_the_conditioned_chain(world):
     """On a set of 40% of the states (so that the conditioning matters), three frames follow the
     exact law ``p(s0) Q^k(s0, s1) Q^k(s1, s2)`` over the set (a dense matrix power), and the same
@@ -188,6 +190,7 @@ def test_lengths_in_frames_and_tokens(source):
     assert np.array_equal(b["state"].numpy(), source.state_of(ds.plan(0)[0]))
 
 
+@pytest.mark.slow
 def test_the_bound_holds_on_the_full_world():
     w = make_world("moving", seed=0)
     src = NarrationSource(w, w.split("train"), 8)
