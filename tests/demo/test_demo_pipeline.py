@@ -157,7 +157,7 @@ def _check_theory(on_disk: dict, html: str, names: set[str]) -> None:
             assert isinstance(m["pinned"], bool) and (m["pinned"] or m["reason"])
             assert 0 <= m["accuracy"] <= 1 and m["chance_r1"] == pytest.approx(1 / 24)
     assert any(t.startswith("control image-good~text-good: the spectral") for t in rows)
-    assert "One rotation from each modality" in html
+    assert "One rotation from each modality" in html and "Word collapse" in html
 
 
 @pytest.mark.slow
@@ -207,6 +207,9 @@ def test_toy_demo_outputs_resume_and_idempotence(tmp_path, tiny_bert):
     assert eff["n_seeds"] == 2 and eff["largest_budget"] == 2048
     assert {"next-token", "next-token-last"} <= set(on_disk["alignment"])
     assert on_disk["alignment"]["next-token"] != on_disk["alignment"]["next-token-last"]
+    wc = on_disk["word_collapse"]  # issue 23's check, every trained text run
+    assert set(wc) == {"good", "bad", "next-token"}
+    assert all(-1 <= r[f] <= 1 for r in wc.values() for f in ("shape", "colour"))
     wo = on_disk["word_order"]
     assert {"bag-of-words", "good", "good shuffled", "next-token shuffled"} <= set(wo)
 

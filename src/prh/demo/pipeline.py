@@ -14,7 +14,8 @@ Steps (each logs one line with its wall and CPU time; each caches its result und
 5. ``measure``: mutual-kNN (k = 10, best layer pair), calibrated score (permutation null), CI;
    next-token pooled two ways (mean over tokens, last token).
 6. ``word_order``: does the world reward context? Per layer, captions as written vs shuffled,
-   beside a bag of words (:mod:`prh.demo.word_order`).
+   beside a bag of words (:mod:`prh.demo.word_order`); and the word-collapse check of every
+   trained text run (:func:`prh.demo.steps.step_word_collapse`).
 7. ``efficiency``: samples good views and next-token need to reach one alignment (seed curves).
 8. ``law``: candidate laws fitted on the mixture runs' curves, judged on held-out runs.
 9. ``bridge``: image <-> caption retrieval through one map, zero-shot classes, pair-free class
@@ -115,6 +116,7 @@ def run_demo(
     results["word_order"] = _step(
         ctx, 6, "word_order", lambda: steps.step_word_order(ctx, runs, text, vision["test"])
     )
+    results["word_collapse"] = steps.step_word_collapse(ctx, runs)
     results["sample_efficiency"] = _step(
         ctx, 7, "efficiency", lambda: steps.step_efficiency(ctx, train["runs"], results["measure"])
     )

@@ -222,6 +222,7 @@ def build_summary(ctx: Context, results: dict[str, Any]) -> dict[str, Any]:
         "alignment_detail": m,
         "sample_efficiency": results["sample_efficiency"],
         "word_order": results.get("word_order", {}).get("summary", {}),
+        "word_collapse": results.get("word_collapse"),
         "budget": budgets(results["config"]),
         "law": law,
         "prove": {k: prove.get(k) for k in ("passed", "n", "n_passed", "skipped") if k in prove},
@@ -326,6 +327,7 @@ def report_context(summary: dict[str, Any], results: dict[str, Any], out: Path) 
         "alignment": _alignment(summary, out),
         "efficiency": _efficiency(summary["sample_efficiency"]),
         "word_order": _word_order_table(summary.get("word_order") or {}),
+        "word_collapse": _word_collapse_table(summary.get("word_collapse")),
         "law": _law(summary["law"], cfg, out),
         "bridge": _bridge(summary["bridge"], results["bridge"].get("samples", [])),
         "modalities": modalities_context(results.get("modalities"), out),
@@ -464,6 +466,14 @@ def _word_order_table(w: dict[str, Any]) -> dict[str, Any] | None:
         "its colour",
     ]
     return table(head, rows)
+
+
+def _word_collapse_table(wc: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Issue 23's check (``summary["word_collapse"]``), ``None`` when absent."""
+    if not wc:
+        return None
+    rows: list[list[Cell]] = [[n, num(r["shape"], 2), num(r["colour"], 2)] for n, r in wc.items()]
+    return table(["run", "shape words", "colour words"], rows)
 
 
 def _law(law: dict[str, Any], cfg: dict[str, Any], out: Path) -> dict[str, Any]:

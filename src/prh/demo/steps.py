@@ -218,6 +218,25 @@ def step_word_order(
     return value
 
 
+def step_word_collapse(ctx: Context, runs: dict[str, Path]) -> dict[str, Any]:
+    """Issue 23's word-collapse check: the centred cosine among the world's shape words and
+    among its colour words in each trained text run's token embeddings
+    (:func:`prh.metrics.word_collapse.word_collapse_of`): a next-token model whose documents give
+    its words no distinct contexts merges them (0.85 on the still world at 16k documents); a
+    good-view JEPA keeps them apart (about 0)."""
+    from prh.metrics.word_collapse import word_collapse_of
+    from prh.training import load_run
+    from prh.world.scenes import COLOURS, SHAPES
+
+    out: dict[str, Any] = {}
+    for name in ("good", "bad", "next-token"):
+        wc = word_collapse_of(load_run(runs[name], device="cpu"), SHAPES, COLOURS)
+        out[name] = {"shape": round(wc.shape, 4), "colour": round(wc.colour, 4)}
+        ctx.log(f"  word collapse {name:<10} shape words {wc.shape:.2f}  colour words "
+                f"{wc.colour:.2f}")  # fmt: skip
+    return out
+
+
 def step_efficiency(ctx: Context, runs: list[dict], measure: dict) -> dict:
     """Samples good views and next-token need to reach the target, off their seeds' curves."""
     from prh.demo.analysis import efficiency_summary, ratio_text
