@@ -58,7 +58,7 @@ def summary() -> dict[str, Any]:
 def test_the_section_shows_every_part_and_reads_undefined_for_missing_figures():
     page = render("theory.html", th=theory_context(summary()))
     for text in ("The theory's embedding of the moving world", "0.9100", "first after the gap",
-                 "Each encoder against g*", "Every pair across modalities", "image-bad ~ text-good",
+                 "Each encoder against g*", "Every pair of encoders", "image-bad ~ text-good",
                  "The control: the same encoders on the cave world", "not pinned",
                  "One rotation from each modality", "missed"):  # fmt: skip
         assert text in page, text
