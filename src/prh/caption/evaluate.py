@@ -90,6 +90,17 @@ def _oracle_caption(world: Any, scene: int, refs: list[str], seed: int) -> str:
     return world.captions(scene, 1, seed)[0]  # pragma: no cover - wordings are plentiful
 
 
+def _test_scenes(test: Any, n: int, scenes: Any) -> list[int]:
+    """The scored scenes: the first ``n`` of ``test``, or ``scenes`` (each one a test scene)."""
+    if scenes is None:
+        return [int(i) for i in test[:n]]
+    scenes = [int(i) for i in scenes]
+    outside = sorted(set(scenes) - {int(i) for i in test})
+    if outside or not scenes:
+        raise InputError(f"scenes: expected test scenes of the world, got {outside[:3] or 'none'}")
+    return scenes
+
+
 def evaluate_captioner(
     captioner: Any,
     *,
@@ -152,15 +163,7 @@ def evaluate_captioner(
     if tokenizer is None:
         tokenizer = "ptb" if shutil.which("java") else "simple"
     seed = int(w.get("seed", 0))
-    if scenes is None:
-        scenes = [int(i) for i in test[:n]]
-    else:
-        scenes = [int(i) for i in scenes]
-        outside = sorted(set(scenes) - {int(i) for i in test})
-        if outside or not scenes:
-            raise InputError(
-                f"scenes: expected test scenes of the world, got {outside[:3] or 'none'}"
-            )
+    scenes = _test_scenes(test, n, scenes)
     n = len(scenes)
     ids = [world.image_id(i) for i in scenes]
     references = {k: world.captions(i, refs, seed) for k, i in zip(ids, scenes)}
