@@ -219,10 +219,15 @@ def _project(x: np.ndarray, basis: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
     return (x - mean) @ comps.T  # (N, k)
 
 
+def r2_score(pred: np.ndarray, y: np.ndarray) -> float:
+    """``1 - SS_res / SS_tot`` of predictions ``pred`` of targets ``y`` (both ``(N, k)``)."""
+    return 1.0 - float(((y - pred) ** 2).sum()) / max(float(((y - y.mean(0)) ** 2).sum()), 1e-30)
+
+
 def _score_map(pred: np.ndarray, y: np.ndarray) -> tuple[MapScore, np.ndarray]:
     """R^2 and R@1 of predictions ``pred (N, k_y)`` of centred targets ``y (N, k_y)``, and the
     per-item hits ``(N, 2)`` (X->Y query, Y->X query) that R@1 averages."""
-    r2 = 1.0 - float(((y - pred) ** 2).sum()) / max(float(((y - y.mean(0)) ** 2).sum()), 1e-30)
+    r2 = r2_score(pred, y)
     idx = np.arange(len(y))
     hits = np.stack([true_ranks(pred, y, idx) == 1, true_ranks(y, pred, idx) == 1], 1)  # (N, 2)
     x_to_y, y_to_x = hits.mean(0)

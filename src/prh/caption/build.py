@@ -273,6 +273,13 @@ def own_pairs(cfg: CaptionBuildConfig, text_run: Any, progress: bool) -> tuple |
     )
 
 
+def _hidden_pairing(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The seeded shuffle that hides which caption row goes with which image row, and its
+    inverse (image row ``i``'s true caption row), shared by both pair-free methods."""
+    shuffle = np.random.default_rng([seed, 0xF4EE]).permutation(n)
+    return shuffle, np.argsort(shuffle)
+
+
 def _pair_free_spectral(
     x: np.ndarray, y: np.ndarray, y_all: np.ndarray, own: tuple, seed: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
@@ -281,9 +288,8 @@ def _pair_free_spectral(
     from prh.bridge.spectral import spectral_align
 
     t0 = time.perf_counter()
-    shuffle = np.random.default_rng([seed, 0xF4EE]).permutation(len(x))
+    shuffle, truth = _hidden_pairing(len(x), seed)
     y_u, y_all_u = y[shuffle], y_all[shuffle]  # the pairing is now unknown to the matcher
-    truth = np.argsort(shuffle)
     # a run's last layer is its JEPA embedding zero-padded to the widest layer: the pairs' width
     dx, dy = own[0][0].shape[1], own[1][0].shape[1]
     if np.any(x[:, dx:]) or np.any(y_u[:, dy:]):
@@ -325,11 +331,10 @@ def _pair_free(
     side's labels are shuffled with the captions, so only class membership crosses over.
     """
     t0 = time.perf_counter()
-    shuffle = np.random.default_rng([seed, 0xF4EE]).permutation(len(x))
+    shuffle, truth = _hidden_pairing(len(x), seed)
     y_u, y_all_u = y[shuffle], y_all[shuffle]  # the pairing is now unknown to the matcher
     both = {f: (np.asarray(v), np.asarray(v)[shuffle]) for f, v in (labels or {}).items()}
     perm, info = pair_free_pairs(x, normalizer.transform(y_u), dims, seed, both)
-    truth = np.argsort(shuffle)
     xc, yc = x - x.mean(0), y_u[perm] - y_u[perm].mean(0)
     info = {
         "accuracy": float((perm == truth).mean()),

@@ -30,12 +30,9 @@ from typing import Any
 
 import numpy as np
 
+from prh.bridge.rotation_score import r2_score
 from prh.demo.modalities import GOOD_PAIRS
 from prh.demo.theory import embedding
-
-
-def _r2(pred: np.ndarray, y: np.ndarray) -> float:
-    return 1.0 - float(((y - pred) ** 2).sum()) / max(float(((y - y.mean(0)) ** 2).sum()), 1e-30)
 
 
 def _r1(pred: np.ndarray, y: np.ndarray) -> float:
@@ -51,8 +48,8 @@ def compare_maps(res: Any, fit: tuple, test: tuple) -> dict[str, Any]:
     u, _, vt = np.linalg.svd(cx.T @ cy)
     rot = u @ vt  # the best rotation given the pairs
     tx, ty = res.components(test[0], "x"), res.components(test[1], "y")
-    spectral = {"r2": _r2(tx, ty), "r1": _r1(tx, ty)}
-    paired = {"r2": _r2(tx @ rot, ty), "r1": _r1(tx @ rot, ty)}
+    spectral = {"r2": r2_score(tx, ty), "r1": _r1(tx, ty)}
+    paired = {"r2": r2_score(tx @ rot, ty), "r1": _r1(tx @ rot, ty)}
     return {
         "spectral": spectral,
         "paired": paired,
