@@ -1,6 +1,8 @@
 """The demo config composed of parts: every flat setting still routes, the presets are small
 differences, and the sweeps, runners and cache names they give are those of the flat config
-they replaced (values recorded on main at 095ecd4, before the refactor)."""
+they replaced (values recorded on main at 095ecd4, before the refactor; issue 23 then gave the
+moving world's runner its theory curve, ``theory_fit_scenes``: new main sweeps, the same control
+sweeps)."""
 
 from __future__ import annotations
 
@@ -77,6 +79,7 @@ BACKEND = {
                         ["min_lr_frac", 1.0], ["train_scenes", 1944]],
     "curve_every": 1024, "warmup_max_batches": 8,
     "view_overrides": [["next-token", [["narration_len", 4], ["max_len", 192]]]],
+    "theory_fit_scenes": 500,
 }  # fmt: skip
 GRID = {
     "name": "prh-demo-default", "rhos": (0.25, 0.5, 0.75), "samples": (16384,), "fit_seeds": 1,
@@ -91,25 +94,25 @@ IMAGE = {
     "backbone_size": 128, "scratch_branch": False, "checkpoint_every": 20,
 }  # fmt: skip
 RECORDED = {  # preset: backend options, grid, image options, sweep, image sweep, digest()
-    "default": (BACKEND, GRID, IMAGE, "sweep-3c21669b5c", "sweep-17dbf5154a", "d05c3b8ff5"),
+    "default": (BACKEND, GRID, IMAGE, "sweep-2062dcaba2", "sweep-17dbf5154a", "d05c3b8ff5"),
     "full": (
         BACKEND,
         {**GRID, "name": "prh-demo-full", "heldout": 4, "n_cells": 18,
          "curve_runs": (("good", 32768, 3), ("next-token", 131072, 3), ("bad", 32768, 1))},
-        IMAGE, "sweep-045f4d1ed8", "sweep-17dbf5154a", "716d568709",
+        IMAGE, "sweep-a232ccfa9b", "sweep-17dbf5154a", "716d568709",
     ),
     "quick": (
-        {**BACKEND, "eval_scenes": 200},
+        {**BACKEND, "eval_scenes": 200, "theory_fit_scenes": 200},
         {**GRID, "name": "prh-demo-quick", "rhos": (0.5,), "samples": (8192,), "heldout": 1,
          "n_fit": 1, "n_cells": 6,
          "curve_runs": (("good", 8192, 1), ("next-token", 8192, 1), ("bad", 8192, 1))},
-        IMAGE, "sweep-fc273ad5ad", "sweep-17dbf5154a", "615f7264c4",
+        IMAGE, "sweep-e29f027085", "sweep-17dbf5154a", "615f7264c4",
     ),
 }  # fmt: skip
 RECORDED_RUNNERS = {  # preset: sha256 of repr(backend), repr(image backend), control's sweeps
-    "default": ("a45891c6a89e4974", "36d919fd8776df71", "sweep-716755b48b", "sweep-cc54c0e5fc"),
-    "full": ("a45891c6a89e4974", "27a8e1e63f11bf4f", "sweep-3557cb984a", "sweep-cc54c0e5fc"),
-    "quick": ("a9fbbb270da11cb7", "95753ba19538ac30", "sweep-5a66204069", "sweep-cc54c0e5fc"),
+    "default": ("71599735ed9d3113", "36d919fd8776df71", "sweep-716755b48b", "sweep-cc54c0e5fc"),
+    "full": ("71599735ed9d3113", "27a8e1e63f11bf4f", "sweep-3557cb984a", "sweep-cc54c0e5fc"),
+    "quick": ("4d83570a2baba28d", "95753ba19538ac30", "sweep-5a66204069", "sweep-cc54c0e5fc"),
 }
 RECORDED_DIGESTS = {  # the cache names' digests, for the field names their callers pass
     "default": ("86877a53d1", "fd6c6ee01f", "128de28a9f"),

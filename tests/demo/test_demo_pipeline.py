@@ -160,6 +160,44 @@ def _check_theory(on_disk: dict, html: str, names: set[str]) -> None:
     assert "One rotation from each modality" in html and "Word collapse" in html
 
 
+def _check_theory_curves(on_disk: dict, rows: list, out: Path, sweep: Path, html: str) -> None:
+    """Issue 23's curves against the theory embedding: every run records one at the points of
+    its vision curve, its last point is the held-out cc of the final weights recomputed here,
+    and the three claims are judged again on them."""
+    from prh.metrics.theory_cca import heldout_cc
+    from prh.scaling.claims import LABELS
+    from prh.training import load_run
+    from prh.world import make_world
+
+    for r in rows:
+        assert [s for s, _ in r["extra"]["theory_curve"]] == [s for s, _ in r["extra"]["curve"]]
+        assert all(-1 <= v <= 1 for _, v in r["extra"]["theory_curve"])
+    good = next(r for r in on_disk["runs"] if r["name"] == "good")
+    assert [s for s, _ in good["theory_evals"]] == [s for s, _ in good["evals"]]
+    # the reference: g* of the bridge states (fit) and the held-out states (scored), one caption
+    # each (wording seed 1), the final model's last layer
+    world = make_world("moving", seed=0)
+    (theory,) = sweep.glob("theory-*.safetensors")
+    run = load_run(out / good["path"], device="cpu")
+    from prh.world.registry import split_sample
+
+    test_ids = split_sample(world, "test", 24)  # toy_config's eval and bridge scenes
+    fit_ids = split_sample(world, "train", 56, from_end=True)
+    x = {n: run.encode_texts([world.captions(i, 1, 1)[0] for i in ids])[:, -1]
+         for n, ids in (("fit", fit_ids), ("test", test_ids))}  # fmt: skip
+    g = {"fit": world.theory_embedding(fit_ids, 8), "test": world.theory_embedding(test_ids, 8)}
+    want = heldout_cc(x["fit"], g["fit"], x["test"], g["test"], components=8, n_boot=1).mean
+    assert good["theory_evals"][-1][1] == pytest.approx(want, abs=1e-5)
+    assert theory.is_file()
+    tcur = on_disk["theory_curves"]
+    assert -1 <= tcur["control"] <= 1 and tcur["efficiency"]["n_seeds"] == 2
+    claims = on_disk["theory_claims"]
+    assert len(claims) == 3 and all(c["label"] in LABELS for c in claims)
+    assert claims[1]["rule"] == on_disk["claims"][1]["rule"]  # the same rule, another reference
+    assert "The same claims against the theory embedding" in html
+    assert (out / "theory_curves.png").read_bytes()[:4] == b"\x89PNG"
+
+
 @pytest.mark.slow
 def test_toy_demo_outputs_resume_and_idempotence(tmp_path, tiny_bert):
     import torch
@@ -260,6 +298,7 @@ def test_toy_demo_outputs_resume_and_idempotence(tmp_path, tiny_bert):
     assert cap["n"] == 24 and cap["ratio"] == pytest.approx(cap["zero_pair"] / cap["paired"])
     assert "Three modalities trained apart" in html and (out / "modalities.png").is_file()
     _check_theory(on_disk, html, names)
+    _check_theory_curves(on_disk, rows, out, sweep, html)
 
     # idempotent: a rerun trains nothing, reuses features and step results, same numbers
     weights = {p: os.stat(p).st_mtime_ns for p in out.glob("sweep-*/runs/*/model.safetensors")}

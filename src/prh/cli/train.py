@@ -187,6 +187,13 @@ def _run_flags(p: argparse.ArgumentParser) -> None:
         help="feature file (ids scene_<i>) to measure alignment with during training",
     )
     p.add_argument(
+        "--eval-theory",
+        metavar="FILE",
+        default=None,
+        help="theory embedding of world states (prh world moving spectrum --out) to measure "
+        "the held-out canonical correlation with during training",
+    )
+    p.add_argument(
         "--eval-every",
         type=nonnegative_int,
         default=None,
@@ -308,12 +315,14 @@ def run(args: argparse.Namespace) -> int:
         check_output_dir(args.out, "--out")
         if args.corpus and not Path(args.corpus).exists():
             raise InputError(f"--corpus {args.corpus}: no such file or folder")
-        if args.eval_features:
-            path = Path(args.eval_features)
-            if path.is_dir():
-                raise InputError(f"--eval-features {path}: is a folder, expected a feature file")
-            if not path.is_file():
-                raise InputError(f"--eval-features {path}: no such file")
+        for flag, given in (("--eval-features", args.eval_features),
+                            ("--eval-theory", args.eval_theory)):  # fmt: skip
+            if given:
+                path = Path(given)
+                if path.is_dir():
+                    raise InputError(f"{flag} {path}: is a folder, expected a feature file")
+                if not path.is_file():
+                    raise InputError(f"{flag} {path}: no such file")
         over = run_state(Path(args.out)) == "incomplete"
         run_dir = train(cfg, args.out, progress, device=args.device, threads=args.threads)
         if over:

@@ -32,6 +32,7 @@ SHARED_OVERRIDES = (
     "sigreg_lambda",
     "sigreg_slices",
     "eval_features",
+    "eval_theory",
     "eval_every",
     "checkpoint_every",
     *(f.dest for f in TRAIN_KNOBS if f.dest not in TEXT_ONLY_KNOBS),
@@ -56,7 +57,7 @@ RUN_FLAGS = (
 )
 
 # Flags naming a file or folder: the same path spelled another way is the same flag.
-PATH_FLAGS = ("corpus", "eval_features", "render_cache")
+PATH_FLAGS = ("corpus", "eval_features", "eval_theory", "render_cache")
 
 
 def views_and_rho(

@@ -148,8 +148,10 @@ def run_image(args: argparse.Namespace) -> int:
 
     train_scene_ids(train)  # --train-scenes beyond the world's split: refused, never clamped
     check_output_dir(args.out)
-    if args.eval_features and not Path(args.eval_features).is_file():
-        raise InputError(f"--eval-features {args.eval_features}: no such file")
+    for flag, given in (("--eval-features", args.eval_features),
+                        ("--eval-theory", args.eval_theory)):  # fmt: skip
+        if given and not Path(given).is_file():
+            raise InputError(f"{flag} {given}: no such file")
     kw = {"device": args.device, "threads": args.threads, "workers": workers}
     run_dir, _ = train_image(train, image, args.out, progress, **kw)
     print(run_dir)

@@ -119,6 +119,7 @@ def law_rows(
     runs: Sequence[dict[str, Any]],
     law_samples: Sequence[int],
     heldout_samples: Sequence[int],
+    key: str = "evals",
 ) -> list[dict[str, Any]]:
     """``results.jsonl``-style rows for :func:`prh.scaling.fit.law_data_from_rows`.
 
@@ -130,10 +131,13 @@ def law_rows(
         rho = 1 and rho = 0 (pure good / pure bad views are the mixture's end points).
     law_samples, heldout_samples : sequence of int
         Where fit runs and held-out / repeat runs are read off their curves.
+    key : str
+        The curve read: ``evals`` (against the frozen vision features) or ``theory_evals``
+        (against the theory embedding).
     """
     rows: list[dict[str, Any]] = []
     for r in runs:
-        ev = dict(r["evals"])
+        ev = dict(r[key])
         role = r["role"]
         if role == "curve":
             if r.get("name", r["views"]) not in ("good", "bad"):

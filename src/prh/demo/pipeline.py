@@ -17,7 +17,9 @@ Steps (each logs one line with its wall and CPU time; each caches its result und
    beside a bag of words (:mod:`prh.demo.word_order`); and the word-collapse check of every
    trained text run (:func:`prh.demo.steps.step_word_collapse`).
 7. ``efficiency``: samples good views and next-token need to reach one alignment (seed curves).
-8. ``law``: candidate laws fitted on the mixture runs' curves, judged on held-out runs.
+8. ``law``: candidate laws fitted on the mixture runs' curves, judged on held-out runs; on a
+   world with a theory, sample efficiency and the law again on the curves against the theory
+   embedding (:func:`prh.demo.steps.step_theory_curves`).
 9. ``bridge``: image <-> caption retrieval through one map, zero-shot classes, pair-free class
    matching; the captioner (``OUT/caption/``).
 10. ``modalities``: image and sketch encoders trained apart on their own views; the alignment
@@ -121,6 +123,7 @@ def run_demo(
         ctx, 7, "efficiency", lambda: steps.step_efficiency(ctx, train["runs"], results["measure"])
     )
     results["law"] = _step(ctx, 8, "law", lambda: steps.step_law(ctx, train["runs"]))
+    results["theory_curves"] = steps.step_theory_curves(ctx, train["runs"], runs)
     results["bridge"] = _step(ctx, 9, "bridge", lambda: bridge_section(ctx, text, vision, runs))
     results["modalities"] = _step(
         ctx, 10, "modalities", lambda: step_modalities(ctx, text, vision, runs)

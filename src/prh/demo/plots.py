@@ -55,24 +55,28 @@ def plot_curves(
     efficiency: dict[str, Any],
     path: str | os.PathLike[str],
     title: str = "",
+    key: str = "evals",
+    ylabel: str = "mutual-kNN@10 with EfficientNet-Lite0",
 ) -> None:
     """Alignment vs samples seen: good / bad / next-token curves, mixture runs faint, MiniLM and
-    random-init as horizontal references, the sample-efficiency target and its crossings.
-    Undefined scores leave gaps; an undefined reference or target is named in the legend."""
+    random-init as horizontal references (those of ``measure``: ``{name: {"score"}}``), the
+    sample-efficiency target and its crossings. ``key``: the runs' curve drawn (``evals``, or
+    ``theory_evals`` against the theory embedding). Undefined scores leave gaps; an undefined
+    reference or target is named in the legend."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7.2, 4.4), dpi=130)
     cmap = plt.get_cmap("viridis")
-    _faint_runs(ax, runs, cmap)
+    _faint_runs(ax, runs, cmap, key)
     for name in ("good", "bad", "next-token"):
         r = next((r for r in runs if r["name"] == name), None)
-        if r is None or not r["evals"]:
+        if r is None or not r.get(key):
             continue
-        ax.plot(*_xy(r["evals"]), "-o", ms=2.5, color=COLOURS[name], lw=1.8, label=LABELS[name])
+        ax.plot(*_xy(r[key]), "-o", ms=2.5, color=COLOURS[name], lw=1.8, label=LABELS[name])
     _references(ax, measure)
     _target(ax, efficiency)
     ax.set_xscale("log", base=2)
     ax.set_xlabel("samples seen (pairs or sequences)")
-    ax.set_ylabel("mutual-kNN@10 with EfficientNet-Lite0")
+    ax.set_ylabel(ylabel)
     ax.grid(alpha=0.25)
     ax.legend(fontsize=8, loc="upper left", frameon=False)
     if title:
@@ -83,13 +87,13 @@ def plot_curves(
     _save(fig, path)
 
 
-def _faint_runs(ax: Any, runs: Sequence[dict[str, Any]], cmap: Any) -> None:
+def _faint_runs(ax: Any, runs: Sequence[dict[str, Any]], cmap: Any, key: str = "evals") -> None:
     """Every run but the three headline curves: other seeds in their view's colour, mixture
     runs coloured by rho."""
     for r in runs:
-        if not r["evals"] or r["name"] in ("good", "bad", "next-token"):
+        if not r.get(key) or r["name"] in ("good", "bad", "next-token"):
             continue
-        s, y = _xy(r["evals"])
+        s, y = _xy(r[key])
         if r["role"] == "curve":  # another seed of a curve: thin, in its view's colour
             ax.plot(s, y, color=COLOURS[r["views"]], lw=0.8, alpha=0.5)
         else:

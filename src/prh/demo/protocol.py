@@ -54,6 +54,9 @@ def backend(cfg: DemoConfig) -> CaveBackend:
     the held-out captions of the curves (wording seed ``world_seed + 1``) and no null (the
     ``measure`` step calibrates). Next-token runs train on documents of ``doc_captions`` captions
     of one scene (the fair next-token protocol, ``docs/demo.md``), up to ``doc_max_len`` tokens.
+    On a world with a spectral gap every run also records its curve against the theory
+    embedding (held-out canonical correlation, fitted on the ``bridge_scenes`` states the theory
+    step fits on; issue 23).
     """
     text, measure = cfg.text, cfg.measure
     return CaveBackend(
@@ -76,7 +79,17 @@ def backend(cfg: DemoConfig) -> CaveBackend:
         curve_every=cfg.sweep.eval_every,
         warmup_max_batches=8,
         view_overrides=next_token_overrides(cfg),
+        theory_fit_scenes=measure.bridge_scenes if has_theory(cfg) else 0,
     )
+
+
+def has_theory(cfg: DemoConfig) -> bool:
+    """Whether the demo's world has a theory embedding to measure curves against (a spectral
+    gap: the moving world; the still cave has none)."""
+    from prh.demo.world import demo_world
+
+    world = demo_world(cfg)
+    return hasattr(world, "theory_embedding") and getattr(world, "gap_k", None) is not None
 
 
 def next_token_overrides(cfg: DemoConfig) -> tuple:
@@ -118,7 +131,8 @@ def run_records(cfg: DemoConfig, rows: list[dict[str, Any]], sweep: Path, out: P
     """The sweep's rows as named runs, curves first, in grid order.
 
     Each: ``name``, ``role`` (the cell's split), ``views``, ``rho``, ``samples``, ``seed``,
-    ``point``, ``path`` (run folder, relative to ``out``), ``evals`` (``[[samples, score]]``).
+    ``point``, ``path`` (run folder, relative to ``out``), ``evals`` (``[[samples, score]]``)
+    and ``theory_evals`` (``[[samples, theory cc]]``; None on a world without a theory).
     """
     runner = backend(cfg)
     by_id = {r["cell_id"]: r for r in rows}
@@ -141,6 +155,7 @@ def run_records(cfg: DemoConfig, rows: list[dict[str, Any]], sweep: Path, out: P
                 "point": c.point,
                 "path": str((sweep / row["extra"]["run_dir"]).relative_to(out)),
                 "evals": row["extra"]["curve"],
+                "theory_evals": row["extra"].get("theory_curve"),
             }
         )
     return records

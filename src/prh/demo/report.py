@@ -94,6 +94,53 @@ def claims(summary: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+THEORY_CLAIM_TEXT = (
+    "Against the theory embedding g*: good views carry more of it than bad views (equal samples)"
+    " and next-token prediction (equal or more samples), and more than an untrained encoder.",
+    "Against g*: next-token prediction needs more samples than good views to reach the same "
+    "held-out canonical correlation (42x in the paper).",
+    "Against g*: the canonical correlation follows a law in (rho, samples) that predicts unseen "
+    "runs about as well as a second seed does.",
+)
+THEORY_NAMES = {"good": "text-good", "bad": "text-bad", "next-token": "next-token",
+                "random-init": "random-init"}  # fmt: skip
+
+
+def theory_claims(summary: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The three claims again against the theory embedding (issue 23), by the same rules:
+    claim 1 on the theory step's held-out canonical correlations (``theory_cc``: text-good,
+    text-bad, next-token mean-pooled, random-init, bootstrap intervals over held-out states),
+    claims 2 and 3 on the runs' curves against ``g*`` (``theory_curves``). None on a world
+    without a theory."""
+    from prh.scaling.claims import judge_claim1
+
+    tc, cur = summary.get("theory_cc") or {}, summary.get("theory_curves")
+    if not cur or "skipped" in tc or any(n not in tc for n in THEORY_NAMES.values()):
+        return None
+    iv = {k: (tc[n]["mean"], *tc[n]["ci"]) for k, n in THEORY_NAMES.items()}
+    part = {"sample_efficiency": cur["efficiency"], "config": summary["config"]}
+    verdicts = (judge_claim1(iv), _claim2(part, iv), _claim3(cur["law"]))
+    g, b, n, r = (iv[k][0] for k in ("good", "bad", "next-token", "random-init"))
+    evidence = (
+        f"theory cc good {num(g)} vs bad {num(b)} vs next-token {num(n)} vs random-init {num(r)}",
+        _evidence2(cur["efficiency"]) + f" (random-init on this measure {num(cur['control'])})",
+        _evidence3(cur["law"]),
+    )
+    keys = ("claim", "label", "reason", "rule", "figures", "evidence")
+    return [
+        dict(zip(keys, (text, v.label, v.reason, v.rule, v.figures, f"{ev}: {v.reason}")))
+        for text, v, ev in zip(THEORY_CLAIM_TEXT, verdicts, evidence)
+    ]
+
+
+def theory_curves_summary(tcur: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The theory curves' control, efficiency and law (its rows left out, as ``law``'s)."""
+    if not tcur:
+        return None
+    law = {k: v for k, v in tcur["law"].items() if k != "rows"}
+    return {"control": tcur["control"], "efficiency": tcur["efficiency"], "law": law}
+
+
 def _claim2(summary: dict[str, Any], iv: dict[str, tuple[float, float, float]]) -> Any:
     """Claim 2's verdict from the sample-efficiency result and the final intervals ``iv``."""
     from prh.scaling.claims import judge_claim2
@@ -221,6 +268,7 @@ def build_summary(ctx: Context, results: dict[str, Any]) -> dict[str, Any]:
         "alignment_calibrated": {k: m[k]["calibrated"] for k in m},
         "alignment_detail": m,
         "sample_efficiency": results["sample_efficiency"],
+        "theory_curves": theory_curves_summary(results.get("theory_curves")),
         "word_order": results.get("word_order", {}).get("summary", {}),
         "word_collapse": results.get("word_collapse"),
         "budget": budgets(results["config"]),
@@ -295,8 +343,17 @@ def write_outputs(ctx: Context, results: dict[str, Any]) -> dict[str, Any]:
         title=f"{cfg['world']} world, tiny text encoders, {cfg['eval_scenes']} held-out scenes",
     )
     plot_bars(results["measure"], out / "alignment_bars.png")
+    tcur = results.get("theory_curves")
+    if tcur:
+        plot_curves(
+            results["runs"], {"random-init": {"score": tcur["control"]}}, tcur["efficiency"],
+            out / "theory_curves.png", key="theory_evals",
+            ylabel="held-out canonical correlation with g*",
+            title=f"{cfg['world']} world: the same runs against the theory embedding",
+        )  # fmt: skip
     summary = build_summary(ctx, results)
     summary["claims"] = claims(summary)
+    summary["theory_claims"] = theory_claims(summary)
     write_json(
         out / "summary.json", stamped("demo-summary", summary, seed=cfg.get("seed"), options=cfg)
     )
@@ -323,6 +380,10 @@ def report_context(summary: dict[str, Any], results: dict[str, Any], out: Path) 
     return {
         "header": _header(summary),
         "claims": [_claim_box(c) for c in summary["claims"]],
+        "theory_claims": [_claim_box(c) for c in summary.get("theory_claims") or []],
+        "theory_curves": figure(out / "theory_curves.png", "theory cc vs samples")
+        if summary.get("theory_claims")
+        else None,
         "curves": _curves(cfg, out),
         "alignment": _alignment(summary, out),
         "efficiency": _efficiency(summary["sample_efficiency"]),

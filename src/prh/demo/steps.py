@@ -237,14 +237,20 @@ def step_word_collapse(ctx: Context, runs: dict[str, Path]) -> dict[str, Any]:
     return out
 
 
-def step_efficiency(ctx: Context, runs: list[dict], measure: dict) -> dict:
-    """Samples good views and next-token need to reach the target, off their seeds' curves."""
+def step_efficiency(
+    ctx: Context, runs: list[dict], measure: dict, key: str = "evals",
+    control: float | None = None,
+) -> dict:  # fmt: skip
+    """Samples good views and next-token need to reach the target, off their seeds' curves
+    (``key``: ``evals``, against the vision features, the control the measure step's
+    random-init; or ``theory_evals`` with the given ``control``)."""
     from prh.demo.analysis import efficiency_summary, ratio_text
 
     def curves(view: str) -> list:
-        return [r["evals"] for r in runs if r["role"] == "curve" and r["views"] == view]
+        return [r[key] for r in runs if r["role"] == "curve" and r["views"] == view]
 
-    control = measure["random-init"]["score"]
+    if control is None:
+        control = measure["random-init"]["score"]
     d = efficiency_summary(curves("good"), curves("next-token"), seed=ctx.cfg.seed,
                            control=control)  # fmt: skip
     sg, sn = d["samples_good"], d["samples_next_token"]
@@ -256,15 +262,16 @@ def step_efficiency(ctx: Context, runs: list[dict], measure: dict) -> dict:
     return d
 
 
-def step_law(ctx: Context, runs: list[dict]) -> dict:
-    """Candidate laws fitted on the fit runs' curves, judged on the held-out runs'."""
+def step_law(ctx: Context, runs: list[dict], key: str = "evals", plot: str = "law_fit.png") -> dict:
+    """Candidate laws fitted on the fit runs' curves (``key``, as :func:`step_efficiency`),
+    judged on the held-out runs'; the predicted-vs-measured plot into ``OUT/plot``."""
     from prh.demo.analysis import law_rows
     from prh.scaling.fit import fit_laws, law_data_from_rows
     from prh.scaling.laws import LAWS, get_law
     from prh.scaling.plot import plot_predicted_vs_measured
 
     cfg = ctx.cfg
-    rows = law_rows(runs, cfg.sweep.law_samples, cfg.sweep.heldout_samples)
+    rows = law_rows(runs, cfg.sweep.law_samples, cfg.sweep.heldout_samples, key)
     fit, heldout, pairs = law_data_from_rows(rows)
     # a form needs more fit points than parameters (small presets can afford only some forms)
     forms = [f for f in LAWS if len(get_law(f).params) < len(fit)]
@@ -289,11 +296,38 @@ def step_law(ctx: Context, runs: list[dict]) -> dict:
     if not report.chosen:
         ctx.log(f"  no law form converged: {'; '.join(d['notes'])}")
         return d
-    plot_predicted_vs_measured(
-        report, report.form(report.chosen).fit, fit, heldout, ctx.path("law_fit.png")
-    )
+    plot_predicted_vs_measured(report, report.form(report.chosen).fit, fit, heldout, ctx.path(plot))
     ctx.log(
         f"  chosen {d['form']}: held-out RMSE {d['heldout_rmse']:.4f}, seed spread "
         f"{d['seed_spread']:.4f} ({d['n_fit']} fit, {d['n_heldout']} held-out points)"
     )
     return d
+
+
+def step_theory_curves(ctx: Context, runs: list[dict], paths: dict[str, Path]) -> dict | None:
+    """Claims 2 and 3 against the theory embedding (issue 23): sample efficiency and the law on
+    every run's curve of held-out canonical correlation with ``g*``
+    (:mod:`prh.training.theory_eval`), the control the random-init encoder on the same measure;
+    None on a world without a theory (no run has such a curve)."""
+    if not any(r.get("theory_evals") for r in runs):
+        return None
+    control = theory_control(ctx, paths["good"])
+    ctx.log(f"  random-init on the curves' theory measure: {control:.4f}")
+    eff = step_efficiency(ctx, runs, {}, "theory_evals", control)
+    law = step_law(ctx, runs, "theory_evals", "law_fit_theory.png")
+    return {"control": control, "efficiency": eff, "law": law}
+
+
+def theory_control(ctx: Context, good_run: Path) -> float:
+    """The random-init control (:func:`prh.demo.world.random_init_encoder`) measured as the
+    training runs measure themselves against the theory (the good run's ``eval_theory`` file,
+    its held-out captions; :func:`prh.training.theory_eval.theory_point`)."""
+    from prh.demo.world import random_init_encoder
+    from prh.training import load_run
+    from prh.training.api import TextTask
+    from prh.training.theory_eval import theory_point, theory_target
+
+    run = load_run(good_run, device="cpu")
+    target = theory_target(TextTask(), run.config)
+    feats = random_init_encoder(good_run, ctx.cfg.seed).encode_texts(list(target.items))
+    return theory_point(feats, target)

@@ -15,7 +15,11 @@ With ``curve_every`` (samples), the training run also measures itself against th
 features every ``curve_every`` samples (the training eval hook: mutual-kNN, k = 10, best layer
 pair, one caption per scene with wording seed ``world_seed + 1``), and the cell's row records
 every evaluation point as ``extra["curve"] = [[samples, score], ...]``: one run gives the whole
-alignment-vs-samples curve.
+alignment-vs-samples curve. With ``theory_fit_scenes`` too (a moving world), the run also
+measures its held-out canonical correlation with the theory embedding ``g*`` at the same points
+(:mod:`prh.training.theory_eval`: fitted on ``theory_fit_scenes`` states of the training split,
+the last ones, scored on the held-out scenes), and the row records
+``extra["theory_curve"] = [[samples, cc], ...]``.
 
 A run folder left by a killed sweep without its final weights is removed and retrained (cells are
 whole or absent). torch uses ``threads`` intra-op threads per worker.
@@ -69,8 +73,8 @@ def embed_renders(
     return path
 
 
-def read_curve(run_dir: Path) -> list[list[float]]:
-    """``[[samples, eval_mutual_knn], ...]`` of a run's ``metrics.jsonl``, by samples."""
+def read_curve(run_dir: Path, key: str = "eval_mutual_knn") -> list[list[float]]:
+    """``[[samples, value of key], ...]`` of a run's ``metrics.jsonl``, by samples."""
     f = Path(run_dir) / "metrics.jsonl"
     out: dict[int, float] = {}
     if f.is_file():
@@ -79,9 +83,24 @@ def read_curve(run_dir: Path) -> list[list[float]]:
                 r = json.loads(line)
             except ValueError:
                 continue  # a line cut by a kill
-            if "eval_mutual_knn" in r:
-                out[int(r["samples"])] = float(r["eval_mutual_knn"])
+            if key in r:
+                out[int(r["samples"])] = float(r[key])
     return [[s, out[s]] for s in sorted(out)]
+
+
+def write_theory(world: Any, fit_ids: list[int], test_ids: list[int], path: Path) -> Path:
+    """``g*`` (``world.gap_k`` eigenfunctions) of ``fit_ids + test_ids`` into ``path`` (ids
+    ``scene_<i>``); an existing ``path`` is kept (the caller names it by what determines it)."""
+    path = Path(path)
+    if path.exists():
+        return path
+    from prh.features import save_features
+
+    ids = list(fit_ids) + list(test_ids)
+    g = world.theory_embedding(ids, int(world.gap_k))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_features(path, g, [world.image_id(i) for i in ids], {"k": str(int(world.gap_k))})
+    return path
 
 
 @dataclass(frozen=True)
@@ -121,6 +140,10 @@ class CaveBackend:
         Extra :class:`prh.training.TrainConfig` fields for the cells of one view kind, applied
         after ``train_overrides`` (e.g. ``(("next-token", (("doc_captions", 4),)),)``: documents
         of four captions of one scene for the next-token runs only).
+    theory_fit_scenes : int
+        With ``curve_every`` on a world with a spectral gap (the moving world): training-split
+        states (the split's last ones) that fit the canonical directions of the theory curve
+        (module docstring); 0: no theory curve.
     """
 
     vision: str = "efficientnet-lite0"
@@ -138,6 +161,7 @@ class CaveBackend:
     curve_every: int = 0
     warmup_max_batches: int = 0
     view_overrides: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
+    theory_fit_scenes: int = 0
     name: str = "cave"
 
     def options(self) -> dict[str, Any]:
@@ -147,9 +171,9 @@ class CaveBackend:
         d["train_overrides"] = [list(kv) for kv in self.train_overrides]
         d["view_overrides"] = [[v, [list(kv) for kv in kvs]] for v, kvs in self.view_overrides]
         # newer options: left out at their default, so that the cell ids of older sweeps stay
-        for k in ("curve_every", "warmup_max_batches", "view_overrides"):  # the same
+        for k in ("curve_every", "warmup_max_batches", "view_overrides", "theory_fit_scenes"):
             if not d[k]:
-                del d[k]
+                del d[k]  # the same
         if d["world"] == "cave":
             del d["world"]
         return d
@@ -162,6 +186,30 @@ class CaveBackend:
         """The held-out scenes measured: ``eval_scenes`` of the test split
         (:func:`prh.world.registry.split_sample`: the cave's first ones)."""
         return self._scene_ids(world)
+
+    def theory_path(self, out_dir: Path) -> Path | None:
+        """Where :meth:`prepare` writes the theory embedding of the theory curve's states
+        (None without one)."""
+        if not (self.theory_fit_scenes and self.curve_every):
+            return None
+        key = {k: v for k, v in self.options().items() if k in ("eval_scenes", "world",
+               "world_seed", "theory_fit_scenes")}  # fmt: skip
+        h = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
+        return Path(out_dir) / f"theory-{h}.safetensors"
+
+    def theory_scene_ids(self, world) -> tuple[list[int], list[int]]:
+        """``(fit, scored)`` states of the theory curve: the training split's last
+        ``theory_fit_scenes`` and the held-out scenes."""
+        from prh.world.registry import split_sample
+
+        train = world.split("train")
+        if len(train) < self.theory_fit_scenes:
+            raise InputError(
+                f"cave backend: {self.theory_fit_scenes} theory fit scenes, world {self.world} "
+                f"has {len(train)} training scenes"
+            )
+        fit = split_sample(world, "train", self.theory_fit_scenes, from_end=True)
+        return fit, self._scene_ids(world)
 
     def _vision_path(self, out_dir: Path) -> Path:
         key = {k: v for k, v in self.options().items() if k in ("vision", "eval_scenes",
@@ -187,6 +235,15 @@ class CaveBackend:
 
     def prepare(self, out_dir: Path) -> None:
         """Embed the held-out scenes' renders with the frozen vision encoder, once per sweep."""
+        theory = self.theory_path(Path(out_dir))
+        if theory is not None and not theory.exists():
+            world = self._world()
+            if getattr(world, "gap_k", None) is None:
+                raise InputError(
+                    f"cave backend: theory_fit_scenes on world {self.world}, which has no "
+                    "spectral gap (no theory embedding)"
+                )
+            write_theory(world, *self.theory_scene_ids(world), theory)
         path = self._vision_path(Path(out_dir))
         if path.exists():
             return
@@ -228,6 +285,9 @@ class CaveBackend:
             steps = self.curve_every // cfg.batch_size
             changes.update(eval_features=str(self._vision_path(Path(out_dir))),
                            eval_every=steps, log_every=steps)  # fmt: skip
+            theory = self.theory_path(Path(out_dir))
+            if theory is not None:
+                changes["eval_theory"] = str(theory)
         return replace(cfg, **changes) if changes else cfg
 
     def __call__(self, cell: Cell, out_dir: Path) -> dict[str, Any]:
@@ -267,4 +327,6 @@ class CaveBackend:
         }
         if self.curve_every:
             out["curve"] = read_curve(run_dir)
+            if self.theory_path(out_dir) is not None:
+                out["theory_curve"] = read_curve(run_dir, "eval_theory_cc")
         return out

@@ -65,7 +65,11 @@ class TextTask:
         check_batch(cfg)
 
     def inputs(self, cfg: TrainConfig) -> dict[str, str | None]:
-        return {"corpus": cfg.corpus, "eval_features": cfg.eval_features}
+        return {
+            "corpus": cfg.corpus,
+            "eval_features": cfg.eval_features,
+            "eval_theory": cfg.eval_theory,
+        }
 
     def prepare(self, cfg: TrainConfig, run_dir: Path, info: DistInfo, wait: Barrier) -> Any:
         if (run_dir / "config.json").is_file():  # a resume: the corpus must be the same bytes

@@ -31,6 +31,7 @@ OPTIONAL_DEFAULTS: dict[str, Any] = {
     "doc_style": False,
     "narration_len": 0,
     "narration_stride": NARRATION_STRIDE,
+    "eval_theory": None,
 }
 
 # The optimiser's fields, stored flat in ``config.json``'s "train" (see :class:`OptimConfig`).
@@ -131,6 +132,9 @@ class TrainConfig:
         (:mod:`prh.views.narration`); 0 frames: no narration (one caption a row).
     eval_features : str or None
         Feature file to measure alignment against during training (ids ``scene_{i}``).
+    eval_theory : str or None
+        Theory embedding ``g*`` of world states (ids ``scene_{i}``) to measure the held-out
+        canonical correlation against during training (:mod:`prh.training.theory_eval`).
     eval_every, checkpoint_every, log_every : int
         In steps (0 = only at the end).
     """
@@ -180,6 +184,7 @@ class TrainConfig:
         NARRATION_STRIDE, "chain steps between two frames of a narration, 1..10000"
     )
     eval_features: str | None = None
+    eval_theory: str | None = None
     eval_every: int = 0
     checkpoint_every: int = 200
     log_every: int = 10

@@ -206,7 +206,7 @@ class ImageTask:
         check_batch(cfg, image_model_config(cfg))
 
     def inputs(self, cfg: TrainConfig) -> dict[str, str | None]:
-        return {"eval_features": cfg.eval_features}
+        return {"eval_features": cfg.eval_features, "eval_theory": cfg.eval_theory}
 
     def prepare(self, *_: Any) -> None:
         return None  # the render cache is the dataset's (a backbone run's needs the model)

@@ -42,6 +42,7 @@ from prh.training.rundir import (
     run_state,
     write_meta,
 )
+from prh.training.theory_eval import theory_eval, theory_target
 
 Callback = Callable[[int], None]
 LogFn = Callable[[dict[str, Any]], None]
@@ -165,12 +166,14 @@ def _fit_locked(task, cfg, run_dir, dev, info, threads, state, progress, resume,
             f"batch size {cfg.batch_size} not divisible by {info.world_size} processes"
         )
     evals = eval_target(task, cfg)  # a bad file fails before any work
+    theory = theory_target(task, cfg)
     if info.is_main:
         if state == "incomplete":
             clear_incomplete(run_dir)  # no checkpoint, no weights: nothing of value to keep
         run_dir.mkdir(parents=True, exist_ok=True)
     barrier(info)
-    return _train_run(task, cfg, run_dir, dev, info, threads, evals, progress, resume, stop_after)
+    return _train_run(task, cfg, run_dir, dev, info, threads, (evals, theory), progress, resume,
+                      stop_after)  # fmt: skip
 
 
 def _resume_rule(
@@ -192,7 +195,7 @@ def _resume_rule(
 
 def _train_run(
     task: Task, cfg: TrainConfig, run_dir: Path, dev: torch.device, info: DistInfo, threads: int,
-    evals: tuple[Any, Sequence[Any]] | None, progress: bool, resume: bool, stop_after: int | None,
+    evals: tuple[Any, Any], progress: bool, resume: bool, stop_after: int | None,
 ) -> tuple[Path, nn.Module]:  # fmt: skip
     """The run itself, from the latest checkpoint (if any) to the final weights."""
     folder = run_dir / CHECKPOINTS
@@ -212,9 +215,7 @@ def _train_run(
         )
     ctx = LossContext(cfg, info, dev, make_sigreg(cfg, dev), loss_fn=task.loss)
     on_checkpoint, on_log = callbacks(folder, model, optimizer, stored, log, info)
-    on_eval = None
-    if evals is not None:
-        on_eval = alignment_eval(task.encoder(cfg, prepared, model, dev), *evals, info)
+    on_eval = evaluators(task.encoder(cfg, prepared, model, dev), *evals, info)
     try:
         step = run_loop(
             ddp, optimizer, dataset, start, ctx, on_log=on_log, on_checkpoint=on_checkpoint,
@@ -328,6 +329,24 @@ def alignment_eval(
             encode(items), target.features, metric="mutual_knn", k=min(10, len(items) - 1)
         )
         return {"eval_mutual_knn": float(res.score)}
+
+    return evaluate
+
+
+def evaluators(
+    encode: Encode, alignment: tuple[Any, Sequence[Any]] | None, theory: Any, info: DistInfo
+) -> Callable[[int], dict[str, float]] | None:
+    """One evaluation callback: mutual-kNN against ``eval_features`` (:func:`alignment_eval`)
+    and the theory's held-out cc against ``eval_theory`` (:func:`theory_eval`), either or both;
+    None with neither."""
+    parts = [alignment_eval(encode, *alignment, info)] if alignment is not None else []
+    if theory is not None:
+        parts.append(theory_eval(encode, theory, info))
+    if not parts:
+        return None
+
+    def evaluate(step: int) -> dict[str, float]:
+        return {k: v for part in parts for k, v in part(step).items()}
 
     return evaluate
 

@@ -1,0 +1,123 @@
+"""The training run measured against the theory embedding while it trains (issue 23).
+
+``TrainConfig.eval_theory`` names a feature file of the theory embedding ``g*`` of some states
+of the run's world (``prh world moving spectrum --k 8 --scenes ... --out FILE``, ids
+``scene_<i>``). Every ``eval_every`` steps the run embeds one caption (or render) per state, as
+for ``eval_features``, and logs ``eval_theory_cc``: the mean held-out canonical correlation of
+its last layer with ``g*`` (:func:`prh.metrics.theory_cca.heldout_cc`, the measure of the demo's
+theory step): canonical directions fitted on the file's states of the world's *training* split,
+scored on its states of the *test* split. The world's own split decides which is which, so one
+file serves every run of one world.
+
+Layer: glue between :mod:`prh.training.lifecycle` and :mod:`prh.metrics.theory_cca`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from prh.errors import InputError
+from prh.training.config import TrainConfig
+from prh.training.distributed import DistInfo
+
+MAX_DIM = 64  # principal directions kept per side before the canonical fit (as the demo's)
+N_BOOT = 1  # the curve needs the point only (its interval comes from seeds)
+
+
+@dataclass(frozen=True)
+class TheoryTarget:
+    """The theory rows of one file and which of them fit the canonical directions.
+
+    Attributes
+    ----------
+    g : ndarray, shape (N, k)
+        ``g*`` of each state of the file.
+    fit : ndarray of bool, shape (N,)
+        True for a state of the world's training split (fitting), False for a test state
+        (scored).
+    items : sequence
+        The task's input for each state (one caption or render).
+    """
+
+    g: np.ndarray
+    fit: np.ndarray
+    items: Sequence[Any]
+
+
+def theory_target(task: Any, cfg: TrainConfig) -> TheoryTarget | None:
+    """The :class:`TheoryTarget` of ``cfg.eval_theory`` (None without it).
+
+    Raises
+    ------
+    InputError
+        One line naming the file: a corpus run, ids that are not ``scene_<i>`` states of the
+        world, non-finite rows, or too few states of either split.
+    """
+    if not cfg.eval_theory:
+        return None
+    from prh.features import load_features
+    from prh.world import make_world
+
+    where = f"--eval-theory {cfg.eval_theory}"
+    if cfg.world is None:
+        raise InputError(f"{where}: needs a world run (--world), not a corpus")
+    target = load_features(cfg.eval_theory)
+    if target.ids is None:
+        raise InputError(f"{where}: the file has no ids")
+    g = np.asarray(target.features, dtype=np.float64)
+    g = g[:, -1, :] if g.ndim == 3 else g
+    bad = ~np.isfinite(g).all(1)
+    if bad.any():
+        raise InputError(f"{where}: row {int(bad.argmax())} holds NaN or infinity")
+    world = make_world(cfg.world, seed=cfg.world_seed)
+    states = []
+    for row, s in enumerate(target.ids):
+        if not (s.startswith("scene_") and s[6:].isdigit()) or int(s[6:]) >= world.num_scenes:
+            raise InputError(
+                f"{where}: row {row} id {s!r} is not a state scene_<i> of world {cfg.world} "
+                f"(0..{world.num_scenes - 1})"
+            )
+        states.append(int(s[6:]))
+    fit = np.isin(np.asarray(states), np.asarray(world.split("train")))
+    k = g.shape[1]
+    if fit.sum() <= k + 1 or (~fit).sum() < 3:
+        raise InputError(
+            f"{where}: {int(fit.sum())} training-split and {int((~fit).sum())} test-split "
+            f"states; expected more than {k + 1} and at least 3 (k = {k})"
+        )
+    return TheoryTarget(g, fit, task.eval_items(cfg, list(target.ids)))
+
+
+def last_layer(features: np.ndarray) -> np.ndarray:
+    """The last layer of ``(N, L, D)`` features (``(N, D)`` unchanged)."""
+    f = np.asarray(features, dtype=np.float64)
+    return f[:, -1, :] if f.ndim == 3 else f
+
+
+def theory_point(features: np.ndarray, target: TheoryTarget, seed: int = 0) -> float:
+    """The mean held-out canonical correlation of ``features`` (one row per state of
+    ``target``) with ``g*`` (module docstring)."""
+    from prh.metrics.theory_cca import heldout_cc
+
+    x, g, fit = last_layer(features), target.g, target.fit
+    k = g.shape[1]
+    r = heldout_cc(x[fit], g[fit], x[~fit], g[~fit], components=k, max_dim=MAX_DIM,
+                   n_boot=N_BOOT, seed=seed)  # fmt: skip
+    return float(r.mean)
+
+
+def theory_eval(
+    encode: Callable[[Sequence[Any]], np.ndarray], target: TheoryTarget, info: DistInfo
+) -> Callable[[int], dict[str, float]]:
+    """``eval_theory_cc`` of ``encode(target.items)`` at each evaluation, on rank 0."""
+
+    def evaluate(step: int) -> dict[str, float]:
+        if not info.is_main:
+            return {}
+        return {"eval_theory_cc": theory_point(encode(target.items), target)}
+
+    return evaluate
