@@ -190,7 +190,7 @@ def _run_flags(p: argparse.ArgumentParser) -> None:
         "--eval-theory",
         metavar="FILE",
         default=None,
-        help="theory embedding of world states (prh world moving spectrum --out) to measure "
+        help="theory embedding of world states (prh world spectrum --out) to measure "
         "the held-out canonical correlation with during training",
     )
     p.add_argument(

@@ -1,7 +1,7 @@
 """The training run measured against the theory embedding while it trains (issue 23).
 
 ``TrainConfig.eval_theory`` names a feature file of the theory embedding ``g*`` of some states
-of the run's world (``prh world moving spectrum --k 8 --scenes ... --out FILE``, ids
+of the run's world (``prh world spectrum --k 8 --scenes ... --out FILE``, ids
 ``scene_<i>``). Every ``eval_every`` steps the run embeds one caption (or render) per state, as
 for ``eval_features``, and logs ``eval_theory_cc``: the mean held-out canonical correlation of
 its last layer with ``g*`` (:func:`prh.metrics.theory_cca.heldout_cc`, the measure of the demo's

@@ -21,6 +21,7 @@ Layer: pure numpy over a world's dense kernel.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -62,7 +63,7 @@ class LagPairs:
 
     def first(self, u: np.ndarray) -> np.ndarray:
         """First-frame rows (indices into ``scene_ids``) of uniforms ``u`` in [0, 1)."""
-        return _search(self._first, np.asarray(u, dtype=np.float64))
+        return search_cdf(self._first, np.asarray(u, dtype=np.float64))
 
     def second(self, rows: np.ndarray, u: np.ndarray) -> np.ndarray:
         """Second-frame rows given first-frame ``rows``: ``s' ~ Q^D(s, .)`` inside the set."""
@@ -70,7 +71,7 @@ class LagPairs:
         u = np.asarray(u, dtype=np.float64).reshape(-1)
         out = np.empty(rows.size, dtype=np.int64)
         for i, (r, x) in enumerate(zip(rows, u)):
-            out[i] = _search(self._cond[r], np.array([x]))[0]
+            out[i] = search_cdf(self._cond[r], np.array([x]))[0]
         return out
 
     def slots(self, n: int = SLOTS) -> np.ndarray:
@@ -99,13 +100,34 @@ def lag_rows(
     return first, pairs.second(first, u[1])
 
 
-def _search(cdf: np.ndarray, u: np.ndarray) -> np.ndarray:
+def search_cdf(cdf: np.ndarray, u: np.ndarray) -> np.ndarray:
     """Inverse CDF: the first index whose cumulative weight exceeds ``u * total``."""
-    idx = np.searchsorted(cdf, u * cdf[-1], side="right")
+    idx = np.searchsorted(cdf, np.asarray(u, dtype=np.float64) * cdf[-1], side="right")
     return np.minimum(idx, cdf.size - 1).astype(np.int64)
 
 
-class MovingCaptionSource:
+class SlotSource:
+    """The source protocol's item methods for a source whose items are slots laid out by a law
+    over states: subclasses set ``world``, ``_slots`` (item -> row) and ``_scene_ids`` (row ->
+    state) and define ``min_captions`` and ``draw``."""
+
+    world: Any
+    _slots: np.ndarray
+    _scene_ids: np.ndarray
+
+    @property
+    def num_items(self) -> int:
+        return int(self._slots.size)
+
+    def item_id(self, j: int) -> str:
+        return self.world.image_id(int(self.state_of(np.array([j]))[0]))
+
+    def state_of(self, items: np.ndarray) -> np.ndarray:
+        """The state of each item (a narration's first frame)."""
+        return self._scene_ids[self._slots[np.asarray(items)]].astype(np.int64)
+
+
+class MovingCaptionSource(SlotSource):
     """A caption source over lag pairs: item ``j`` is a first frame ``s_j`` (items laid out by
     the first-frame law, :meth:`LagPairs.slots`); a good draw (``n = 2``) is a caption of
     ``s_j`` and one of ``s' ~ Q^D(s_j, .)``, worded independently, so the good rows of a
@@ -125,19 +147,10 @@ class MovingCaptionSource:
         self.wordings = wordings
         self.pool_seed = pool_seed
         self._slots = pairs.slots()
-
-    @property
-    def num_items(self) -> int:
-        return int(self._slots.size)
-
-    def item_id(self, j: int) -> str:
-        return self.world.image_id(int(self.state_of(np.array([j]))[0]))
+        self._scene_ids = pairs.scene_ids
 
     def min_captions(self) -> int:
         return 2**31  # the two sides are two states: never more than one caption of each
-
-    def state_of(self, items: np.ndarray) -> np.ndarray:
-        return self.pairs.scene_ids[self._slots[np.asarray(items)]].astype(np.int64)
 
     def draw(self, j: int, n: int, rng: np.random.Generator) -> tuple[list[str], list[int]]:
         """One caption of ``s_j`` (``n = 1``) or of ``s_j`` and its lag partner (``n = 2``)."""

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from prh.errors import InputError
+from prh.views.lag import SlotSource, search_cdf
 from prh.world.captions import COLOUR_WORDS, FRAMES_ANY, POSITION_WORDS, SHAPE_WORDS, SIZE_WORDS
 from prh.world.scenes import COLOURS, SHAPES, SceneObject
 from prh.world.styles import CaptionStyle, draw_style, styled_caption, styled_phrase
@@ -216,7 +217,7 @@ class NarrationPaths:
 
     def slots(self, n: int = SLOTS) -> np.ndarray:
         """``n`` first-frame rows laid out by their law (stratified quantiles ``(i + 1/2) / n``)."""
-        return _search(self._first, (np.arange(n) + 0.5) / n)
+        return search_cdf(self._first, (np.arange(n) + 0.5) / n)
 
     def continue_from(self, row: int, rng: np.random.Generator) -> np.ndarray:
         """Rows ``(L,)`` of a narration whose first frame is row ``row``; ``L - 1`` uniforms."""
@@ -225,22 +226,16 @@ class NarrationPaths:
         u = rng.random(self.length - 1)
         for j in range(1, self.length):
             w = self._M[rows[j - 1]] * self._h[j]  # Q^k(s, .) h_j(.): the conditioned step
-            rows[j] = _search(np.cumsum(w), u[j - 1 : j])[0]
+            rows[j] = search_cdf(np.cumsum(w), u[j - 1 : j])[0]
         return rows
 
     def draw(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """``n`` narrations as rows into ``scene_ids``, ``(n, L)``."""
-        firsts = _search(self._first, rng.random(n))
+        firsts = search_cdf(self._first, rng.random(n))
         return np.stack([self.continue_from(int(r), rng) for r in firsts])
 
 
-def _search(cdf: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """Inverse CDF: the first index whose cumulative weight exceeds ``u * total``."""
-    idx = np.searchsorted(cdf, np.asarray(u, dtype=np.float64) * cdf[-1], side="right")
-    return np.minimum(idx, cdf.size - 1).astype(np.int64)
-
-
-class NarrationSource:
+class NarrationSource(SlotSource):
     """A caption source of narrations for the next-token sampler: item ``j`` is a first frame
     (items laid out by the first frame's law); ``draw(j, L, rng)`` is a fresh narration from it,
     with a fresh narrator style. Give it to :func:`~prh.views.text.make_view_dataset` with
@@ -264,24 +259,14 @@ class NarrationSource:
         self.world = world
         self.paths = NarrationPaths(world, scene_ids, length, stride)
         self._slots = self.paths.slots()
+        self._scene_ids = self.paths.scene_ids
 
     @property
     def length(self) -> int:
         return self.paths.length
 
-    @property
-    def num_items(self) -> int:
-        return int(self._slots.size)
-
-    def item_id(self, j: int) -> str:
-        return self.world.image_id(int(self.state_of(np.array([j]))[0]))
-
     def min_captions(self) -> int:
         return self.length  # a document is exactly one narration
-
-    def state_of(self, items: np.ndarray) -> np.ndarray:
-        """The first frame of each item."""
-        return self.paths.scene_ids[self._slots[np.asarray(items)]].astype(np.int64)
 
     def document(self, j: int, w: int) -> Narration:
         """Narration ``w`` from item ``j``: a pure function of ``(world seed, first frame, w)``."""
