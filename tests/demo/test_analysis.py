@@ -314,6 +314,42 @@ def test_claims_follow_the_pre_registered_rules():
     assert "last-token pooling" in c["evidence"]
 
 
+def _theory(summary, good=0.7, bad=0.05, nt=0.4, control=0.13, ratio=3.0, law_ratio=1.2):
+    """``summary`` on a world with a theory: the theory step's held-out cc of each encoder
+    (intervals +- 0.03) and the claims' figures against ``g*``."""
+
+    def cc(x):
+        return {"mean": x, "ci": [x - 0.03, x + 0.03], "correlations": [x] * 8}
+
+    other = _summary(ratio=ratio, law_ratio=law_ratio)
+    summary["theory_cc"] = {"text-good": cc(good), "text-bad": cc(bad), "next-token": cc(nt),
+                            "random-init": cc(control), "minilm": cc(0.5)}  # fmt: skip
+    summary["theory_curves"] = {"control": control, "efficiency": other["sample_efficiency"],
+                                "law": other["law"]}  # fmt: skip
+    return summary
+
+
+def test_theory_claims_follow_the_same_rules_on_the_theory_figures():
+    from prh.demo.report import claims, theory_claims
+
+    # a still world (no theory) has none; the vision claims stay as they are
+    assert theory_claims(_summary()) is None
+    assert theory_claims({**_summary(), "theory_cc": {"skipped": "no gap"}}) is None
+    # vision: good behind bad (NOT SHOWN); theory: good far above all three (SHOWN)
+    s = _theory(_summary(good=0.05, bad=0.06, ratio=0.5, law_ratio=3.0))
+    assert [c["label"] for c in claims(s)] == ["NOT SHOWN"] * 3
+    got = theory_claims(s)
+    assert [c["label"] for c in got] == ["SHOWN", "SHOWN", "SHOWN"]
+    assert [c["rule"] for c in got] == [c["rule"] for c in claims(s)]  # word for word
+    assert got[0]["figures"]["good"]["score"] == 0.7
+    assert "theory cc good 0.700" in got[0]["evidence"]
+    assert "random-init on this measure 0.130" in got[1]["evidence"]
+    # next-token's interval overlapping good's: INCONCLUSIVE; a ratio below 1: NOT SHOWN
+    got = theory_claims(_theory(_summary(), nt=0.68, ratio=0.5, law_ratio=3.0))
+    assert [c["label"] for c in got] == ["INCONCLUSIVE", "NOT SHOWN", "NOT SHOWN"]
+    assert got[0]["figures"]["vs_control"]["next-token"] == "above"
+
+
 def test_claims_without_intervals_are_inconclusive():
     from prh.demo.report import claims
 
