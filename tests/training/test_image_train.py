@@ -234,3 +234,27 @@ def test_weights_are_checked_before_every_checkpoint_and_the_final_model(
     assert seen[:2] == [4, 8]  # before the checkpoint of step 4, then of step 8
     assert latest_checkpoint(tmp_path / "run" / "checkpoints").name.startswith("step_00000004")
     assert not (tmp_path / "run" / "model.safetensors").exists()
+
+
+@pytest.mark.slow
+def test_eval_hook_measures_an_image_run_against_the_theory(tmp_path, cache):
+    from prh.features import save_features
+    from prh.metrics.theory_cca import heldout_cc
+    from prh.world import make_world
+
+    world = make_world("moving", seed=0)
+    train, test = world.split("train"), world.split("test")
+    ids = [int(i) for i in train[::60][:16]] + [int(i) for i in test[::40][:8]]
+    target = tmp_path / "g.safetensors"
+    save_features(target, world.theory_embedding(ids, 8), [f"scene_{i}" for i in ids])
+    cfg = tiny(samples=16 * 4, world="moving", eval_theory=str(target), eval_every=2)
+    image = ImageConfig(image_size=16, render_views=2, cache_dir=cache)
+    run, model = train_image(cfg, image, tmp_path / "run", progress=False, threads=1)
+    evals = [r for r in read_metrics(run) if "eval_theory_cc" in r]
+    assert [r["step"] for r in evals] == [2, 4] and "eval_mutual_knn" not in evals[-1]
+    # the final evaluation: the final model's last layer of those renders against g*, fitted on
+    # the 16 training-split states, scored on the 8 test-split ones
+    x = encode_images(model, draw_scenes(cfg, image, ids), 16)[:, -1].astype(np.float64)
+    g = world.theory_embedding(ids, 8)
+    want = heldout_cc(x[:16], g[:16], x[16:], g[16:], components=8, n_boot=1).mean
+    assert evals[-1]["eval_theory_cc"] == pytest.approx(want, abs=1e-6)
