@@ -191,6 +191,8 @@ def _check_theory_curves(on_disk: dict, rows: list, out: Path, sweep: Path, html
     assert theory.is_file()
     tcur = on_disk["theory_curves"]
     assert -1 <= tcur["control"] <= 1 and tcur["efficiency"]["n_seeds"] == 2
+    assert set(tcur["origins"]) == {"good", "bad", "next-token"}  # the curves at 0 samples
+    assert all(set(o) == {"vision", "theory"} for o in tcur["origins"].values())
     claims = on_disk["theory_claims"]
     assert len(claims) == 3 and all(c["label"] in LABELS for c in claims)
     assert claims[1]["rule"] == on_disk["claims"][1]["rule"]  # the same rule, another reference

@@ -133,12 +133,23 @@ def theory_claims(summary: dict[str, Any]) -> list[dict[str, Any]] | None:
     ]
 
 
+def _origins(origins: dict[str, dict[str, float]] | None) -> str:
+    """The curves' points at 0 samples as one sentence (empty without them)."""
+    if not origins:
+        return ""
+    return "; ".join(
+        f"{v}: g* {num(o.get('theory'))}, EfficientNet-Lite0 {num(o.get('vision'))}"
+        for v, o in origins.items()
+    )
+
+
 def theory_curves_summary(tcur: dict[str, Any] | None) -> dict[str, Any] | None:
     """The theory curves' control, efficiency and law (its rows left out, as ``law``'s)."""
     if not tcur:
         return None
     law = {k: v for k, v in tcur["law"].items() if k != "rows"}
-    return {"control": tcur["control"], "efficiency": tcur["efficiency"], "law": law}
+    return {"control": tcur["control"], "origins": tcur.get("origins"),
+            "efficiency": tcur["efficiency"], "law": law}  # fmt: skip
 
 
 def _claim2(summary: dict[str, Any], iv: dict[str, tuple[float, float, float]]) -> Any:

@@ -311,11 +311,17 @@ def step_theory_curves(ctx: Context, runs: list[dict], paths: dict[str, Path]) -
     None on a world without a theory (no run has such a curve)."""
     if not any(r.get("theory_evals") for r in runs):
         return None
+    from prh.demo.origins import run_origin
+
     control = theory_control(ctx, paths["good"])
     ctx.log(f"  random-init on the curves' theory measure: {control:.4f}")
+    origins = {v: run_origin(paths[v]) for v in ("good", "bad", "next-token") if v in paths}
+    ctx.log("  at 0 samples (each run's own initial weights): " + "; ".join(
+        f"{v} theory {o['theory']:.4f}, vision {o['vision']:.4f}" for v, o in origins.items()
+    ))  # fmt: skip
     eff = step_efficiency(ctx, runs, {}, "theory_evals", control)
     law = step_law(ctx, runs, "theory_evals", "law_fit_theory.png")
-    return {"control": control, "efficiency": eff, "law": law}
+    return {"control": control, "origins": origins, "efficiency": eff, "law": law}
 
 
 def theory_control(ctx: Context, good_run: Path) -> float:
