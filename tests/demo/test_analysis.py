@@ -389,3 +389,30 @@ def test_budget_rows_and_captions_per_method():
     # 4x the rows, each a document of 4 captions: 8x the good-view run's text
     assert got["next-token"]["rows"] == 4 * FULL.text.samples
     assert got["next-token"]["captions"] == 16 * FULL.text.samples
+    assert all(b["tokens"] is None for b in got.values())  # no runs measured: no token count
+    # with each run's mean tokens per row: rows x tokens per row
+    tok = {"good": 19.5, "bad": 17.4, "next-token": 62.2}
+    got = {b["views"]: b for b in budgets(FULL.to_dict(), tok)}
+    assert got["next-token"]["tokens"] == pytest.approx(4 * FULL.text.samples * 62.2)
+    assert got["good"]["tokens"] == pytest.approx(FULL.text.samples * 19.5)
+
+
+@pytest.mark.slow
+def test_tokens_per_row_of_a_run_counts_its_rows_real_tokens(tmp_path):
+    from prh.training import load_run, train, train_config
+    from prh.training.data import run_tokens_per_row
+
+    cfg = train_config("tiny", world="moving", views="next-token", narration_len=3, max_len=160,
+                       samples=128, batch_size=64, vocab_size=200, checkpoint_every=0)  # fmt: skip
+    run = train(cfg, tmp_path / "r", progress=False, threads=1)
+    before = (run / "tokenizer.json").read_bytes()
+    got = run_tokens_per_row(run, batches=2)
+    assert (run / "tokenizer.json").read_bytes() == before  # read, never rewritten
+    # reference: each row of the run's first two batches counted one by one (a document of 3
+    # frames is well over 3 x 5 tokens and within the context)
+    from prh.training.data import default_data_factory
+
+    _, ds = default_data_factory(cfg, run, 0, 1, False, lambda: None)
+    counts = [int(m.sum()) for i in range(2) for m in ds.batch(i)["tokens_mask"]]
+    assert len(counts) == 128 and got == pytest.approx(np.mean(counts)) and 3 * 5 < got < 160
+    assert load_run(run, device="cpu").tokenizer.vocab_size <= 200

@@ -247,6 +247,8 @@ def test_toy_demo_outputs_resume_and_idempotence(tmp_path, tiny_bert):
     assert eff["n_seeds"] == 2 and eff["largest_budget"] == 2048
     assert {"next-token", "next-token-last"} <= set(on_disk["alignment"])
     assert on_disk["alignment"]["next-token"] != on_disk["alignment"]["next-token-last"]
+    budget = {b["views"]: b for b in on_disk["budget"]}  # rows, captions and tokens each read
+    assert budget["next-token"]["tokens"] > budget["good"]["tokens"] > 0
     wc = on_disk["word_collapse"]  # issue 23's check, every trained text run
     assert set(wc) == {"good", "bad", "next-token"}
     assert all(-1 <= r[f] <= 1 for r in wc.values() for f in ("shape", "colour"))

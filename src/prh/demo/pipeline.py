@@ -119,6 +119,7 @@ def run_demo(
         ctx, 6, "word_order", lambda: steps.step_word_order(ctx, runs, text, vision["test"])
     )
     results["word_collapse"] = steps.step_word_collapse(ctx, runs)
+    results["tokens_per_row"] = steps.step_tokens(ctx, runs)
     results["sample_efficiency"] = _step(
         ctx, 7, "efficiency", lambda: steps.step_efficiency(ctx, train["runs"], results["measure"])
     )

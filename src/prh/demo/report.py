@@ -252,19 +252,22 @@ def _next_token_samples(cfg: dict[str, Any]) -> int:
     return int(cfg["samples"]) * int(cfg.get("next_token_factor", 1))
 
 
-def budgets(cfg: dict[str, Any]) -> list[dict[str, Any]]:
-    """Rows and captions each curve method read (:func:`prh.views.documents.budget_accounting`):
-    the budget unit is the row; a next-token document of ``doc_captions`` captions reads more
-    text than a good pair when ``doc_captions > 2``."""
+def budgets(cfg: dict[str, Any], tokens: dict[str, float] | None = None) -> list[dict[str, Any]]:
+    """Rows, captions and (with ``tokens``: mean tokens a row of each method's run read) tokens
+    each curve method read (:func:`prh.views.documents.budget_accounting`): the budget unit is
+    the row; a next-token document of ``doc_captions`` captions reads more text than a good
+    pair when ``doc_captions > 2``."""
     from dataclasses import asdict
 
     from prh.views.documents import budget_accounting
 
+    tokens = tokens or {}
     nt = _next_token_samples(cfg)
+    docs = int(cfg.get("doc_captions", 1))
+    rows = (("good", cfg["samples"], 1), ("bad", cfg["samples"], 1), ("next-token", nt, docs))
     return [
-        asdict(budget_accounting("good", cfg["samples"])),
-        asdict(budget_accounting("bad", cfg["samples"])),
-        asdict(budget_accounting("next-token", nt, doc_captions=int(cfg.get("doc_captions", 1)))),
+        asdict(budget_accounting(v, n, doc_captions=d, tokens_per_row=tokens.get(v)))
+        for v, n, d in rows
     ]
 
 
@@ -282,7 +285,7 @@ def build_summary(ctx: Context, results: dict[str, Any]) -> dict[str, Any]:
         "theory_curves": theory_curves_summary(results.get("theory_curves")),
         "word_order": results.get("word_order", {}).get("summary", {}),
         "word_collapse": results.get("word_collapse"),
-        "budget": budgets(results["config"]),
+        "budget": budgets(results["config"], results.get("tokens_per_row")),
         "law": law,
         "prove": {k: prove.get(k) for k in ("passed", "n", "n_passed", "skipped") if k in prove},
         "bridge": bridge,
@@ -472,6 +475,7 @@ def _alignment(summary: dict[str, Any], out: Path) -> dict[str, Any]:
     ]
     read = "; ".join(
         f"{b['views']} {b['rows']:,} rows = {b['captions']:,.0f} captions"
+        + (f" = {b['tokens']:,.0f} tokens" if b.get("tokens") else "")
         for b in summary.get("budget", [])
     )
     return {

@@ -237,6 +237,16 @@ def step_word_collapse(ctx: Context, runs: dict[str, Path]) -> dict[str, Any]:
     return out
 
 
+def step_tokens(ctx: Context, runs: dict[str, Path]) -> dict[str, float]:
+    """Mean tokens a row of the good, bad and next-token runs read (first 4 batches, each run's
+    own tokenizer; :func:`prh.training.data.run_tokens_per_row`): the budget's token count."""
+    from prh.training.data import run_tokens_per_row
+
+    out = {v: round(run_tokens_per_row(runs[v]), 2) for v in ("good", "bad", "next-token")}
+    ctx.log("  tokens per row: " + ", ".join(f"{v} {t:.1f}" for v, t in out.items()))
+    return out
+
+
 def step_efficiency(
     ctx: Context, runs: list[dict], measure: dict, key: str = "evals",
     control: float | None = None,
