@@ -398,6 +398,7 @@ def report_context(summary: dict[str, Any], results: dict[str, Any], out: Path) 
         "theory_curves": figure(out / "theory_curves.png", "theory cc vs samples")
         if summary.get("theory_claims")
         else None,
+        "origins": _origins((summary.get("theory_curves") or {}).get("origins")),
         "curves": _curves(cfg, out),
         "alignment": _alignment(summary, out),
         "efficiency": _efficiency(summary["sample_efficiency"]),
