@@ -399,6 +399,7 @@ def report_context(summary: dict[str, Any], results: dict[str, Any], out: Path) 
         if summary.get("theory_claims")
         else None,
         "origins": _origins((summary.get("theory_curves") or {}).get("origins")),
+        "theory_law": figure(out / "law_fit_theory.png", "the law against g*"),
         "curves": _curves(cfg, out),
         "alignment": _alignment(summary, out),
         "efficiency": _efficiency(summary["sample_efficiency"]),
