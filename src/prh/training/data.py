@@ -202,12 +202,10 @@ def run_tokens_per_row(run_dir: Path, batches: int = 4) -> float:
     """Mean real tokens a row of a finished text run reads (both sides of a JEPA pair, the whole
     document of a next-token row; :func:`prh.views.documents.mean_tokens_per_row`), over its
     first ``batches`` batches, with its own tokenizer (read, never rewritten)."""
-    import json
-
     from prh.training.config import TrainConfig
+    from prh.training.lifecycle import read_stored
     from prh.views.documents import mean_tokens_per_row
 
-    stored = json.loads((Path(run_dir) / "config.json").read_text())["train"]
-    cfg = TrainConfig.from_dict(stored)
+    cfg = TrainConfig.from_dict(read_stored(Path(run_dir))["train"])
     _, ds = default_data_factory(cfg, Path(run_dir), 0, 1, False, lambda: None)
     return mean_tokens_per_row([ds.batch(i) for i in range(batches)])
