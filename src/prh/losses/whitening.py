@@ -82,11 +82,22 @@ def whiten(
 def whitened_jepa_loss(
     za: torch.Tensor, zb: torch.Tensor, eps: float = 1e-4, method: str = "cholesky"
 ) -> torch.Tensor:
-    """Pair prediction error after joint batch whitening.
+    """Pair prediction error after joint batch whitening, with the ridge's shortfall charged.
 
-    ``L = (1/B) sum_i ||W (za_i - mu) - W (zb_i - mu)||^2`` where ``mu`` and ``W`` come from the
-    ``2B`` rows of ``[za; zb]``. At the optimum over all tables ``f``,
+    ``L = (1/B) sum_i ||W (za_i - mu) - W (zb_i - mu)||^2 + 2 (E - tr(W C W^T))`` where ``mu``,
+    ``C`` and ``W`` come from the ``2B`` rows of ``[za; zb]`` (:func:`whitening_matrix`, ridge
+    ``r = eps tr(C) / E``). At the optimum over all tables ``f``,
     ``L* = 2 sum_{i=2}^{k+1} (1 - l_i)`` (``docs/theory.md`` sec. 2).
+
+    Why the second term (``docs/theory.md``, "the whitening loophole"): the ridge leaves a
+    direction of variance ``s`` at whitened variance ``u = s / (s + r) < 1``. Without the second
+    term a direction with cross-view correlation ``l`` costs ``2 u (1 - l)``, so crushing every
+    direction not yet learned (``s << r``, ``u -> 0``) is free while a learned one costs
+    ``2 (1 - l)``: the loss's global minimum is a one-dimensional embedding. The second term
+    charges the shortfall ``1 - u`` as if it were filled with view-independent noise, so each
+    direction costs ``2 (1 - u l)``: vanishing (``u -> 0``) costs the full 2, never less than being
+    learned, and the top-k eigenspace is again the minimum. For a healthy embedding
+    (``s >> r``) the term is ``2 sum r / (s + r)``, about ``2 E eps``.
 
     Parameters
     ----------
@@ -103,10 +114,14 @@ def whitened_jepa_loss(
     """
     if za.shape != zb.shape or za.ndim != 2:
         raise ValueError(f"za and zb must both be (B, E); got {tuple(za.shape)}, {tuple(zb.shape)}")
-    B = za.shape[0]
+    B, E = za.shape
     z = torch.cat([za, zb]).float()  # (2B, E)
-    w = whiten(z, eps, method)  # (2B, E)
-    return (w[:B] - w[B:]).square().sum(1).mean()
+    mu, cov = batch_covariance(z)
+    W = whitening_matrix(cov, eps, method)  # (E, E)
+    w = (z - mu) @ W.T  # (2B, E)
+    pair = (w[:B] - w[B:]).square().sum(1).mean()
+    kept = torch.trace(W @ cov @ W.T)  # sum of the whitened variances u_j, each <= 1
+    return pair + 2 * (E - kept)
 
 
 def soft_whitening_loss(

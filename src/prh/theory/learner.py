@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from prh.errors import InputError
 from prh.optim import warmup_cosine_lr
+
+if TYPE_CHECKING:
+    import torch
 
 # Ridge of the hard batch whitening, relative to the mean variance (keeps the Cholesky factor of a
 # near-singular batch covariance finite without moving a healthy one).
@@ -79,6 +83,21 @@ class LearnerResult:
     losses: np.ndarray  # (steps + full_batch_steps,)
 
 
+def hard_whitened_loss(z: torch.Tensor, pair_w: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """``2 k - 2 tr(f^T What f)`` with ``f = whiten(z)`` under the marginal ``w`` ``(M,)`` and
+    ``What`` ``(M, M)`` the (batch) pair law: ``E||f - f'||^2`` for white ``f``.
+
+    The constant ``2 k`` counts every direction at full variance, so a direction the ridge
+    flattens (variance below ``HARD_EPS`` of the mean, whitened to ~0) still costs 2, never less
+    than a learned one's ``2 (1 - l)``: this form has no collapse loophole (the training loss,
+    :func:`prh.losses.whitening.whitened_jepa_loss`, charges the ridge's shortfall to match).
+    """
+    from prh.losses.whitening import whiten
+
+    f = whiten(z, HARD_EPS, weights=w)  # (M, k) white under the batch marginal
+    return 2 * z.shape[1] - 2 * (f * (pair_w @ f)).sum()
+
+
 def train_jepa(W: np.ndarray, config: LearnerConfig) -> LearnerResult:
     """Train an encoder on pairs sampled from the pair law ``W`` (M, M); see the module doc."""
     import torch
@@ -129,8 +148,7 @@ def train_jepa(W: np.ndarray, config: LearnerConfig) -> LearnerResult:
         pair_w, w = batch_law() if step < config.steps else (Wt, d)
         z = model(all_x)  # (M, k): the encoder on every observation, weighted below
         if config.whitening == "hard":
-            f = whiten(z, HARD_EPS, weights=w)  # white under the batch marginal
-            loss = 2 * k - 2 * (f * (pair_w @ f)).sum()  # E||f - f'||^2 for white f
+            loss = hard_whitened_loss(z, pair_w, w)
         else:
             zc = z - w @ z  # (M, k)
             cov = zc.T @ (w[:, None] * zc)  # (k, k)
