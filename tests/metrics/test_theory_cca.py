@@ -54,3 +54,31 @@ def test_bad_shapes_are_one_line():
         theory_cca(x[:50], g[:40], x[50:], g[50:])
     with pytest.raises(InputError, match="NaN"):
         theory_cca(np.full((50, 8), np.nan), g[:50], x[50:], g[50:])
+
+
+def test_width_fair_cc_does_not_reward_a_wide_map_that_only_keeps_identity():
+    # 60 discrete states; g* a smooth function of the state (k = 4). A one-hot of the state is
+    # 60 wide and carries no preference for g*: the raw read-out (top 64 directions) decodes g*
+    # from it linearly, the width-fair one (top k directions) cannot. An encoder whose 4
+    # dimensions ARE g* (rotated, noisy) scores high under both.
+    from prh.metrics.theory_cca import heldout_cc, width_fair_cc
+
+    rng = np.random.default_rng(0)
+    n_states, k = 60, 4
+    t = np.arange(n_states) / n_states
+    table = np.stack([np.cos(2 * np.pi * (j + 1) * t) for j in range(k)], 1)  # (60, 4)
+    s_fit, s_test = rng.integers(0, n_states, 500), rng.integers(0, n_states, 300)
+    one_hot = np.eye(n_states)
+    wide_fit = one_hot[s_fit] + 0.01 * rng.normal(size=(500, n_states))
+    wide_test = one_hot[s_test] + 0.01 * rng.normal(size=(300, n_states))
+    rot = np.linalg.qr(rng.normal(size=(k, k)))[0]
+    narrow_fit = table[s_fit] @ rot + 0.1 * rng.normal(size=(500, k))
+    narrow_test = table[s_test] @ rot + 0.1 * rng.normal(size=(300, k))
+    g_fit, g_test = table[s_fit], table[s_test]
+    raw = heldout_cc(wide_fit, g_fit, wide_test, g_test, components=k, n_boot=20).mean
+    fair = width_fair_cc(wide_fit, g_fit, wide_test, g_test, components=k, n_boot=20).mean
+    assert raw > 0.9 and fair < 0.6  # width bought the raw score
+    good = width_fair_cc(narrow_fit, g_fit, narrow_test, g_test, components=k, n_boot=20).mean
+    assert good > 0.95
+    same = heldout_cc(narrow_fit, g_fit, narrow_test, g_test, components=k, n_boot=20).mean
+    assert abs(good - same) < 1e-9  # k-wide encoders: the two read-outs are one

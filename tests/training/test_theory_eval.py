@@ -59,8 +59,11 @@ def test_the_logged_theory_cc_is_the_held_out_cc_of_the_weights(tmp_path, theory
     x = load_run(run, device="cpu").encode_texts([world.captions(i, 1, 1)[0] for i in ids])
     x = x[:, -1].astype(np.float64)
     g = world.theory_embedding(ids, 8)
-    want = heldout_cc(x[fit], g[fit], x[~fit], g[~fit], components=8, n_boot=1).mean
+    # width-fair: each side through its top 8 principal directions; raw: its top 64
+    want = heldout_cc(x[fit], g[fit], x[~fit], g[~fit], components=8, max_dim=8, n_boot=1).mean
     assert curve[-1][1] == pytest.approx(want, abs=1e-6)
+    raw = heldout_cc(x[fit], g[fit], x[~fit], g[~fit], components=8, max_dim=64, n_boot=1).mean
+    assert rows[-1]["eval_theory_cc_raw"] == pytest.approx(raw, abs=1e-6)
     assert json.loads((run / "config.json").read_text())["train"]["eval_theory"] == str(path)
     # a seed gives the same curve
     again = tmp_path / "r2"

@@ -37,4 +37,4 @@ def run_origin(run_dir: Path) -> dict[str, float]:
     if evaluate is None:
         return {}
     names = {"eval_mutual_knn": "vision", "eval_theory_cc": "theory"}
-    return {names[k]: float(v) for k, v in evaluate(0).items()}
+    return {names[k]: float(v) for k, v in evaluate(0).items() if k in names}

@@ -54,8 +54,11 @@ def _theory_table(tc: dict[str, Any] | None) -> dict[str, Any] | None:
     for name, r in tc.items():
         corr = " ".join(num(c, 2) for c in r["correlations"])
         label: Cell = strong(name) if name.endswith("-good") else name
-        rows.append([label, num(r["mean"]), interval(*r["ci"]), corr])
-    return table(["encoder", "mean cc", "95% interval", "the k held-out correlations"], rows)
+        raw = (r.get("raw") or {}).get("mean")
+        rows.append([label, num(r["mean"]), interval(*r["ci"]), corr, num(raw)])
+    head = ["encoder", "mean cc (width-fair)", "95% interval", "the k held-out correlations",
+            "raw cc (top 64)"]  # fmt: skip
+    return table(head, rows)
 
 
 def _pair_cells(p: dict[str, Any]) -> list[Cell]:

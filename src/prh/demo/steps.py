@@ -346,4 +346,4 @@ def theory_control(ctx: Context, good_run: Path) -> float:
     run = load_run(good_run, device="cpu")
     target = theory_target(TextTask(), run.config)
     feats = random_init_encoder(good_run, ctx.cfg.seed).encode_texts(list(target.items))
-    return theory_point(feats, target)
+    return theory_point(feats, target)["eval_theory_cc"]

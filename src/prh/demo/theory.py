@@ -7,13 +7,15 @@ held-out canonical correlation with the theory embedding, and each pair's with e
   are distinct and followed by a gap). The still world has none: its kernel is ``diag(p)``,
   every eigenvalue 1.
 - **theory_cc**: per encoder, the ``k`` held-out canonical correlations of its embedding (the
-  last layer, trimmed to its width) with ``g*`` (:func:`prh.metrics.theory_cca.heldout_cc`):
-  canonical directions fitted on the bridge states (training split), scored on the held-out
-  states, each side first reduced to its top 64 principal directions on the fitting states; the
-  interval resamples the held-out states.
+  last layer, trimmed to its width) with ``g*``, **width-fair**
+  (:func:`prh.metrics.theory_cca.width_fair_cc`): each side first reduced to its top ``k``
+  principal directions on the fitting states, canonical directions fitted on the bridge states
+  (training split), scored on the held-out states; the interval resamples the held-out states.
+  Beside it, ``raw``: the same with the top 64 directions per side (the read-out used before
+  issue 31, which lets a wide map decode ``g*`` from mere identity).
 - **cc**: the same held-out canonical correlation between two encoders' embeddings (the
-  ``k`` strongest pairs), for every pair: the modalities matrix's ``cc`` beside mutual-kNN, CKA
-  and the rotation scores.
+  ``k`` strongest pairs, width-fair; ``cc_raw`` beside), for every pair: the modalities
+  matrix's ``cc`` beside mutual-kNN, CKA and the rotation scores.
 
 Layer: glue over :mod:`prh.metrics.theory_cca`; pure given the loaded features.
 """
@@ -25,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-MAX_DIM = 64  # principal directions kept per side before the canonical fit
+MAX_DIM = 64  # principal directions kept per side before the raw canonical fit
 STILL_REASON = (
     "the still world's pair kernel is diag(p): every eigenvalue is 1, no gap at any k, so the "
     "theorem fixes no embedding to compare with"
@@ -72,8 +74,6 @@ def theory_scores(
 ) -> dict[str, Any]:
     """Name -> the held-out theory CCA of each feature set (module docstring), or
     ``{"skipped": reason}`` for a world without a gap."""
-    from prh.metrics.theory_cca import heldout_cc
-
     k = getattr(world, "gap_k", None)
     if not hasattr(world, "theory_embedding") or k is None:
         return {"skipped": STILL_REASON}
@@ -81,10 +81,29 @@ def theory_scores(
     out: dict[str, Any] = {}
     for name in train:
         a, b = embedding(train[name], dims[name]), embedding(test[name], dims[name])
-        r = heldout_cc(a, g_fit, b, g_test, components=k, max_dim=MAX_DIM, n_boot=n_boot,
-                       seed=seed)  # fmt: skip
-        out[name] = {**r.to_dict(), "k": int(k), "width": int(a.shape[1])}
+        out[name] = two_readouts(a, g_fit, b, g_test, k, n_boot=n_boot, seed=seed)
     return out
+
+
+def two_readouts(
+    a_fit: np.ndarray,
+    b_fit: np.ndarray,
+    a_test: np.ndarray,
+    b_test: np.ndarray,
+    k: int,
+    *,
+    n_boot: int = 200,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """The width-fair held-out cc (the headline: ``mean``, ``ci``, ``correlations``, ...) with
+    the raw one (top :data:`MAX_DIM` directions) under ``raw``, ``k`` and ``a``'s width."""
+    from prh.metrics.theory_cca import heldout_cc, width_fair_cc
+
+    fair = width_fair_cc(a_fit, b_fit, a_test, b_test, components=k, n_boot=n_boot, seed=seed)
+    raw = heldout_cc(a_fit, b_fit, a_test, b_test, components=k, max_dim=MAX_DIM,
+                     n_boot=n_boot, seed=seed)  # fmt: skip
+    return {**fair.to_dict(), "readout": f"width-fair (top {k} directions)",
+            "raw": raw.to_dict(), "k": int(k), "width": int(a_fit.shape[1])}  # fmt: skip
 
 
 def pair_cc(
@@ -97,24 +116,22 @@ def pair_cc(
     n_boot: int = 200,
     seed: int = 0,
 ) -> dict[str, list[list[float | None]]]:
-    """``{"cc", "cc_ci_low", "cc_ci_high"}``: symmetric ``(n, n)`` matrices (``names`` order) of
-    the mean held-out canonical correlation of every pair's embeddings (1 on the diagonal)."""
-    from prh.metrics.theory_cca import heldout_cc
-
+    """``{"cc", "cc_ci_low", "cc_ci_high", "cc_raw"}``: symmetric ``(n, n)`` matrices (``names``
+    order) of the mean held-out canonical correlation of every pair's embeddings, width-fair
+    (1 on the diagonal), and the raw read-out's mean beside it (:func:`two_readouts`)."""
     n = len(names)
     cc = [[1.0 if i == j else None for j in range(n)] for i in range(n)]
-    lo = [row[:] for row in cc]
-    hi = [row[:] for row in cc]
+    lo, hi, raw = ([row[:] for row in cc] for _ in range(3))
     emb = {m: (embedding(train[m], dims[m]), embedding(test[m], dims[m])) for m in names}
     for i in range(n):
         for j in range(i + 1, n):
             (af, at), (bf, bt) = emb[names[i]], emb[names[j]]
-            r = heldout_cc(af, bf, at, bt, components=components, max_dim=MAX_DIM,
-                           n_boot=n_boot, seed=seed)  # fmt: skip
-            cc[i][j] = cc[j][i] = round(r.mean, 6)
-            lo[i][j] = lo[j][i] = round(r.ci[0], 6)
-            hi[i][j] = hi[j][i] = round(r.ci[1], 6)
-    return {"cc": cc, "cc_ci_low": lo, "cc_ci_high": hi}
+            r = two_readouts(af, bf, at, bt, components, n_boot=n_boot, seed=seed)
+            cc[i][j] = cc[j][i] = round(r["mean"], 6)
+            lo[i][j] = lo[j][i] = round(r["ci"][0], 6)
+            hi[i][j] = hi[j][i] = round(r["ci"][1], 6)
+            raw[i][j] = raw[j][i] = round(r["raw"]["mean"], 6)
+    return {"cc": cc, "cc_ci_low": lo, "cc_ci_high": hi, "cc_raw": raw}
 
 
 def theory_section(

@@ -4,9 +4,11 @@
 of the run's world (``prh world spectrum --k 8 --scenes ... --out FILE``, ids
 ``scene_<i>``). Every ``eval_every`` steps the run embeds one caption (or render) per state, as
 for ``eval_features``, and logs ``eval_theory_cc``: the mean held-out canonical correlation of
-its last layer with ``g*`` (:func:`prh.metrics.theory_cca.heldout_cc`, the measure of the demo's
-theory step): canonical directions fitted on the file's states of the world's *training* split,
-scored on its states of the *test* split. The world's own split decides which is which, so one
+its last layer with ``g*``, width-fair (:func:`prh.metrics.theory_cca.width_fair_cc`: each side
+read through its top ``k`` principal directions; the measure of the demo's theory step), and
+``eval_theory_cc_raw`` (top 64 directions, the read-out before issue 31): canonical directions
+fitted on the file's states of the world's *training* split, scored on its states of the *test*
+split. The world's own split decides which is which, so one
 file serves every run of one world.
 
 Layer: glue between :mod:`prh.training.lifecycle` and :mod:`prh.metrics.theory_cca`.
@@ -98,16 +100,20 @@ def last_layer(features: np.ndarray) -> np.ndarray:
     return f[:, -1, :] if f.ndim == 3 else f
 
 
-def theory_point(features: np.ndarray, target: TheoryTarget, seed: int = 0) -> float:
-    """The mean held-out canonical correlation of ``features`` (one row per state of
-    ``target``) with ``g*`` (module docstring)."""
-    from prh.metrics.theory_cca import heldout_cc
+def theory_point(features: np.ndarray, target: TheoryTarget, seed: int = 0) -> dict[str, float]:
+    """``{"eval_theory_cc", "eval_theory_cc_raw"}`` of ``features`` (one row per state of
+    ``target``) against ``g*``: the mean held-out canonical correlation, width-fair (each side
+    read through its top ``k`` principal directions; the headline) and raw (top
+    :data:`MAX_DIM`) (module docstring)."""
+    from prh.metrics.theory_cca import heldout_cc, width_fair_cc
 
     x, g, fit = last_layer(features), target.g, target.fit
     k = g.shape[1]
-    r = heldout_cc(x[fit], g[fit], x[~fit], g[~fit], components=k, max_dim=MAX_DIM,
-                   n_boot=N_BOOT, seed=seed)  # fmt: skip
-    return float(r.mean)
+    fair = width_fair_cc(x[fit], g[fit], x[~fit], g[~fit], components=k, n_boot=N_BOOT,
+                         seed=seed)  # fmt: skip
+    raw = heldout_cc(x[fit], g[fit], x[~fit], g[~fit], components=k, max_dim=MAX_DIM,
+                     n_boot=N_BOOT, seed=seed)  # fmt: skip
+    return {"eval_theory_cc": float(fair.mean), "eval_theory_cc_raw": float(raw.mean)}
 
 
 def theory_eval(
@@ -118,6 +124,6 @@ def theory_eval(
     def evaluate(step: int) -> dict[str, float]:
         if not info.is_main:
             return {}
-        return {"eval_theory_cc": theory_point(encode(target.items), target)}
+        return theory_point(encode(target.items), target)
 
     return evaluate
