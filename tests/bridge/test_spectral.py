@@ -201,7 +201,8 @@ def test_to_dict_is_json_ready(probe):
     res = spectral_align(*draw(probe, 4000, seed=1, unpaired=100)[:4])
     out = json.loads(json.dumps(res.to_dict()))
     assert out["method"] == "spectral" and out["k"] == 8 and len(out["eigenvalues_x"]) == 8
-    assert out["thresholds"] == {"separation_z": 8.0, "sign_z": 3.0}
+    assert out["thresholds"] == {"separation_z": 8.0, "sign_z": 3.0, "agree_z": 3.0}
+    assert out["match_y"] == list(range(1, 9)) and len(out["eigenvalue_agreement_z"]) == 8
     assert len(out["permutation"]) == 100 and isinstance(out["pinned"], bool)
 
 
@@ -346,3 +347,44 @@ def test_null_components_give_no_nan(probe):
     assert np.isfinite(res.sign_z).all() and not res.pinned
     assert "components 9, 10 (the first beyond k)" in res.reason
     assert np.allclose(res.map[:8, :8], plain.map, atol=1e-6)
+
+
+def test_components_are_matched_by_eigenvalue_when_the_modalities_ranks_differ(probe):
+    # Y's view of g3 is blurred (extra noise on that eigenfunction only): its eigenvalue falls
+    # from 0.67 to about 0.67 / 2.3 = 0.29, below g8's, so Y's rank order is g1 g2 g4 .. g8 g3.
+    # Rank pairing would map X's g3 onto Y's g4 and so on; matching by eigenvalue pairs g4..g8
+    # with themselves, finds no partner for g3 (its two eigenvalues disagree) and does not call
+    # the rotation pinned.
+    rng = np.random.default_rng(5)
+    rx, ry = random_rotation(8, rng), random_rotation(8, rng)
+    blur = np.ones(8)
+    blur[2] = np.sqrt(2.3)  # g3 seen with extra noise of variance 1.3 (its own is 1)
+
+    def feats(states, r, blurred):
+        g = probe.embedding[np.asarray(states)]
+        if blurred:
+            g = g + rng.standard_normal(g.shape) * np.sqrt(blur**2 - 1)
+        return g @ r + 0.1 * rng.standard_normal(g.shape)
+
+    def side(r, blurred):
+        a, b = probe.pairs(40000, rng)
+        return feats(a, r, blurred), feats(b, r, blurred)
+
+    states = rng.choice(probe.num_states, 300, replace=False)
+    px, py = side(rx, False), side(ry, True)
+    ux, uy = feats(states, rx, False), feats(states, ry, True)
+    res = spectral_align(px, py, ux, uy, k=8, assignment="none")
+    assert res.y.eigenvalues[7] < res.y.eigenvalues[6]  # sorted
+    assert res.match.tolist() == [0, 1, 7, 2, 3, 4, 5, 6]  # g3 is Y's 8th by rank
+    agree = np.asarray(res.to_dict()["eigenvalue_agreement_z"])
+    assert agree[2] > 10 and np.all(np.delete(agree, 2) < 3)
+    assert not res.pinned and not res.component_pinned[2]
+    assert "x component 3" in res.reason and "no partner" in res.reason
+    # on the shared components the matched map is the planted one: each matched pair of
+    # sign-fixed components correlates ~1 (g3's pair is weaker: Y sees it through noise)
+    gx, gy = res.components(ux, "x"), res.components(uy, "y")
+    corr = np.array([np.corrcoef(gx[:, i], gy[:, i])[0, 1] for i in range(8)])
+    assert np.all(np.delete(corr, 2) > 0.95), corr
+    # the rank pairing the method used before: X's g4 against Y's rank-4 component (g5)
+    zy = ((uy - res.y.mean) @ res.y.whiten) @ res.y.vectors[:, :8]
+    assert abs(np.corrcoef(gx[:, 3], zy[:, 3])[0, 1]) < 0.5

@@ -10,6 +10,16 @@ distinct. The rotation between the two modalities is then ``V_x S V_y^T`` (row c
 ``z_y ~ z_x V_x S V_y^T``) with ``S = diag(s_x s_y)`` the product of the two sides' sign
 conventions, each fixed from that modality's unpaired marginal (:func:`sign_references`).
 
+Components are matched across the two modalities **by eigenvalue, not by rank**
+(:func:`match_components`): when one modality's observations blur a slow feature (captions that
+name the object's cell one time in six), its eigenvalue drops and that modality's component of
+rank ``i`` is another eigenfunction than the other's; pairing ranks would then rotate one
+eigenfunction onto another and still look pinned (on the moving cave at 131k pairs: "pinned",
+held-out R^2 -0.31). Each of X's top ``k`` components is matched one to one (Hungarian) to the Y
+component whose eigenvalue is closest in sampling errors of their difference; a match counts only
+when the two agree (within :data:`AGREE_Z` errors), and a component whose match disagrees is
+never called pinned.
+
 What it cannot do, and says (``pinned``, ``reason``): eigenvalues closer than their sampling
 error (about ``1 / sqrt(n)``) leave a rotation inside their eigenspace that nothing in the
 pairs fixes; equal eigenvalues (the still world, a symmetric pair of factors) are flagged
@@ -52,6 +62,7 @@ __all__ = [
     "check_spectral_inputs",
     "cross_view_spectrum",
     "eigenspace_clusters",
+    "match_components",
     "sign_references",
     "spectral_align",
 ]
@@ -70,6 +81,10 @@ SEPARATION_Z = 8.0
 # A sign is fixed when its reference moment is at least SIGN_Z sampling errors from zero on
 # both sides (a wrong sign at z = 3 has probability about 1e-3 per side).
 SIGN_Z = 3.0
+# Two matched eigenvalues agree when they differ by less than AGREE_Z sampling errors of their
+# difference (hypot of the two sides' eigenvalue_se): two estimates of one eigenvalue pass with
+# probability about 0.997.
+AGREE_Z = 3.0
 MOMENT_MAX = 24  # sign references use third moments among the first 24 components (cost m^3)
 ASSIGNMENTS = ("auto", "hungarian", "nearest", "none")
 SIGN_SETS = ("all", "unpaired")
@@ -273,6 +288,33 @@ def eigenspace_clusters(spec: SideSpectrum, k: int, z: float = SEPARATION_Z) -> 
     return [g for g in groups.values() if len(g) > 1 and g[0] < k]
 
 
+def match_components(sx: SideSpectrum, sy: SideSpectrum, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Match each of X's top ``k`` components to one of Y's first ``m`` (those with sampling
+    errors, ``m >= k``), one to one, minimising the eigenvalue differences in sampling errors.
+
+    Returns
+    -------
+    perm : np.ndarray
+        ``(k,)`` int: X component ``i`` is matched to Y component ``perm[i]``.
+    z : np.ndarray
+        ``(k,)`` ``|l_x,i - l_y,perm[i]| / hypot(se_x,i, se_y,perm[i])``: agreement in sampling
+        errors (below :data:`AGREE_Z`: the two eigenvalues agree).
+    """
+    from scipy.optimize import linear_sum_assignment
+
+    m = len(sy.eigenvalue_se)
+    lx, ex = sx.eigenvalues[:k], sx.eigenvalue_se[:k]
+    ly, ey = sy.eigenvalues[:m], sy.eigenvalue_se[:m]
+    z = np.abs(lx[:, None] - ly[None, :]) / np.maximum(np.hypot(ex[:, None], ey[None, :]), 1e-300)
+    # Most agreeing matches first, then the smallest differences: a disagreeing match costs more
+    # than any set of k agreeing ones (minimising the plain sum would trade one certain match
+    # for two near misses).
+    cost = np.where(z < AGREE_Z, z, (k + 1) * AGREE_Z + z)
+    rows, cols = linear_sum_assignment(cost)  # (k,) each: rows is 0..k-1 in order
+    perm = cols[np.argsort(rows)]
+    return perm.astype(np.int64), z[np.arange(k), perm]
+
+
 # ----------------------------------------------------------------------------- signs
 
 
@@ -453,16 +495,25 @@ class SpectralResult:
 
     @property
     def eigenvalues_y(self) -> np.ndarray:
-        return self.y.eigenvalues[: self.k]
+        """Y's eigenvalues of the components matched to X's top ``k``, in X's order."""
+        return self.y.eigenvalues[self.match]
+
+    @property
+    def match(self) -> np.ndarray:
+        """``(k,)`` Y's component matched to each of X's (:func:`match_components`)."""
+        return self.info.get("match", np.arange(self.k))
 
     def components(self, rows: np.ndarray, side: str = "x") -> np.ndarray:
         """Raw rows of ``side`` (``x`` or ``y``) in the common, sign-fixed component
         coordinates ``g`` ``(n, k)``: ``((rows - mean) @ whiten) @ V[:, :k] * s_side``."""
-        spec, s = (self.x, self.info["sx"]) if side == "x" else (self.y, self.info["sy"])
+        if side == "x":
+            spec, s, cols = self.x, self.info["sx"], np.arange(self.k)
+        else:
+            spec, s, cols = self.y, self.info["sy"], self.match
         rows = np.asarray(rows, dtype=np.float64)
         if rows.ndim != 2 or rows.shape[1] != len(spec.mean):
             raise InputError(f"expected {side} rows of width {len(spec.mean)}, got {rows.shape}")
-        return ((rows - spec.mean) @ spec.whiten) @ spec.vectors[:, : self.k] * s
+        return ((rows - spec.mean) @ spec.whiten) @ spec.vectors[:, cols] * s
 
     def to_y(self, rows: np.ndarray) -> np.ndarray:
         """Raw ``x`` rows ``(n, d_x)`` mapped into ``y``'s raw feature space ``(n, d_y)``:
@@ -498,7 +549,9 @@ class SpectralResult:
             "eigenvalues_x": self.eigenvalues_x.tolist(),
             "eigenvalues_y": self.eigenvalues_y.tolist(),
             "eigenvalue_se_x": self.x.eigenvalue_se[: self.k].tolist(),
-            "eigenvalue_se_y": self.y.eigenvalue_se[: self.k].tolist(),
+            "eigenvalue_se_y": self.y.eigenvalue_se[self.match].tolist(),
+            "match_y": [int(j) + 1 for j in self.match],
+            "eigenvalue_agreement_z": self.info["agree_z"].tolist(),
             "separation_x": self.separation_x.tolist(),
             "separation_y": self.separation_y.tolist(),
             "relative_separation_x": self.relative_separation_x.tolist(),
@@ -513,6 +566,7 @@ class SpectralResult:
             "thresholds": {
                 "separation_z": self.info["separation_z"],
                 "sign_z": self.info["sign_z"],
+                "agree_z": self.info["agree_threshold"],
             },
             "pairs_x": self.x.n_pairs,
             "pairs_y": self.y.n_pairs,
@@ -563,6 +617,52 @@ def _reason(specs: dict[str, SideSpectrum], sign_z: np.ndarray, k: int, sep_z: f
             f"(need z >= {sign_min:g})"
         )
     return "cannot pin the rotation: " + "; ".join(parts) if parts else ""
+
+
+def _matched_signs(
+    sx: SideSpectrum,
+    sy: SideSpectrum,
+    match: np.ndarray,
+    k: int,
+    sign_from: str,
+    rows_x: tuple[np.ndarray, np.ndarray],
+    rows_y: tuple[np.ndarray, np.ndarray],
+) -> _Signs:
+    """:func:`sign_references` with Y's columns in X's order (the match first, then the rest of
+    Y's computed components), on the unpaired rows (and the pairs' first halves unless
+    ``sign_from`` is ``unpaired``): ``rows_*`` is ``(unpaired, first halves)``."""
+    my = len(sy.mixing_se)
+    rest = [j for j in range(my) if j not in set(match.tolist())]
+    order_y = np.concatenate([match, np.asarray(rest, dtype=np.int64)])
+    m = min(len(sx.mixing_se), len(order_y))
+    order_y = order_y[:m]
+    sign_x = rows_x[0] if sign_from == "unpaired" else np.concatenate(rows_x)
+    sign_y = rows_y[0] if sign_from == "unpaired" else np.concatenate(rows_y)
+    proj_x = ((sign_x - sx.mean) @ sx.whiten) @ sx.vectors[:, :m]
+    proj_y = ((sign_y - sy.mean) @ sy.whiten) @ sy.vectors[:, order_y]
+    theta_x = _angle_se(sx)[:m, :m]
+    theta_y = _angle_se(sy)[np.ix_(order_y, order_y)]
+    return sign_references(proj_x, proj_y, theta_x, theta_y, k)
+
+
+def _disagreements(sx: SideSpectrum, sy: SideSpectrum, match: np.ndarray, agree: np.ndarray) -> str:
+    """One clause per X component whose matched Y eigenvalue disagrees (``""`` when none)."""
+    bad = [i for i in range(len(match)) if agree[i] >= AGREE_Z]
+    if not bad:
+        return ""
+    shown = "; ".join(
+        f"x component {i + 1} (eigenvalue {sx.eigenvalues[i]:.4f}) has no partner in y: the "
+        f"closest, y component {match[i] + 1} ({sy.eigenvalues[match[i]]:.4f}), is "
+        f"{agree[i]:.1f} sampling errors away"
+        for i in bad
+    )
+    return f"{shown} (need < {AGREE_Z:g}: the two modalities do not share that eigenfunction)"
+
+
+def _join_reasons(reason: str, more: str) -> str:
+    if not more:
+        return reason
+    return f"{reason}; {more}" if reason else f"cannot pin the rotation: {more}"
 
 
 def spectral_align(
@@ -658,20 +758,19 @@ def spectral_align(
             raise InputError(f"truth: entries must be -1 or 0..{len(uy) - 1}")
     sx_spec = cross_view_spectrum(ax, bx, eps, top=k + 1)
     sy_spec = cross_view_spectrum(ay, by, eps, top=k + 1)
-    sign_x = ux if sign_from == "unpaired" else np.concatenate([ux, ax])
-    sign_y = uy if sign_from == "unpaired" else np.concatenate([uy, ay])
-    m = len(sx_spec.mixing_se)  # k, and the (k+1)-th when d > k
-    proj_x = ((sign_x - sx_spec.mean) @ sx_spec.whiten) @ sx_spec.vectors[:, :m]
-    proj_y = ((sign_y - sy_spec.mean) @ sy_spec.whiten) @ sy_spec.vectors[:, :m]
-    signs = sign_references(proj_x, proj_y, _angle_se(sx_spec), _angle_se(sy_spec), k)
+    match, agree = match_components(sx_spec, sy_spec, k)
+    signs = _matched_signs(sx_spec, sy_spec, match, k, sign_from, (ux, ax), (uy, ay))
     s = signs.sx * signs.sy
-    w = (sy_spec.vectors[:, :k] * s) @ sx_spec.vectors[:, :k].T  # (d_y, d_x)
+    w = (sy_spec.vectors[:, match] * s) @ sx_spec.vectors[:, :k].T  # (d_y, d_x)
     sep_x, rel_x = _separation(sx_spec, k)
-    sep_y, rel_y = _separation(sy_spec, k)
+    sep_y, rel_y = (v[match] for v in _separation(sy_spec, len(sy_spec.mixing_se)))
     comp = (rel_x >= separation_z) & (rel_y >= separation_z) & (signs.z >= sign_z)
+    comp &= agree < AGREE_Z
     reason = _reason({"x": sx_spec, "y": sy_spec}, signs.z, k, separation_z, sign_z)
+    reason = _join_reasons(reason, _disagreements(sx_spec, sy_spec, match, agree))
     info = {"separation_z": separation_z, "sign_z": sign_z, "sign_from": sign_from,
-            "sx": signs.sx, "sy": signs.sy, "rows_x": len(ux), "rows_y": len(uy)}  # fmt: skip
+            "sx": signs.sx, "sy": signs.sy, "rows_x": len(ux), "rows_y": len(uy),
+            "match": match, "agree_z": agree, "agree_threshold": AGREE_Z}  # fmt: skip
     res = SpectralResult(
         map=w, k=k, x=sx_spec, y=sy_spec, signs=s, sign_z=signs.z,
         sign_reference=signs.reference, separation_x=sep_x, separation_y=sep_y,
