@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from prh.cli import main
 from prh.features import load_features
@@ -38,3 +39,27 @@ def test_trajectory_figure(tmp_path):
     out = tmp_path / "t.png"
     assert main(["world", "trajectory", "--frames", "3", "--size", "32", "--out", str(out)]) == 0
     assert out.read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.slow  # three exact kernels on the full moving world (about a minute)
+def test_spectrum_of_one_modality_and_its_theory_file(tmp_path, capsys):
+    # Literal captions identify the state: text's own theory is g* (cc 1 with g* and images);
+    # a sketch has no colour, so the colour eigenfunctions are out of its reach.
+    out = tmp_path / "t.safetensors"
+    argv = ["world", "spectrum", "--world", "moving-literal", "--modality", "text",
+            "--scenes", "0,5,17", "--out", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "predicted cc with g*: mean 1.000" in text
+    assert "predicted cc with image: mean 1.000" in text
+    assert "predicted cc with sketch: mean 0.250" in text
+    fs = load_features(out)
+    assert fs.ids == ["scene_0", "scene_5", "scene_17"] and fs.metadata["modality"] == "text"
+    from prh.world.observation import theory_of_captions
+
+    w = make_world("moving-literal", seed=0)
+    caps = [w.captions(i, 1, seed=1)[0] for i in (0, 5, 17)]  # the --eval-theory captions
+    assert np.allclose(fs.features[:, 0, :], theory_of_captions(w, [0, 5, 17], caps), atol=1e-5)
+    with pytest.raises(SystemExit) as e:  # argparse's own refusal: one line, exit 2
+        main(["world", "spectrum", "--modality", "audio"])
+    assert e.value.code == 2 and "invalid choice" in capsys.readouterr().err

@@ -3,7 +3,12 @@
 ``spectrum`` prints the top eigenvalues of the moving world's pair kernel ``p Q^D`` (the
 constant left out), their smallest separation and the gap after ``--k``; ``--plot`` draws them,
 ``--out`` writes the theory embedding ``g*`` of ``--scenes`` to a feature file (ids
-``scene_{i}``). ``trajectory`` draws one run of the chain, a frame every ``--every`` steps.
+``scene_{i}``). With ``--modality image|text|sketch`` it is that modality's own theory instead
+(the kernel on what its observations show, :mod:`prh.world.observation`): its eigenvalues, its
+ceiling against ``g*`` and the canonical correlations it is predicted to reach with each other
+modality; ``--out`` then writes its theory embedding (text: of each state's evaluation caption,
+wording seed ``--seed + 1``, as ``prh train --eval-theory`` embeds it). ``--world moving-literal``
+has literal captions. ``trajectory`` draws one run of the chain, a frame every ``--every`` steps.
 """
 
 from __future__ import annotations
@@ -23,6 +28,12 @@ def _moving_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=seed, default=0, help="world seed (split, renders, captions)")
     p.add_argument("--lag", type=nonnegative_int, default=None, help="steps D between views")
     p.add_argument("--chain-seed", type=nonnegative_int, default=0, help="seed of the chain")
+    p.add_argument(
+        "--world",
+        choices=("moving", "moving-literal"),
+        default="moving",
+        help="moving (partial captions) or moving-literal (all factors named)",
+    )
 
 
 def add_parsers(sub) -> None:
@@ -36,6 +47,8 @@ def add_parsers(sub) -> None:
     s.add_argument("--scenes", default="test", help="train, test, all, or ids like 0,5,17")
     s.add_argument("--plot", default=None, help="bar plot of the spectrum (.png, .pdf, .svg)")
     s.add_argument("--out", default=None, help="theory embedding feature file (.safetensors ...)")
+    s.add_argument("--modality", choices=("image", "text", "sketch"), default=None,
+                   help="that modality's own theory (the kernel on what it observes)")  # fmt: skip
     t = sub.add_parser("trajectory", help="draw one trajectory of the moving world")
     _moving_args(t)
     t.add_argument("--frames", type=positive_int, default=8, help=f"frames (<= {MAX_FRAMES})")
@@ -51,7 +64,7 @@ def _world(args: argparse.Namespace):
     opts = {"chain_seed": args.chain_seed}
     if args.lag is not None:
         opts["lag"] = args.lag
-    return make_world("moving", seed=args.seed, **opts)
+    return make_world(args.world, seed=args.seed, **opts)
 
 
 def _scene_ids(world, spec: str) -> np.ndarray:
@@ -99,6 +112,8 @@ def run(args: argparse.Namespace) -> int:
 def _spectrum(world, args: argparse.Namespace) -> int:
     from prh.theory.markov import theory_embedding
 
+    if args.modality is not None:
+        return _modality(world, args)
     spec = world.spectrum(args.eigs)
     ev = spec.nontrivial()
     print(f"moving world: {world.num_scenes} states, lag D = {spec.lag}")
@@ -114,11 +129,48 @@ def _spectrum(world, args: argparse.Namespace) -> int:
 
         ids = _scene_ids(world, args.scenes)
         G = theory_embedding(spec, args.k)[ids]
-        meta = {"world": "moving", "config": str(world.config.to_dict()), "k": str(args.k),
+        meta = {"world": args.world, "config": str(world.config.to_dict()), "k": str(args.k),
                 "eigenvalues": " ".join(f"{v:.17g}" for v in ev[: args.k + 1])}  # fmt: skip
         save_features(args.out, G, [world.image_id(i) for i in ids], meta)
         print(f"wrote {args.out}: {len(ids)} states x {args.k}")
     return 0
+
+
+def _modality(world, args: argparse.Namespace) -> int:
+    """``--modality``: the modality's own spectrum, ceilings and predicted correlations."""
+    from prh.world.observation import MODALITIES, modality_theory, predicted_cc
+
+    m, k = args.modality, args.k
+    th = modality_theory(world, m, k)
+    ev = th.spectrum.eigenvalues
+    print(f"{args.world} world, {m}: {th.O.shape[1]} contents an observation can show")
+    print("eigenvalues of O^T p Q^D O (constant left out): " + " ".join(f"{v:.4f}" for v in ev))
+    for other in ("g*", *(x for x in MODALITIES if x != m)):
+        cc = predicted_cc(world, m, other, k)["observation"]
+        print(f"predicted cc with {other}: mean {np.mean(cc):.3f} | " +
+              " ".join(f"{v:.3f}" for v in cc))  # fmt: skip
+    if args.out is not None:
+        _write_modality(world, args, th)
+    return 0
+
+
+def _write_modality(world, args: argparse.Namespace, th) -> None:
+    from prh.features import save_features
+    from prh.world.observation import theory_of_captions, theory_of_observations
+
+    ids = _scene_ids(world, args.scenes)
+    if args.modality == "text":  # the caption prh train --eval-theory embeds for each state
+        texts = [world.captions(int(i), 1, seed=args.seed + 1)[0] for i in ids]
+        G = theory_of_captions(world, ids, texts, args.k)
+    else:
+        G = theory_of_observations(world, args.modality, ids, args.k)
+    ev = th.spectrum.eigenvalues[: args.k + 1]
+    meta = {
+        "world": args.world, "config": str(world.config.to_dict()), "k": str(args.k),
+        "modality": args.modality, "eigenvalues": " ".join(f"{v:.17g}" for v in ev),
+    }  # fmt: skip
+    save_features(args.out, G, [world.image_id(i) for i in ids], meta)
+    print(f"wrote {args.out}: {len(ids)} states x {args.k} ({args.modality}'s own theory)")
 
 
 def _trajectory(world, args: argparse.Namespace) -> int:

@@ -4,7 +4,9 @@ A caption is drawn from a small probabilistic grammar:
 
 - **noun phrases** with synonyms for shapes, colours and sizes, and several word orders
   ("a small red cube", "a red cube that is small", "a tiny block coloured red");
-- **verbosity**: the size and the position of an object are said or left out;
+- **verbosity**: the size and the position of an object are said or left out (``partial``
+  captions, alt-text-like); ``literal`` captions state every factor of every object, the wording
+  nuisance kept (recaptions: docs/theory.md sec. 9, what each modality can learn);
 - **positions** in words ("in the top left corner", "on the right", "in the middle");
 - **relations** computed from the cells ("the red cube is to the left of the blue ball"),
   always true;
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import re
 
 from prh.errors import InputError
 from prh.world.scenes import COLOURS, SHAPES, SIZES, Scene, SceneObject
@@ -106,6 +109,45 @@ FRAMES_COUNT: tuple[str, ...] = (
 )
 FRAMES_ONE_ALL: tuple[str, ...] = ("a single object: {L}", "just {L}", "only {L}")
 NUMBER = {2: "two", 3: "three"}
+# One caption's verbosity is drawn uniformly from VERBOSITY_DRAW (partial style): 0 says colour and
+# shape, 1 adds the size half the time, 2 the size, 3 the size and the position (noun_phrase).
+VERBOSITY_DRAW = (0, 1, 1, 2, 2, 3)
+LITERAL_VERBOSITY = 3
+CAPTION_STYLES = ("partial", "literal")
+_SIZE_SET = frozenset(w for ws in SIZE_WORDS.values() for w in ws)
+_POSITION_SET = frozenset(("left", "right", "center", "centre", "middle", "top", "bottom",
+                           "upper", "lower", "corner", "side"))  # fmt: skip
+
+
+def check_caption_style(style: str) -> str:
+    """``style`` if it is one of :data:`CAPTION_STYLES` (one line otherwise)."""
+    if style not in CAPTION_STYLES:
+        raise InputError(f"caption style {style!r}: expected one of {', '.join(CAPTION_STYLES)}")
+    return style
+
+
+def stated_probabilities(style: str = "partial") -> dict[tuple[bool, bool], float]:
+    """``{(size stated, position stated): probability}`` of one object's noun phrase under
+    ``style``: the grammar's observation model of a one-object scene (the position is only ever
+    stated with the size)."""
+    if check_caption_style(style) == "literal":
+        return {(True, True): 1.0}
+    out: dict[tuple[bool, bool], float] = {}
+    w = 1.0 / len(VERBOSITY_DRAW)
+    for v in VERBOSITY_DRAW:
+        laws = {0: {(False, False): 1.0}, 1: {(True, False): 0.5, (False, False): 0.5},
+                2: {(True, False): 1.0}, 3: {(True, True): 1.0}}[v]  # fmt: skip
+        for key, pr in laws.items():
+            out[key] = out.get(key, 0.0) + w * pr
+    return out
+
+
+def stated_factors(text: str) -> tuple[bool, bool]:
+    """``(size stated, position stated)`` of a caption of a ONE-object scene, read from its
+    words (size and position words occur nowhere else in such a caption: relations need two
+    objects)."""
+    words = set(re.findall(r"[a-z\-]+", text.lower()))
+    return bool(words & _SIZE_SET), bool(words & _POSITION_SET)
 
 
 def _pick(rng: random.Random, seq):
@@ -164,7 +206,9 @@ def _join(items: list[str], rng: random.Random) -> str:
     return ", ".join(items[:-1]) + conj + items[-1]
 
 
-def caption(scene: Scene, rng: random.Random, omit_prob: float = 0.2) -> str:
+def caption(
+    scene: Scene, rng: random.Random, omit_prob: float = 0.2, style: str = "partial"
+) -> str:
     """Draw one true caption of ``scene``.
 
     Parameters
@@ -174,18 +218,24 @@ def caption(scene: Scene, rng: random.Random, omit_prob: float = 0.2) -> str:
     rng : random.Random
         The source of every word choice.
     omit_prob : float
-        Probability that one object is left out (scenes with two or more objects).
+        Probability that one object is left out (scenes with two or more objects; partial
+        style only).
+    style : {"partial", "literal"}
+        ``literal``: every object, with its size and position (the wording still drawn).
 
     Returns
     -------
     str
         One caption; every statement in it holds in the scene.
     """
+    literal = style == "literal"
     objs = list(_pick(rng, _PERMS[len(scene.objects)]))  # a random object order
-    if len(objs) >= 2 and rng.random() < omit_prob:
+    if len(objs) >= 2 and rng.random() < omit_prob and not literal:
         objs.pop()  # leave one (random) object out
     complete = len(objs) == len(scene.objects)
-    verbosity = _pick(rng, (0, 1, 1, 2, 2, 3))
+    verbosity = _pick(rng, VERBOSITY_DRAW)
+    if literal:
+        verbosity = LITERAL_VERBOSITY
     phrases = [noun_phrase(scene.objects[j], rng, verbosity) for j in objs]
     listing = _join(phrases, rng)
     r = rng.random()
@@ -217,7 +267,9 @@ def _relation_sentence(scene: Scene, mentioned: list[int], rng: random.Random) -
     return f"{na} {verb} {rel} {nb}"
 
 
-def captions(scene: Scene, n: int, rng: random.Random, omit_prob: float = 0.2) -> list[str]:
+def captions(
+    scene: Scene, n: int, rng: random.Random, omit_prob: float = 0.2, style: str = "partial"
+) -> list[str]:
     """``n`` captions of ``scene`` with pairwise different wording.
 
     Draws until ``n`` distinct strings are found (at most ``50 n`` draws; the grammar has many
@@ -228,7 +280,7 @@ def captions(scene: Scene, n: int, rng: random.Random, omit_prob: float = 0.2) -
     for _ in range(50 * n + 50):
         if len(out) == n:
             break
-        c = caption(scene, rng, omit_prob)
+        c = caption(scene, rng, omit_prob, style)
         if c not in seen:
             seen.add(c)
             out.append(c)

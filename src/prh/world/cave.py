@@ -53,6 +53,10 @@ class WorldConfig:
         every value keeps its marginal frequency (:mod:`prh.world.themes`). Another world.
     theme_strength : float
         How narrow a theme is (log-weight scale; 0 makes every theme uniform). Themes only.
+    caption_style : {"partial", "literal"}
+        ``partial`` (default): captions say the size and position of an object only sometimes,
+        and may leave an object out (alt-text-like); ``literal``: every factor of every object
+        stated (:mod:`prh.world.captions`).
     """
 
     seed: int = 0
@@ -63,6 +67,7 @@ class WorldConfig:
     omit_prob: float = 0.2
     themes: int = 0
     theme_strength: float = 2.0
+    caption_style: str = "partial"
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -92,6 +97,7 @@ class CaveWorld:
             raise InputError(f"world: test_fraction must be in (0, 1), got {c.test_fraction}")
         if c.themes < 0:
             raise InputError(f"world: themes must be >= 0 (0 = no themes), got {c.themes}")
+        _captions.check_caption_style(c.caption_style)
         self._theme: np.ndarray | None = None
         try:
             if c.themes:
@@ -171,8 +177,9 @@ class CaveWorld:
         wordings (there are many thousand per scene).
         """
         return _captions.captions(
-            self.scene(i), n, self.caption_rng(i, seed), omit_prob=self.config.omit_prob
-        )
+            self.scene(i), n, self.caption_rng(i, seed), omit_prob=self.config.omit_prob,
+            style=self.config.caption_style,
+        )  # fmt: skip
 
     def render(self, i: int, nuisance_seed: int = 0, size: int | None = None) -> np.ndarray:
         """Render scene ``i`` under nuisance ``nuisance_seed``: ``(H, W, 3)`` uint8.

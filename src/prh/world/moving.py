@@ -28,6 +28,7 @@ from prh.theory.markov import (
     theory_embedding,
 )
 from prh.world import dynamics as dyn
+from prh.world.captions import check_caption_style
 from prh.world.cave import CaveWorld
 from prh.world.scenes import GRID, Scene, SceneObject
 
@@ -54,8 +55,9 @@ class MovingWorldConfig:
         :data:`~prh.world.dynamics.CLIMB` for rows). Their total is at most 1/4.
     jitter : float
         How far the chain's laws and conductances are from uniform, ``[0, 0.9]``.
-    image_size, test_fraction, omit_prob : int, float, float
-        As in :class:`~prh.world.cave.WorldConfig`.
+    image_size, test_fraction, omit_prob, caption_style : int, float, float, str
+        As in :class:`~prh.world.cave.WorldConfig` (``caption_style="literal"``: every caption
+        names the object's colour, shape, size and cell; world ``moving-literal``).
     """
 
     seed: int = 0
@@ -72,6 +74,7 @@ class MovingWorldConfig:
     image_size: int = 64
     test_fraction: float = 0.1
     omit_prob: float = 0.2
+    caption_style: str = "partial"
 
     def rates(self) -> dict[str, float]:
         return {
@@ -95,6 +98,7 @@ def _check_config(c: MovingWorldConfig) -> None:
         raise InputError(f"moving world: jitter must be in [0, 0.9], got {c.jitter}")
     if not 0.0 < c.test_fraction < 1.0:
         raise InputError(f"moving world: test_fraction must be in (0, 1), got {c.test_fraction}")
+    check_caption_style(c.caption_style)
 
 
 class MovingWorld(CaveWorld):

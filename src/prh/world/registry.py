@@ -76,7 +76,18 @@ def _moving(seed: int = 0, **options: Any) -> World:
         raise InputError(f"world moving: {e}") from None
 
 
-WORLDS: dict[str, Callable[..., World]] = {"cave": _cave, "moving": _moving}
+def _moving_literal(seed: int = 0, **options: Any) -> World:
+    """The moving cave with literal captions (every factor named): text identifies the state."""
+    if options.get("caption_style", "literal") != "literal":
+        raise InputError("world moving-literal: its captions are literal (use world moving)")
+    return _moving(seed=seed, **{**options, "caption_style": "literal"})
+
+
+WORLDS: dict[str, Callable[..., World]] = {
+    "cave": _cave,
+    "moving": _moving,
+    "moving-literal": _moving_literal,
+}
 
 
 def register_world(name: str, factory: Callable[..., World]) -> None:
