@@ -84,6 +84,8 @@ def test_evaluation_rows_and_oracle(captioner):
 
     res = evaluate_captioner(captioner, n=6, beam=2, tokenizer="simple")
     assert list(res.scores) == ["decoder, greedy", "decoder, beam 2",
+                                "floor: unconditional decoder (mean embedding)",
+                                "floor: shuffled map (another scene's embedding)",
                                 "retrieval (nearest train caption)",
                                 "oracle (decoder on the text embedding)"]  # fmt: skip
     for row in res.scores.values():
@@ -210,3 +212,22 @@ def test_pipeline_beam_caption_is_the_exhaustive_optimum_on_a_tiny_vocabulary(ca
     assert [r.caption for r in tiny.caption_batch(imgs, beam=1)] == [
         detokenize(tk.decode(g)) for g in greedy
     ]
+
+
+def test_the_floors_are_the_mean_embedding_and_a_derangement():
+    import numpy as np
+
+    from prh.caption.evaluate import SHUFFLED_ROW, UNCONDITIONAL_ROW, _floors
+
+    class Fake:  # captions that name their condition row, so the test can read them back
+        def generate(self, cond, beam=1):
+            return [" ".join(f"{v:.3f}" for v in row) for row in np.asarray(cond)]
+
+    cond = np.random.default_rng(0).normal(size=(7, 3)).astype(np.float32)
+    out = _floors(Fake(), cond, seed=0)
+    mean = " ".join(f"{v:.3f}" for v in cond.mean(0))
+    assert out[UNCONDITIONAL_ROW] == [mean] * 7
+    own = Fake().generate(cond)
+    got = out[SHUFFLED_ROW]
+    assert sorted(got) == sorted(own) and all(g != o for g, o in zip(got, own, strict=True))
+    assert _floors(Fake(), cond, seed=0) == out  # seeded

@@ -8,7 +8,12 @@ with the world's ``refs`` reference captions each (wording seed = the run's worl
   embedding, as in text-only captioning papers' "nearest caption" baseline;
 - **oracle** (upper bound of the decoder): the decoder fed the text JEPA's embedding of one more
   caption of the scene, with another wording seed and not among the references, so the map is
-  bypassed and no reference is copied.
+  bypassed and no reference is copied;
+- two floors that see the map (issue 31: a zero-pair map at 1.2% assignment accuracy still
+  scored 98% of the paired one): the **unconditional decoder** (every scene conditioned on the
+  mean mapped embedding: what the decoder says of the world without looking) and the **shuffled
+  map** (each scene conditioned on another held-out scene's mapped embedding, a fixed
+  derangement: right captions of the wrong scenes). A map earns its CIDEr only above both.
 
 Scores: BLEU-4, METEOR (optional: it starts a JVM), ROUGE-L, CIDEr(-D) via ``pycocoevalcap``
 (:func:`prh.bridge.caption_metrics.score_captions`). Also the map's image -> caption retrieval
@@ -29,6 +34,8 @@ __all__ = ["CaptionEvalResult", "compare_captioners", "evaluate_captioner"]
 
 NEAREST_ROW = "retrieval (nearest train caption)"
 GREEDY_ROW = "decoder, greedy"
+UNCONDITIONAL_ROW = "floor: unconditional decoder (mean embedding)"
+SHUFFLED_ROW = "floor: shuffled map (another scene's embedding)"
 
 
 @dataclass(frozen=True)
@@ -198,6 +205,7 @@ def evaluate_captioner(
         t0 = time.perf_counter()
         hyps[f"decoder, beam {beam}"] = captioner.generate(cond, beam=beam)
         secs["beam_s"] = time.perf_counter() - t0
+        hyps.update(_floors(captioner, cond, seed))
     hyps[NEAREST_ROW] = [r[0][0] for r in captioner.nearest(cond, k=1)]
 
     recall, notes = _oracle_row(captioner, text_run, world, (ids, scenes), references, seed, cond,
@@ -228,6 +236,21 @@ def evaluate_captioner(
         "notes": notes,
     }
     return CaptionEvalResult(n, metrics, scores, recall, examples, config, secs)
+
+
+def _floors(captioner: Any, cond: Any, seed: int) -> dict[str, list[str]]:
+    """The unconditional and shuffled-map rows (module docstring), greedy."""
+    import numpy as np
+
+    cond = np.asarray(cond)
+    n = len(cond)
+    mean = cond.mean(0, keepdims=True).astype(cond.dtype)  # (1, E): one caption serves all
+    unconditional = captioner.generate(mean, beam=1) * n
+    rng = np.random.default_rng([seed, 0x5F1])
+    shift = int(rng.integers(1, n)) if n > 1 else 0
+    perm = (np.arange(n) + shift) % n  # a derangement for n > 1: no scene keeps its own
+    return {UNCONDITIONAL_ROW: unconditional,
+            SHUFFLED_ROW: captioner.generate(cond[perm], beam=1)}  # fmt: skip
 
 
 def _oracle_row(captioner, text_run, world, rows, references, seed, cond, hyps, secs):
