@@ -89,12 +89,17 @@ def test_pair_free_classes_without_pair_free_is_refused(bad_input, tmp_path, tex
         CaptionBuildConfig(pair_free_classes=True)
 
 
-def _result(n=4, refs=5, seed=0, decoder=0.5, nearest=0.4):
+def _result(n=4, refs=5, seed=0, decoder=0.5, nearest=0.4, floors=None):
     from prh.caption import CaptionEvalResult
+    from prh.caption.evaluate import SHUFFLED_ROW, UNCONDITIONAL_ROW
 
     scores = {"retrieval (nearest train caption)": {"CIDEr": nearest}}
     if decoder is not None:
         scores["decoder, greedy"] = {"CIDEr": decoder}
+    if floors is not None:
+        scores[UNCONDITIONAL_ROW] = {"CIDEr": floors[0]}
+        scores[SHUFFLED_ROW] = {"CIDEr": floors[1]}
+        scores["oracle (decoder on the text embedding)"] = {"CIDEr": floors[2]}
     config = {"world_seed": seed, "refs": refs, "tokenizer": "simple"}
     return CaptionEvalResult(n, ("CIDEr",), scores, config=config)
 
@@ -106,6 +111,10 @@ def test_compare_captioners_rows_ratio_and_refusals():
     c = compare_captioners(_result(decoder=0.4), _result(decoder=0.5, nearest=0.45))
     assert c["ratio"] == pytest.approx(0.8) and c["paired_beats_nearest"]
     assert (c["zero_pair"], c["paired"], c["nearest_caption"]) == (0.4, 0.5, 0.45)
+    assert "unconditional" not in c  # no floor rows: none reported
+    c = compare_captioners(_result(decoder=0.3), _result(decoder=0.5, floors=(0.1, 0.35, 0.9)))
+    assert (c["unconditional"], c["shuffled"], c["oracle"]) == (0.1, 0.35, 0.9)
+    assert c["paired_beats_floors"] and not c["zero_pair_beats_floors"]  # 0.3 < shuffled 0.35
     c = compare_captioners(_result(decoder=None, nearest=0.2), _result(nearest=0.6))
     assert c["rows"]["zero_pair"].startswith("retrieval") and not c["paired_beats_nearest"]
     with pytest.raises(InputError, match="different references"):

@@ -305,7 +305,9 @@ def compare_captioners(
     dict
         ``metric``; ``paired``, ``zero_pair``, ``nearest_caption`` (scores, x 1 as computed);
         ``ratio`` = zero-pair / paired; ``paired_beats_nearest``; ``rows`` (which row each is);
-        ``n``, ``refs``.
+        ``n``, ``refs``; and, where the paired run has a decoder, the floors that see the map
+        (``unconditional``, ``shuffled``: the paired run's rows), ``oracle`` (its oracle row)
+        and ``paired_beats_floors`` / ``zero_pair_beats_floors``.
     """
     keys = ("world_seed", "refs", "tokenizer")
     a = {k: zero_pair.config.get(k) for k in keys} | {"n": zero_pair.n}
@@ -320,7 +322,15 @@ def compare_captioners(
 
     z, p = zero_pair.scores[row(zero_pair)][metric], paired.scores[row(paired)][metric]
     near = paired.scores[NEAREST_ROW][metric]
-    return {
+    floors = {}
+    if UNCONDITIONAL_ROW in paired.scores:
+        u, sh = paired.scores[UNCONDITIONAL_ROW][metric], paired.scores[SHUFFLED_ROW][metric]
+        oracle = next((v[metric] for k, v in paired.scores.items() if k.startswith("oracle")),
+                      None)  # fmt: skip
+        floors = {"unconditional": u, "shuffled": sh, "oracle": oracle,
+                  "paired_beats_floors": bool(p > max(u, sh)),
+                  "zero_pair_beats_floors": bool(z > max(u, sh))}  # fmt: skip
+    return floors | {
         "metric": metric,
         "paired": p,
         "zero_pair": z,

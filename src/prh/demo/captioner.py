@@ -118,7 +118,9 @@ def zero_pair_captioners(
     ctx.log(
         f"  CIDEr (x100): paired {fig(value['paired'], '.1f', 100)}, zero-pair "
         f"{fig(value['zero_pair'], '.1f', 100)} ({fig(value['ratio'], '.0f', 100)}% of paired), "
-        f"nearest caption {fig(value['nearest_caption'], '.1f', 100)}; pair-free match of the "
-        f"bridge scenes {fig((value.get('match') or {}).get('accuracy'))}"
+        f"nearest caption {fig(value['nearest_caption'], '.1f', 100)}; floors: unconditional "
+        f"{fig(value.get('unconditional'), '.1f', 100)}, shuffled map "
+        f"{fig(value.get('shuffled'), '.1f', 100)}; oracle {fig(value.get('oracle'), '.1f', 100)}"
+        f"; pair-free match of the bridge scenes {fig((value.get('match') or {}).get('accuracy'))}"
     )
     return value
