@@ -132,3 +132,29 @@ def test_targets_follow_their_rules():
     theory["theory_cc"]["text-good"]["mean"] = None
     rows = {r["target"]: r["met"] for r in targets(theory, matrix, control)}
     assert rows["text-good theory cc >= 0.8"] is None
+
+
+@pytest.mark.slow  # the text modality's exact kernel on the full moving world
+def test_each_encoder_is_judged_against_its_own_modality_s_theory(moving):
+    # A perfect partial-caption text JEPA (its own theory, rotated, noisy) and a perfect image
+    # one (g*): each scores ~1 against its own modality's theory; against g* the text one is
+    # held to the text modality's ceiling (partial captions cannot carry g6, g7).
+    from prh.demo.theory import own_theory, predicted_pairs
+
+    fit, test = _ids(moving)
+    rng = np.random.default_rng(0)
+    R = np.linalg.qr(rng.normal(size=(8, 8)))[0]
+    caps_fit = [moving.captions(i, 5, 0) for i in fit]
+    caps_test = [moving.captions(i, 1, 1) for i in test]
+    t_fit = own_theory(moving, "text", fit, 8, caps_fit) @ R
+    t_test = own_theory(moving, "text", test, 8, caps_test) @ R
+    train = {"text-good": t_fit[:, None, :] + 0.02 * rng.normal(size=(len(fit), 1, 8))}
+    held = {"text-good": t_test[:, None, :] + 0.02 * rng.normal(size=(len(test), 1, 8))}
+    dims = {"text-good": [8]}
+    got = theory_scores(moving, train, held, dims, fit, test, n_boot=50)["text-good"]
+    assert got["modality"] == "text" and got["own"]["mean"] > 0.95
+    assert got["ceiling"] == pytest.approx(0.75, abs=1e-6)
+    assert got["mean"] < 0.85  # against g*: near the ceiling, never at 1
+    pred = predicted_pairs(moving, ["text-good", "image-good", "sketch-good"], 8)
+    assert pred[0][1] == pytest.approx(0.75, abs=1e-6) and pred[1][2] == pytest.approx(0.25)
+    assert pred[0][1] == pred[1][0]

@@ -46,6 +46,8 @@ def pair_rows(m: dict[str, Any], cc: dict[str, Any] | None = None) -> list[dict[
                 a, b = cn.index(x), cn.index(y)
                 row["cc"] = cc["cc"][a][b]
                 row["cc_ci"] = [cc["cc_ci_low"][a][b], cc["cc_ci_high"][a][b]]
+                if cc.get("predicted"):  # the theory's prediction for perfect encoders
+                    row["cc_predicted"] = cc["predicted"][a][b]
             rows.append(row)
     return rows
 

@@ -55,9 +55,13 @@ def _theory_table(tc: dict[str, Any] | None) -> dict[str, Any] | None:
         corr = " ".join(num(c, 2) for c in r["correlations"])
         label: Cell = strong(name) if name.endswith("-good") else name
         raw = (r.get("raw") or {}).get("mean")
-        rows.append([label, num(r["mean"]), interval(*r["ci"]), corr, num(raw)])
+        own = r.get("own") or {}
+        own_cell = f"{num(own.get('mean'))} {interval(*(own.get('ci') or (None, None)))}"
+        rows.append([label, num(r["mean"]), interval(*r["ci"]), corr, num(raw),
+                     r.get("modality") or "", own_cell, num(r.get("ceiling"))])  # fmt: skip
     head = ["encoder", "mean cc (width-fair)", "95% interval", "the k held-out correlations",
-            "raw cc (top 64)"]  # fmt: skip
+            "raw cc (top 64)", "modality", "cc vs its own modality's theory",
+            "its modality's ceiling vs g*"]  # fmt: skip
     return table(head, rows)
 
 
@@ -67,6 +71,7 @@ def _pair_cells(p: dict[str, Any]) -> list[Cell]:
     return [
         f"{p['x']} ~ {p['y']}",
         f"{num(p.get('cc'))} {interval(*(p.get('cc_ci') or (None, None)))}",
+        num(p.get("cc_predicted")),
         num(p["cka"]),
         f"{num(p['mutual_knn'], 4)} {interval(*p['mutual_knn_ci'], 4)}",
         " / ".join(num(v) for v in rot),
@@ -74,8 +79,8 @@ def _pair_cells(p: dict[str, Any]) -> list[Cell]:
     ]
 
 
-HEAD = ["pair", "cc (held-out)", "CKA", "mutual-kNN@10", "rotation score x->y / y->x",
-        "orthonormal R^2 x->y / y->x"]  # fmt: skip
+HEAD = ["pair", "cc (held-out)", "cc predicted (perfect encoders)", "CKA", "mutual-kNN@10",
+        "rotation score x->y / y->x", "orthonormal R^2 x->y / y->x"]  # fmt: skip
 
 
 def _cross_modal(p: dict[str, Any]) -> bool:

@@ -13,6 +13,12 @@ held-out canonical correlation with the theory embedding, and each pair's with e
   (training split), scored on the held-out states; the interval resamples the held-out states.
   Beside it, ``raw``: the same with the top 64 directions per side (the read-out used before
   issue 31, which lets a wide map decode ``g*`` from mere identity).
+- **own**: per encoder, the same width-fair held-out cc against its *own modality's* theory
+  embedding (:mod:`prh.world.observation`: the kernel on what a caption, a render or a sketch
+  shows; text rows of the caption each state was embedded from), beside the modality's
+  ``ceiling`` against ``g*`` (what a perfect encoder of that modality reaches, population). A
+  good-view JEPA is judged by ``own``: ``g*`` asks of partial captions and colourless sketches
+  what they cannot show.
 - **cc**: the same held-out canonical correlation between two encoders' embeddings (the
   ``k`` strongest pairs, width-fair; ``cc_raw`` beside), for every pair: the modalities
   matrix's ``cc`` beside mutual-kNN, CKA and the rotation scores.
@@ -82,7 +88,57 @@ def theory_scores(
     for name in train:
         a, b = embedding(train[name], dims[name]), embedding(test[name], dims[name])
         out[name] = two_readouts(a, g_fit, b, g_test, k, n_boot=n_boot, seed=seed)
+        out[name].update(own_scores(world, name, (a, b), (fit_ids, test_ids), k, n_boot, seed))
     return out
+
+
+def modality_of(name: str) -> str:
+    """The modality of a demo encoder by its evidence name: text sets, sketches, else images."""
+    from prh.demo.modalities import TEXT_SETS
+
+    if name in TEXT_SETS or name.startswith("text"):
+        return "text"
+    return "sketch" if name.startswith("sketch") else "image"
+
+
+def own_theory(
+    world: Any,
+    modality: str,
+    ids: Sequence[int],
+    k: int,
+    captions: Sequence[Sequence[str]] | None = None,
+) -> np.ndarray:
+    """The modality's own theory embedding of ``ids`` ``(n, k)``; text: the mean over each
+    state's ``captions`` (the captions its features were embedded from, averaged as they were)."""
+    from prh.world.observation import theory_of_captions, theory_of_observations
+
+    if modality != "text":
+        return theory_of_observations(world, modality, ids, k)
+    rows = [theory_of_captions(world, [i] * len(c), list(c), k).mean(0)
+            for i, c in zip(ids, captions or [], strict=True)]  # fmt: skip
+    return np.asarray(rows)
+
+
+def own_scores(world: Any, name: str, feats: tuple, ids: tuple, k: int, n_boot: int,
+               seed: int) -> dict[str, Any]:  # fmt: skip
+    """``{"modality", "own", "ceiling"}`` of one encoder (module docstring); ``{}`` for a world
+    whose modalities have no theory. The captions are the demo's: 5 per fitting state (wording
+    seed = world seed), 1 per held-out state (world seed + 1)."""
+    from prh.metrics.theory_cca import width_fair_cc
+    from prh.world.observation import predicted_cc
+
+    if not hasattr(world, "pair_kernel"):
+        return {}
+    m, (fit_ids, test_ids) = modality_of(name), ids
+    ws = int(world.config.seed)
+    caps = ([world.captions(int(i), 5, ws) for i in fit_ids],
+            [world.captions(int(i), 1, ws + 1) for i in test_ids])  # fmt: skip
+    o_fit = own_theory(world, m, fit_ids, k, caps[0])
+    o_test = own_theory(world, m, test_ids, k, caps[1])
+    r = width_fair_cc(feats[0], o_fit, feats[1], o_test, components=k, n_boot=n_boot, seed=seed)
+    ceiling = predicted_cc(world, m, "g*", k)["observation"]
+    return {"modality": m, "own": r.to_dict(), "ceiling": float(np.mean(ceiling)),
+            "ceiling_correlations": ceiling}  # fmt: skip
 
 
 def two_readouts(
@@ -134,6 +190,27 @@ def pair_cc(
     return {"cc": cc, "cc_ci_low": lo, "cc_ci_high": hi, "cc_raw": raw}
 
 
+def predicted_pairs(world: Any, names: Sequence[str], k: int) -> list[list[float | None]] | None:
+    """``(n, n)``: the mean canonical correlation two perfect good-view encoders of each pair's
+    modalities reach on one observation each per state (:func:`prh.world.observation.
+    predicted_cc`); None for a world without a pair kernel."""
+    from prh.world.observation import predicted_cc
+
+    if not hasattr(world, "pair_kernel") or getattr(world, "gap_k", None) is None:
+        return None
+    mods = [modality_of(n) for n in names]
+    memo: dict[tuple[str, str], float] = {}
+    out: list[list[float | None]] = []
+    for a in mods:
+        row: list[float | None] = []
+        for b in mods:
+            if (a, b) not in memo:
+                memo[(a, b)] = round(float(np.mean(predicted_cc(world, a, b, k)["observation"])), 6)
+            row.append(memo[(a, b)])
+        out.append(row)
+    return out
+
+
 def theory_section(
     ctx: Any, sets: Mapping[str, Mapping[str, Any]], names: Sequence[str] | None = None
 ) -> dict[str, Any]:
@@ -160,6 +237,7 @@ def theory_section(
         k = spectrum["k"] or 8  # the still world's pairs compared in the moving world's k
         scores = theory_scores(world, train, test, dims, fit_ids, test_ids, seed=cfg.seed)
         pairs = pair_cc(train, test, dims, names, components=k, seed=cfg.seed)
+        pairs["predicted"] = predicted_pairs(world, names, k)
         return {
             "spectrum": spectrum,
             "theory_cc": scores,
