@@ -388,3 +388,47 @@ def test_components_are_matched_by_eigenvalue_when_the_modalities_ranks_differ(p
     # the rank pairing the method used before: X's g4 against Y's rank-4 component (g5)
     zy = ((uy - res.y.mean) @ res.y.whiten) @ res.y.vectors[:, :8]
     assert abs(np.corrcoef(gx[:, 3], zy[:, 3])[0, 1]) < 0.5
+
+
+def _drawer(world, rotation, seed):
+    def draw(n, rnd):
+        rng = np.random.default_rng([seed, rnd])
+        s, t = world.pairs(n, rng)
+        return (planted_features(world, s, rotation, 0.1, rng),
+                planted_features(world, t, rotation, 0.1, rng))  # fmt: skip
+
+    return draw
+
+
+def test_pairs_are_drawn_until_every_component_is_separated_or_the_cap(probe):
+    from prh.bridge.spectral import spectral_align_until_separated
+
+    rng = np.random.default_rng(0)
+    rx, ry = random_rotation(8, rng), random_rotation(8, rng)
+    ux = planted_features(probe, probe.states(300, rng), rx, 0.1, rng)
+    uy = planted_features(probe, probe.states(300, rng), ry, 0.1, rng)
+    res = spectral_align_until_separated(_drawer(probe, rx, 1), _drawer(probe, ry, 2), ux, uy,
+                                         start=1024, cap=262144, assignment="none")  # fmt: skip
+    n = res.info["pairs_drawn"]
+    assert res.info["stopped"] == "separated" and n == 1024 * 2 ** (res.info["rounds"] - 1)
+    assert 2048 <= n < 262144 and res.x.n_pairs == res.y.n_pairs == n
+    assert np.all(res.relative_separation_x >= SEPARATION_Z)
+    assert np.all(res.relative_separation_y >= SEPARATION_Z)
+    # one round fewer was not enough: the rule decided when to stop
+    half = spectral_align_until_separated(_drawer(probe, rx, 1), _drawer(probe, ry, 2), ux, uy,
+                                          start=1024, cap=n // 2, assignment="none")  # fmt: skip
+    assert half.info["stopped"] == "cap" and half.info["pairs_drawn"] == n // 2
+    # equal eigenvalues never separate: the cap stops it, and says so
+    twin = twin_world()
+    r3 = random_rotation(3, rng)
+    tu = planted_features(twin, twin.states(200, rng), r3, 0.1, rng)
+    t = spectral_align_until_separated(_drawer(twin, r3, 3), _drawer(twin, r3, 4), tu, tu, k=3,
+                                       start=512, cap=4096, assignment="none")  # fmt: skip
+    assert t.info["stopped"] == "cap" and t.info["pairs_drawn"] == 4096 and not t.pinned
+    assert res.to_dict()["pairs_drawn"] == n
+    with pytest.raises(InputError, match="start <= cap"):
+        spectral_align_until_separated(_drawer(probe, rx, 1), _drawer(probe, ry, 2), ux, uy,
+                                       start=1024, cap=512)  # fmt: skip
+    with pytest.raises(InputError, match="start <= cap"):
+        spectral_align_until_separated(_drawer(probe, rx, 1), _drawer(probe, ry, 2), ux, uy,
+                                       start=8, cap=512)  # fmt: skip

@@ -149,3 +149,9 @@ def test_composed_presets_build_the_sweeps_of_the_flat_config(preset):
         cfg.digest("eval_scenes", "bridge_scenes"),
         cfg.digest("k", "bootstrap", "seed", "pair_free_samples"),
     ) == RECORDED_DIGESTS[preset]
+
+
+def test_a_spectral_pair_cap_below_the_method_s_minimum_is_one_line():
+    with pytest.raises(InputError, match="spectral_pairs 10 is below the spectral method's"):
+        demo_config("default", spectral_pairs=10)
+    assert demo_config("default", spectral_pairs=0).measure.spectral_pairs == 0  # skipped

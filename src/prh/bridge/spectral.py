@@ -45,6 +45,7 @@ Layer: pure numpy (and scipy's Hungarian solver through :mod:`prh.bridge.assign`
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,6 +66,7 @@ __all__ = [
     "match_components",
     "sign_references",
     "spectral_align",
+    "spectral_align_until_separated",
 ]
 
 # A component is pinned when, on both sides, its eigenvalue is at least SEPARATION_Z sampling
@@ -570,6 +572,8 @@ class SpectralResult:
             },
             "pairs_x": self.x.n_pairs,
             "pairs_y": self.y.n_pairs,
+            "pairs_drawn": self.info.get("pairs_drawn"),
+            "stopped": self.info.get("stopped"),
         }
 
 
@@ -794,3 +798,60 @@ def spectral_align(
     from dataclasses import replace
 
     return replace(res, assignment=perm, assignment_method=method, accuracy=acc)
+
+
+# ----------------------------------------------------------------------------- pairs on demand
+
+MIN_START = 64  # fewest pairs a side the adaptive draw starts from
+
+
+def spectral_align_until_separated(
+    draw_x: Callable[[int, int], Pair],
+    draw_y: Callable[[int, int], Pair],
+    unpaired_x: np.ndarray,
+    unpaired_y: np.ndarray,
+    k: int | None = None,
+    *,
+    start: int = 4096,
+    cap: int = 131072,
+    **options: Any,
+) -> SpectralResult:
+    """:func:`spectral_align` with pairs drawn until every one of the top ``k`` components is
+    separated on both sides (:data:`SEPARATION_Z` sampling errors of its coupling from every
+    other one, the pinning rule's first half), or ``cap`` pairs a side.
+
+    ``draw_x(n, round)`` returns ``n`` new positive pairs of X (independent of earlier rounds:
+    seed them by ``round``); the same for Y. Each round doubles the pairs held (the first draws
+    ``start``), so the draws cost at most the final count. ``info["pairs_drawn"]`` is that count,
+    ``info["rounds"]`` the rounds and ``info["stopped"]`` ``"separated"`` or ``"cap"``; ``options``
+    go to :func:`spectral_align`.
+
+    Raises
+    ------
+    InputError
+        ``start`` below :data:`MIN_START` or ``cap`` below ``start`` (before any draw).
+    """
+    if not (isinstance(start, int) and isinstance(cap, int) and MIN_START <= start <= cap):
+        raise InputError(
+            f"spectral pairs: expected {MIN_START} <= start <= cap, got start {start!r}, cap "
+            f"{cap!r} (the method needs more pairs than components to whiten a side)"
+        )
+    sep_z = float(options.get("separation_z", SEPARATION_Z))
+    held_x: list[Pair] = []
+    held_y: list[Pair] = []
+    n, rnd = 0, 0
+    while True:
+        want = start if n == 0 else min(n, cap - n)  # double, never past the cap
+        held_x.append(draw_x(want, rnd))
+        held_y.append(draw_y(want, rnd))
+        n, rnd = n + want, rnd + 1
+        px = (np.concatenate([h[0] for h in held_x]), np.concatenate([h[1] for h in held_x]))
+        py = (np.concatenate([h[0] for h in held_y]), np.concatenate([h[1] for h in held_y]))
+        res = spectral_align(px, py, unpaired_x, unpaired_y, k, **options)
+        separated = bool(
+            np.all(res.relative_separation_x >= sep_z)
+            and np.all(res.relative_separation_y >= sep_z)
+        )
+        if separated or n >= cap:
+            res.info.update(pairs_drawn=n, rounds=rnd, stopped="separated" if separated else "cap")
+            return res

@@ -242,8 +242,9 @@ class Measure(_Part):
     pair_free_samples : bool
         Sample-level pair-free matching as well as class level (seconds per pair).
     spectral_pairs : int
-        Positive pairs each good-view run draws of its own for the spectral pair-free map
-        (:mod:`prh.demo.spectral`; 0: skipped).
+        The most positive pairs each good-view run draws of its own for the spectral pair-free
+        map, drawn until every component is separated (:mod:`prh.demo.spectral`; 0: skipped;
+        else at least :data:`prh.bridge.spectral.MIN_START`).
     """
 
     eval_scenes: int = 216
@@ -257,6 +258,13 @@ class Measure(_Part):
     def __post_init__(self) -> None:
         self._at_least(1, "null", "bootstrap", "k")
         self._at_least(0, "spectral_pairs")
+        from prh.bridge.spectral import MIN_START
+
+        if 0 < self.spectral_pairs < MIN_START:
+            raise InputError(
+                f"demo: spectral_pairs {self.spectral_pairs} is below the spectral method's "
+                f"minimum of {MIN_START} pairs a side (0 skips it)"
+            )
         if self.eval_scenes <= self.k or self.bridge_scenes <= self.k:
             raise InputError(f"demo: need more than k = {self.k} scenes")
 

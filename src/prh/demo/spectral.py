@@ -1,11 +1,13 @@
 """Spectral pair-free alignment between the demo's good-view encoders (issue 22, item 3).
 
 For each good-view pair across modalities (image-good ~ text-good, sketch-good ~ text-good,
-image-good ~ sketch-good) present in the run: each side draws ``spectral_pairs`` of its own
-positive pairs from its run (:func:`prh.training.moving.run_positive_pairs`: two frames at the
-world's lag on the moving cave, two observations of one scene on the still one), and
-:func:`prh.bridge.spectral.spectral_align` finds the rotation from those alone, its signs from
-the held-out embeddings' marginals. No cross-modal pair enters. Then, in the method's common
+image-good ~ sketch-good) present in the run: each side draws its own positive pairs from its run
+(:func:`prh.training.moving.run_positive_pairs`: two frames at the world's lag on the moving cave,
+two observations of one scene on the still one), doubling from 4,096 a side until every component
+is separated on both sides or ``spectral_pairs`` (the cap) is reached
+(:func:`prh.bridge.spectral.spectral_align_until_separated`; the count drawn is reported), and
+finds the rotation from those alone (components matched by eigenvalue), its signs from the
+held-out embeddings' marginals. No cross-modal pair enters. Then, in the method's common
 component coordinates (both sides whitened by their own pairs, sign-fixed), on the held-out
 states:
 
@@ -75,11 +77,21 @@ def spectral_section(
 
     def go() -> dict[str, Any]:
         train, test, dims = load_sets({n: sets[n] for n in runs})
-        own = {n: _own_pairs(runs[n], cfg.measure.spectral_pairs, cfg.seed) for n in runs}
+        memo: dict[tuple, tuple] = {}  # a run's draws are shared by every map it is in
+
+        def drawer(name: str):
+            def draw(n: int, rnd: int) -> tuple:
+                if (name, n, rnd) not in memo:
+                    memo[(name, n, rnd)] = _own_pairs(runs[name], n, cfg.seed * 1000 + rnd)
+                return memo[(name, n, rnd)]
+
+            return draw
+
         maps = {}
         for a, b in todo:
-            maps[f"{a}~{b}"] = _one(own[a], own[b], [embedding(d[n], dims[n])
-                                    for d in (train, test) for n in (a, b)], cfg.seed)  # fmt: skip
+            rows = [embedding(d[n], dims[n]) for d in (train, test) for n in (a, b)]
+            maps[f"{a}~{b}"] = _one(drawer(a), drawer(b), rows, cfg.seed,
+                                    cfg.measure.spectral_pairs)  # fmt: skip
         return {"pairs": cfg.measure.spectral_pairs, "maps": maps}
 
     value, _ = ctx.cached_json(f"spectral-{h}", go)
@@ -92,23 +104,27 @@ def _own_pairs(run: Path, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return run_positive_pairs(run, n, seed=seed).embedding()
 
 
-def _one(pa: tuple, pb: tuple, rows: Sequence[np.ndarray], seed: int) -> dict[str, Any]:
-    """One pair: the method on ``pa``, ``pb`` (each side's own pairs), the unpaired held-out
-    sets, and the comparison with the paired map (``rows``: fit x, fit y, test x, test y)."""
-    from prh.bridge.spectral import spectral_align
+def _one(draw_a, draw_b, rows: Sequence[np.ndarray], seed: int, cap: int) -> dict[str, Any]:
+    """One pair: the method on pairs drawn from each side's own run (``draw_*(n, round)``) until
+    separated or ``cap``, the unpaired held-out sets, and the comparison with the paired map
+    (``rows``: fit x, fit y, test x, test y)."""
+    from prh.bridge.spectral import spectral_align_until_separated
     from prh.errors import InputError
     from prh.world.moving import GAP_K
 
     fx, fy, tx, ty = rows
-    k = min(pa[0].shape[1], pb[0].shape[1], GAP_K)  # the theory's k on either world
+    k = min(fx.shape[1], fy.shape[1], GAP_K)  # the theory's k on either world
     try:
-        res = spectral_align(pa, pb, tx, ty, k=k, truth=np.arange(len(ty)), seed=seed,
-                             assignment="hungarian")  # fmt: skip
+        res = spectral_align_until_separated(
+            draw_a, draw_b, tx, ty, k=k, start=min(4096, cap), cap=cap,
+            truth=np.arange(len(ty)), seed=seed, assignment="hungarian",
+        )  # fmt: skip
     except InputError as e:  # e.g. a constant side: reported, not fatal to the demo
         return {"pinned": False, "reason": str(e), "error": True}
     d = res.to_dict()
     keep = ("k", "pinned", "reason", "eigenvalues_x", "eigenvalues_y", "relative_separation_x",
-            "relative_separation_y", "sign_z", "accuracy")  # fmt: skip
+            "relative_separation_y", "sign_z", "accuracy", "match_y", "eigenvalue_agreement_z",
+            "pairs_drawn", "stopped")  # fmt: skip
     return {**{f: d[f] for f in keep}, **compare_maps(res, (fx, fy), (tx, ty))}
 
 
@@ -125,6 +141,7 @@ def log_spectral(ctx: Any, value: Mapping[str, Any], where: str = "") -> None:
             f"  {where}spectral {pair}: {'pinned' if m['pinned'] else 'NOT pinned'}; R^2 "
             f"{fig(m['spectral']['r2'])} vs paired {fig(m['paired']['r2'])}, R@1 "
             f"{fig(m['spectral']['r1'])} vs paired {fig(m['paired']['r1'])} (chance "
-            f"{fig(m['chance_r1'])}); assignment {fig(m['accuracy'])}"
+            f"{fig(m['chance_r1'])}); assignment {fig(m['accuracy'])}; "
+            f"{m.get('pairs_drawn')} pairs a side ({m.get('stopped')})"
             + ("" if m["pinned"] else f"; {m['reason']}")
         )
