@@ -42,6 +42,7 @@ from prh.cli._args import (
     positive_int,
     seed,
 )
+from prh.jsonio import read_json
 from prh.world.registry import world_names
 
 
@@ -641,7 +642,7 @@ def _run_train_config(model: str) -> dict:
     if not is_run_dir(path):
         return {}
     try:
-        stored = json.loads((path / "config.json").read_text())
+        stored = read_json(path / "config.json")
         out = stored.get("train", stored)
         return out if isinstance(out, dict) else {}
     except (OSError, ValueError, TypeError, AttributeError):
@@ -658,7 +659,7 @@ def _run_world_seed(model: str) -> int:
     if not is_run_dir(path):
         return 0
     try:
-        stored = json.loads((path / "config.json").read_text())
+        stored = read_json(path / "config.json")
         return int(stored.get("train", stored).get("world_seed", 0))
     except (OSError, ValueError, TypeError, AttributeError):
         return 0  # load_run reports a broken run directory with a clear message
