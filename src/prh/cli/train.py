@@ -258,11 +258,15 @@ TEXT_FLAGS = ("preset", "max_len", "world_themes", "theme_strength", "doc_captio
 def config_from_args(args: argparse.Namespace) -> TrainConfig:
     """The :class:`TrainConfig` a fresh ``prh train`` runs, key by key the last of: config
     defaults, the preset's, ``--config FILE``, ``--set`` (in order), the flags given."""
+    from prh.cli.train_checks import check_layer, flag_rules
     from prh.training.config_layers import layered_config, merge, parse_sets, read_config_file
 
-    lower = [read_config_file(args.config)] if args.config else []
+    # each layer's values pass the rules of the flags that set the same keys (issue 36)
+    lower, rules = [], flag_rules(add_arguments)
+    if args.config:
+        lower.append(check_layer(read_config_file(args.config), f"--config {args.config}", rules))
     if args.set:
-        lower.append(parse_sets(args.set))
+        lower.append(check_layer(parse_sets(args.set), "--set", rules))
     return layered_config([*lower, flag_layer(args, merge(lower))])
 
 
@@ -285,6 +289,7 @@ def flag_layer(args: argparse.Namespace, lower: dict[str, Any]) -> dict[str, Any
 def run(args: argparse.Namespace) -> int:
     import sys
 
+    from prh.cli.train_checks import check_fits_machine
     from prh.device import resolve_device
     from prh.io import check_output_dir
     from prh.training.api import read_run_config, train
@@ -312,6 +317,7 @@ def run(args: argparse.Namespace) -> int:
         cfg = config_from_args(args)
         if args.narration_stride is not None and not cfg.narration_len:  # given at its default
             raise InputError("--narration-stride applies to narrations: give --narration-len too")
+        check_fits_machine(cfg)  # a shape beyond the machine: one line, before the folder
         check_output_dir(args.out, "--out")
         if args.corpus and not Path(args.corpus).exists():
             raise InputError(f"--corpus {args.corpus}: no such file or folder")
