@@ -94,7 +94,7 @@ def _open_lock(lp: Path, what: str, output: object) -> int | None:
     except OSError as e:
         if e.errno in (errno.ELOOP, errno.EISDIR, errno.ENXIO, errno.ENOTDIR):
             raise _not_a_lock(what, output, lp) from None
-        if e.errno == errno.ENOSPC:
+        if e.errno in (errno.ENOSPC, errno.EMFILE, errno.ENFILE, errno.EDQUOT):
             msg = f"{e.strerror} (taking the lock of {what} {output})"
             raise OSError(e.errno, msg, str(lp)) from None
         return None
