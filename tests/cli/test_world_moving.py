@@ -38,3 +38,24 @@ def test_trajectory_figure(tmp_path):
     out = tmp_path / "t.png"
     assert main(["world", "trajectory", "--frames", "3", "--size", "32", "--out", str(out)]) == 0
     assert out.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_spectrum_refuses_empty_or_duplicate_scenes(tmp_path, bad_input):
+    """Issue 36: such files were written and no reader accepted them."""
+    for scenes, match in ((",", r"--scenes ',': names no state"),
+                          ("0,5,0", r"--scenes '0,5,0': state 0 is listed twice")):  # fmt: skip
+        bad_input(["world", "spectrum", "--scenes", scenes, "--out", tmp_path / "g.npz"],
+                  match=match)  # fmt: skip
+    assert sorted(tmp_path.iterdir()) == []
+
+
+def test_eval_theory_of_another_world_is_refused_before_the_run(tmp_path, bad_input, capsys):
+    """Issue 36: a moving world's g* on a still-world (cave) run."""
+    g = tmp_path / "g.safetensors"
+    assert main(["world", "spectrum", "--scenes", "train", "--out", str(g)]) == 0
+    capsys.readouterr()
+    bad_input(["train", "--world", "cave", "--out", tmp_path / "r", "--eval-theory", g,
+               "--samples", "64", "--batch-size", "64"], inputs=[g],
+              match=r"--eval-theory .*g\.safetensors: a theory embedding of world 'moving', but "
+              r"the run trains on world 'cave'")  # fmt: skip
+    assert not (tmp_path / "r").exists()

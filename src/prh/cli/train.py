@@ -289,7 +289,7 @@ def flag_layer(args: argparse.Namespace, lower: dict[str, Any]) -> dict[str, Any
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    from prh.cli.train_checks import check_fits_machine
+    from prh.cli.train_checks import check_eval_theory_world, check_fits_machine
     from prh.device import resolve_device
     from prh.io import check_output_dir
     from prh.training.api import read_run_config, train
@@ -329,6 +329,7 @@ def run(args: argparse.Namespace) -> int:
                     raise InputError(f"{flag} {path}: is a folder, expected a feature file")
                 if not path.is_file():
                     raise InputError(f"{flag} {path}: no such file")
+        check_eval_theory_world(cfg)
         over = run_state(Path(args.out)) == "incomplete"
         run_dir = train(cfg, args.out, progress, device=args.device, threads=args.threads)
         if over:

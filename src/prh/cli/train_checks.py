@@ -87,3 +87,19 @@ def check_fits_machine(cfg: Any, available: int | None = None) -> None:
         f"vocab {mcfg.vocab_size:,}, batch {cfg.batch_size:,}"
     )
     check_fits(need, f"training a model of {shape}", available)
+
+
+def check_eval_theory_world(cfg: Any) -> None:
+    """Refuse an ``--eval-theory`` file whose metadata names another world than the run's (a
+    moving world's ``g*`` on a still-world run measures nothing the run learns). A file
+    without a recorded world is left to :func:`prh.training.theory_eval.theory_target`."""
+    if not cfg.eval_theory or cfg.world is None:
+        return
+    from prh.features import load_features
+
+    made_for = load_features(cfg.eval_theory).metadata.get("world")
+    if made_for is not None and made_for != cfg.world:
+        raise InputError(
+            f"--eval-theory {cfg.eval_theory}: a theory embedding of world {made_for!r}, but "
+            f"the run trains on world {cfg.world!r}; give the theory of the run's world"
+        )

@@ -63,6 +63,13 @@ def _scene_ids(world, spec: str) -> np.ndarray:
         raise InputError(
             f"--scenes {spec!r}: expected train, test, all or ids like 0,5,17"
         ) from None
+    if not ids:  # a file of no state, which no reader accepts (issue 36)
+        raise InputError(f"--scenes {spec!r}: names no state; expected ids like 0,5,17")
+    seen: set[int] = set()
+    for i in ids:  # a state twice would be two rows under one id
+        if i in seen:
+            raise InputError(f"--scenes {spec!r}: state {i} is listed twice")
+        seen.add(i)
     return world.check_ids(np.asarray(ids, dtype=np.int64))
 
 
@@ -99,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
 def _spectrum(world, args: argparse.Namespace) -> int:
     from prh.theory.markov import theory_embedding
 
+    ids = _scene_ids(world, args.scenes) if args.out is not None else None  # refused first
     spec = world.spectrum(args.eigs)
     ev = spec.nontrivial()
     print(f"moving world: {world.num_scenes} states, lag D = {spec.lag}")
@@ -112,7 +120,6 @@ def _spectrum(world, args: argparse.Namespace) -> int:
     if args.out is not None:
         from prh.features import save_features
 
-        ids = _scene_ids(world, args.scenes)
         G = theory_embedding(spec, args.k)[ids]
         meta = {"world": "moving", "config": str(world.config.to_dict()), "k": str(args.k),
                 "eigenvalues": " ".join(f"{v:.17g}" for v in ev[: args.k + 1])}  # fmt: skip
