@@ -294,8 +294,16 @@ def _caption_route(
         )
 
 
+class _TooBig(Exception):
+    """The body streamed past the upload limit."""
+
+
 async def _read_upload(request: Request, max_bytes: int) -> bytes | Response:
-    """The bytes of multipart field ``image``, or the error response to send instead."""
+    """The bytes of multipart field ``image``, or the error response to send instead.
+
+    The body streams straight into the multipart parser (which spools a file part to disk past
+    1 MiB), counted on the way: no second copy of it is held in memory, so an admitted upload
+    costs about its own size once read (issue 36)."""
     limit = max_bytes + MULTIPART_SLACK
     too_big = f"upload is larger than the limit of {max_bytes} bytes"
     ctype = request.headers.get("content-type", "")
@@ -303,25 +311,27 @@ async def _read_upload(request: Request, max_bytes: int) -> bytes | Response:
         return _error(415, "expected multipart/form-data with a file field 'image'")
     declared = request.headers.get("content-length")
     if declared is not None:
-        if not declared.strip().isdigit():
+        if not (declared.strip().isascii() and declared.strip().isdigit()):
             return _error(400, f"bad Content-Length {declared[:20]!r}")
         if int(declared) > limit:
             return _error(413, too_big)
     # Count while streaming: a client may lie about, or omit, Content-Length (chunked encoding).
-    body = bytearray()
+    seen = 0
+
+    async def counted() -> dict[str, Any]:
+        nonlocal seen
+        message = await request.receive()
+        seen += len(message.get("body", b""))
+        if seen > limit:
+            raise _TooBig
+        return message
+
     try:
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > limit:
-                return _error(413, too_big)
+        form = await Request(request.scope, counted).form(max_files=1, max_fields=8)
+    except _TooBig:
+        return _error(413, too_big)
     except ClientDisconnect:
         return _error(400, "client went away before the upload was complete")
-
-    async def replay() -> dict[str, Any]:
-        return {"type": "http.request", "body": bytes(body), "more_body": False}
-
-    try:
-        form = await Request(request.scope, replay).form(max_files=1, max_fields=8)
     except StarletteHTTPException as e:
         return _error(400, f"malformed multipart body: {e.detail}")
     except Exception as e:  # the multipart parser's own errors
