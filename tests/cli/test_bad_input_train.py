@@ -327,6 +327,11 @@ def test_the_memory_estimate_counts_the_parameters_the_model_has():
     check_fits_machine(cfg, available=2**30)  # the tiny preset fits in 1 GiB
     with pytest.raises(InputError, match=r"needs about 0\.\d GiB of memory, 0\.0 GiB available"):
         check_fits_machine(cfg, available=2**20)
+    # a GPU run: its activations live on the device; the host still builds the 1.3 TB weights
+    check_fits_machine(cfg, available=2**25, on_cpu=False)  # 0.5M parameters: 8 MiB
+    huge = train_config("tiny", samples=64, batch_size=64, model_overrides={"d_model": 10**9})
+    with pytest.raises(InputError, match=r"d_model 1,000,000,000.* needs about [\d,.]+ GiB"):
+        check_fits_machine(huge, available=2**40, on_cpu=False)
 
 
 def test_set_values_the_flags_accept_still_train(tmp_path, capsys):

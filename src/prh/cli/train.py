@@ -299,7 +299,7 @@ def run(args: argparse.Namespace) -> int:
     if image_run_requested(args):
         return run_image(args)
     progress = not args.no_progress
-    resolve_device(args.device)  # one line for --device tpu, before any work
+    device = resolve_device(args.device)  # one line for --device tpu, before any work
     if args.resume:
         check_resume_out(args)
         if args.config or args.set:
@@ -317,7 +317,7 @@ def run(args: argparse.Namespace) -> int:
         cfg = config_from_args(args)
         if args.narration_stride is not None and not cfg.narration_len:  # given at its default
             raise InputError("--narration-stride applies to narrations: give --narration-len too")
-        check_fits_machine(cfg)  # a shape beyond the machine: one line, before the folder
+        check_fits_machine(cfg, on_cpu=device.type == "cpu")  # one line, before the folder
         check_output_dir(args.out, "--out")
         if args.corpus and not Path(args.corpus).exists():
             raise InputError(f"--corpus {args.corpus}: no such file or folder")

@@ -73,15 +73,21 @@ def check_layer(layer: Mapping[str, Any], where: str, rules: Rules) -> Mapping[s
     return layer
 
 
-def check_fits_machine(cfg: Any, available: int | None = None) -> None:
+def check_fits_machine(cfg: Any, available: int | None = None, on_cpu: bool = True) -> None:
     """Refuse a model shape and batch whose training step would not fit in the free memory
-    (``available`` bytes; default :func:`prh.memory.available_bytes`)."""
+    (``available`` bytes; default :func:`prh.memory.available_bytes`). ``on_cpu=False`` (a GPU
+    run, whose activations live on the device): the parameters, gradients and AdamW moments
+    alone, which the host builds before moving them."""
     from prh.memory import check_fits
     from prh.models import model_config
-    from prh.models.budget import train_memory_bytes
+    from prh.models.budget import TRAIN_BYTES_PER_PARAM, parameter_count, train_memory_bytes
 
     mcfg = model_config(cfg.preset, cfg.vocab_size, max_len=cfg.max_len, **cfg.model_overrides)
-    need = train_memory_bytes(mcfg, cfg.batch_size, lm=cfg.is_lm)
+    need = (
+        train_memory_bytes(mcfg, cfg.batch_size, lm=cfg.is_lm)
+        if on_cpu
+        else TRAIN_BYTES_PER_PARAM * parameter_count(mcfg, lm=cfg.is_lm)
+    )
     shape = (
         f"d_model {mcfg.d_model:,}, n_layers {mcfg.n_layers:,}, d_ff {mcfg.d_ff:,}, "
         f"vocab {mcfg.vocab_size:,}, batch {cfg.batch_size:,}"
