@@ -109,3 +109,33 @@ def check_eval_theory_world(cfg: Any) -> None:
             f"--eval-theory {cfg.eval_theory}: a theory embedding of world {made_for!r}, but "
             f"the run trains on world {cfg.world!r}; give the theory of the run's world"
         )
+
+
+def check_render_cache_fits(
+    n_scenes: int, image: Any, folder: str, available: int | None = None
+) -> None:
+    """Refuse a render cache (``n_scenes x render_views`` images of ``image_size`` px, uint8)
+    that cannot be drawn in free memory (its parts and their concatenation: twice its size) or
+    saved in ``folder``'s free disk space; nothing to check without one (``render_views`` 0)."""
+    import shutil
+    from pathlib import Path
+
+    from prh.memory import GIB, check_fits
+
+    if not image.render_views:
+        return
+    size = n_scenes * image.render_views * image.image_size**2 * 3
+    what = (
+        f"a render cache of {n_scenes:,} scenes x {image.render_views:,} views at "
+        f"{image.image_size} px"
+    )
+    check_fits(2 * size, what, available)
+    probe = Path(folder).absolute()
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    free = shutil.disk_usage(probe).free
+    if size > free:
+        raise InputError(
+            f"{what} needs about {size / GIB:,.1f} GiB of disk, {free / GIB:,.1f} GiB free in "
+            f"{probe}"
+        )
