@@ -79,3 +79,22 @@ def test_atomic_write_gives_the_umasks_mode(tmp_path, mask):
     assert want == 0o666 & ~mask
     for name in ("a.json", "b.bin"):
         assert stat.S_IMODE((tmp_path / name).stat().st_mode) == want
+
+
+def test_many_outputs_against_many_inputs_is_checked_in_linear_time(tmp_path):
+    """Issue 36: `embed --models` with a long list checked N outputs against N x k inputs
+    pairwise (quadratic: minutes); the inputs are now resolved once."""
+    import time
+
+    from prh.errors import InputError
+    from prh.io import refuse_input_overwrite
+
+    n = 4000
+    inputs = [tmp_path / f"in{i}" for i in range(n)]
+    outputs = {f"--out ({i})": tmp_path / "o" / f"f{i}" for i in range(n)}
+    t0 = time.perf_counter()
+    refuse_input_overwrite(outputs, inputs)
+    assert time.perf_counter() - t0 < 10  # pairwise: 16 million path resolutions
+    (tmp_path / "in7").mkdir()
+    with pytest.raises(InputError, match=r"--out \(9\) .*in7/x/f: lies inside the input folder"):
+        refuse_input_overwrite({**outputs, "--out (9)": tmp_path / "in7" / "x" / "f"}, inputs)

@@ -68,6 +68,26 @@ class ImageLimits:
 FILE_LIMITS = ImageLimits(max_bytes=1 << 40, max_side=None)
 
 
+# Magic bytes of the allowed formats (a WebP file is RIFF....WEBP).
+SIGNATURES = {b"\x89PNG\r\n\x1a\n": "PNG", b"\xff\xd8\xff": "JPEG", b"GIF87a": "GIF",
+              b"GIF89a": "GIF", b"BM": "BMP"}  # fmt: skip
+
+
+def unreadable(data: bytes) -> ImageRejected:
+    """The refusal of bytes PIL could not identify: 415 when they start like no allowed format,
+    400 when they do (a corrupt header, a PNG of size 0x0: a bad image, not another format)."""
+    fmt = next((f for sig, f in SIGNATURES.items() if data.startswith(sig)), None)
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        fmt = "WEBP"
+    if fmt is None:
+        return ImageRejected("not an image: expected PNG, JPEG, GIF, WebP or BMP data", 415)
+    if fmt == "PNG" and data[12:16] == b"IHDR" and len(data) >= 24:
+        w, h = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+        if w < 1 or h < 1:
+            return ImageRejected(f"image has size {w}x{h}, expected at least 1x1")
+    return ImageRejected(f"{fmt} data with a header that cannot be read (corrupt?)")
+
+
 def decode_image(data: bytes, limits: ImageLimits = ImageLimits()) -> np.ndarray:
     """Decode untrusted image bytes into an RGB array.
 
@@ -104,9 +124,7 @@ def decode_image(data: bytes, limits: ImageLimits = ImageLimits()) -> np.ndarray
         try:
             im = Image.open(io.BytesIO(data), formats=sorted(ALLOWED_FORMATS))
         except UnidentifiedImageError:
-            raise ImageRejected(
-                "not an image: expected PNG, JPEG, GIF, WebP or BMP data", status=415
-            ) from None
+            raise unreadable(data) from None
         except (Image.DecompressionBombError, Image.DecompressionBombWarning):
             raise ImageRejected("image has too many pixels (decompression bomb)", 413) from None
         except Exception as e:  # PIL's parsers raise many types on hostile input

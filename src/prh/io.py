@@ -10,8 +10,10 @@ import contextlib
 import json
 import math
 import os
+import stat
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -60,14 +62,47 @@ def check_writable(path: str | os.PathLike[str], what: str = "output") -> Path:
 PathLike = str | os.PathLike[str]
 
 
-def _same_file(a: Path, b: Path) -> bool:
-    """True when ``a`` and ``b`` name one file (symlinks and hard links included)."""
-    if os.path.realpath(a) == os.path.realpath(b):
-        return True
-    try:
-        return os.path.samefile(a, b)
-    except OSError:  # one of them does not exist yet
-        return False
+@dataclass(frozen=True)
+class _InputIndex:
+    """A command's inputs resolved once: by real path, by (device, inode) (hard links), and
+    the real paths of the input folders; so checking N outputs against M inputs costs
+    N x (path depth) look-ups, not N x M path resolutions."""
+
+    by_real: dict[str, Path]
+    by_inode: dict[tuple[int, int], Path]
+    folders: dict[str, Path]
+
+    @classmethod
+    def of(cls, inputs: Iterable[PathLike | None]) -> _InputIndex:
+        by_real: dict[str, Path] = {}
+        by_inode: dict[tuple[int, int], Path] = {}
+        folders: dict[str, Path] = {}
+        for i in dict.fromkeys(Path(x) for x in inputs if x is not None):
+            real = os.path.realpath(i)  # symlinks and ``..`` resolved before any comparison
+            by_real.setdefault(real, i)
+            with contextlib.suppress(OSError):
+                st = os.stat(real)
+                by_inode.setdefault((st.st_dev, st.st_ino), i)
+                if stat.S_ISDIR(st.st_mode):
+                    folders.setdefault(real, i)
+        return cls(by_real, by_inode, folders)
+
+    def same_file(self, real: str) -> Path | None:
+        """The input that ``real`` (a resolved path) names, hard links included."""
+        if real in self.by_real:
+            return self.by_real[real]
+        try:
+            st = os.stat(real)
+        except OSError:  # does not exist yet
+            return None
+        return self.by_inode.get((st.st_dev, st.st_ino))
+
+    def folder_above(self, real: str) -> Path | None:
+        """The input folder that holds ``real`` (a resolved path), if any."""
+        for parent in Path(real).parents:
+            if str(parent) in self.folders:
+                return self.folders[str(parent)]
+        return None
 
 
 def refuse_input_overwrite(
@@ -84,32 +119,30 @@ def refuse_input_overwrite(
         Every file the command reads, including files inside an input run folder (a caption
         run's manifest, say). A folder given here protects itself and every path under it,
         existing or not: a command that reads a folder may read any file in it, and an output
-        written there would change the input the next reader sees.
+        written there would change the input the next reader sees. Every path is resolved
+        (symbolic links, ``..``) before it is compared; hard links are the same file.
 
     Raises
     ------
     InputError
         One line naming the output flag, the path and the input it would overwrite.
     """
-    ins = [Path(i) for i in inputs if i is not None]
+    index = _InputIndex.of(inputs)
     for what, out in outputs.items():
         if out is None:
             continue
         o = Path(out)
-        for i in ins:  # an overwrite (of an input, or of a file in an input folder) first
-            if _same_file(o, i) or (i.is_dir() and o.exists() and _is_under(o, i)):
-                raise InputError(
-                    f"{what} {o}: would overwrite the input {i}; choose another output path"
-                )
-        for i in ins:
-            if i.is_dir() and _is_under(o, i):
-                raise InputError(
-                    f"{what} {o}: lies inside the input folder {i}; choose another output path"
-                )
-
-
-def _is_under(path: Path, folder: Path) -> bool:
-    return Path(os.path.realpath(path)).is_relative_to(os.path.realpath(folder))
+        real = os.path.realpath(o)
+        folder = index.folder_above(real)
+        hit = index.same_file(real) or (folder if o.exists() else None)
+        if hit is not None:  # an overwrite (of an input, or of a file in an input folder)
+            raise InputError(
+                f"{what} {o}: would overwrite the input {hit}; choose another output path"
+            )
+        if folder is not None:
+            raise InputError(
+                f"{what} {o}: lies inside the input folder {folder}; choose another output path"
+            )
 
 
 def guard_outputs(

@@ -97,6 +97,12 @@ class ModelEntry:
     name: str
 
 
+# A list is embedded model by model (minutes each): bounds far above any study's list
+# (the largest built-in set lists 17), checked before a line is parsed.
+MAX_MODELS = 1000
+MAX_LIST_BYTES = 2**20
+
+
 def read_model_list(source: str, flag: str = "--models") -> list[ModelEntry]:
     """The models of a built-in set name or a text file, in their order, checked.
 
@@ -125,14 +131,14 @@ def read_model_list(source: str, flag: str = "--models") -> list[ModelEntry]:
             raise InputError(
                 f"{flag} {source}: neither a built-in set ({', '.join(SETS)}) nor a file"
             )
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as e:
-            raise InputError(f"{flag} {source}: cannot read it as text ({e})") from None
-        lines = [(n, line.split("#", 1)[0].strip()) for n, line in enumerate(text.splitlines(), 1)]
-        lines = [(n, m) for n, m in lines if m]
+        lines = _list_lines(path, f"{flag} {source}")
     if not lines:
         raise InputError(f"{flag} {source}: lists no model")
+    if len(lines) > MAX_MODELS:  # each model is loaded and run in turn: hours per hundred
+        raise InputError(
+            f"{flag} {source}: lists {len(lines):,} models; at most {MAX_MODELS:,} per list "
+            "(split it into several lists)"
+        )
     out: list[ModelEntry] = []
     seen: dict[str, int] = {}
     for n, line in lines:
@@ -145,6 +151,20 @@ def read_model_list(source: str, flag: str = "--models") -> list[ModelEntry]:
         seen[entry.spec] = n
         out.append(entry)
     return out
+
+
+def _list_lines(path: Path, where: str) -> list[tuple[int, str]]:
+    """``(line number, model)`` of a list file, comments and blank lines dropped; the file's
+    size checked before it is read."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_LIST_BYTES:
+            raise InputError(f"{where}: {size:,} bytes; a model list is at most {MAX_LIST_BYTES:,}")
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"{where}: cannot read it as text ({e})") from None
+    lines = [(n, line.split("#", 1)[0].strip()) for n, line in enumerate(text.splitlines(), 1)]
+    return [(n, m) for n, m in lines if m]
 
 
 def parse_entry(line: str, where: str) -> ModelEntry:

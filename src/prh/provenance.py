@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from prh.errors import InputError
+from prh.jsonio import loads
 
 HASH_LIMIT_BYTES = 256 * 2**20  # hash inputs up to 256 MiB; record size + mtime above that
 
@@ -228,12 +229,11 @@ def sniff_json_lines(path: str | os.PathLike[str], kind: str, what: str) -> None
 
     ``fit-law`` given a ``measure`` JSON says so instead of "line 1 is not a JSON object".
     """
-    import json
 
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
-        obj = json.loads(text)
+        obj = loads(text, p)
     except (OSError, UnicodeDecodeError, ValueError):
         return  # not one JSON document: the JSON-lines reader reports what it finds
     fmt = obj.get("format") if isinstance(obj, Mapping) else None

@@ -138,3 +138,84 @@ def test_java_error_names_real_flags(monkeypatch):
         caption_metrics.score_captions(refs, hyps, metrics=("BLEU-4",), tokenizer="ptb")
     args = build_parser().parse_args(["caption", "--eval", "--meteor", "--tokenizer", "simple"])
     assert args.meteor and args.tokenizer == "simple"
+
+
+# --- issue 36: --build's --out inside the text run it reads, however it is spelt ---------------
+
+
+def _inside_the_text_run(tmp, text):
+    (tmp / "textlink").symlink_to(text)  # a symlink to the run
+    (tmp / "parentlink").symlink_to(text.parent)  # a symlinked folder above it
+    return {
+        "directly": (text, text / "cap"),
+        "through ..": (text, text / "sub" / ".." / "cap"),
+        "out through a symlink to the run": (text, tmp / "textlink" / "cap"),
+        "text run given as a symlink": (tmp / "textlink", text / "cap"),
+        "through a symlinked folder": (text, tmp / "parentlink" / text.name / "cap"),
+        "out is the text run": (text, tmp / "textlink"),
+    }
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["directly", "through ..", "out through a symlink to the run", "text run given as a symlink",
+     "through a symlinked folder", "out is the text run"],
+)  # fmt: skip
+def test_build_refuses_an_out_inside_its_text_run(bad_input, fill, case):
+    text, out = _inside_the_text_run(fill["tmp"], fill["text"])[case]
+    before = sorted(p.relative_to(fill["text"]) for p in fill["text"].rglob("*"))
+    bad_input(
+        ["caption", "--build", "--text-run", str(text), "--out", str(out), "--no-progress"],
+        inputs=_run_files(fill["text"]),
+        match=r"--out .*: (lies inside the input folder|would overwrite the input)",
+    )
+    assert sorted(p.relative_to(fill["text"]) for p in fill["text"].rglob("*")) == before
+
+
+@pytest.fixture(scope="module")
+def corpus_run(tmp_path_factory):
+    """A one-step text run trained on a caption corpus (not on the world)."""
+    import json
+
+    from prh.training import train, train_config
+
+    d = tmp_path_factory.mktemp("corpus-run")
+    rows = [json.dumps({"image": f"s{i}", "captions": [f"a red cube {i}", f"one cube {i}"]})
+            for i in range(80)]  # fmt: skip
+    (d / "c.jsonl").write_text("\n".join(rows) + "\n")
+    cfg = train_config("tiny", corpus=str(d / "c.jsonl"), samples=64, batch_size=64,
+                       max_len=16, vocab_size=120, checkpoint_every=0, log_every=0)  # fmt: skip
+    return train(cfg, d / "run", progress=False, threads=1)
+
+
+def test_build_refuses_a_text_run_trained_on_a_caption_corpus(bad_input, corpus_run, tmp_path):
+    """Issue 34 item 6: its captions are not the world's, so pairing them with the world's
+    renders would mix two sources."""
+    argv = ["caption", "--build", "--text-run", corpus_run, "--out", tmp_path / "new"]
+    bad_input(
+        argv,
+        inputs=_run_files(corpus_run),
+        match=r"--text-run .*run: trained on the caption corpus .*c\.jsonl, not on a world",
+    )
+    assert sorted(tmp_path.iterdir()) == []
+
+
+def test_build_refuses_a_vision_run_of_another_world(text_run, tmp_path):
+    """caption --build --pair-free spectral with a vision run of another world mixes worlds."""
+    import json
+
+    from prh.caption.build import check_build_worlds
+    from prh.errors import InputError
+    from prh.training import load_run
+
+    cfg = load_run(text_run, device="cpu").config
+    vision = tmp_path / "vision"
+    vision.mkdir()
+    (vision / "config.json").write_text(json.dumps({"world": "moving", "world_seed": 0}))
+    with pytest.raises(InputError, match=r"--vision .*vision: a run of world 'moving' \(seed 0\)"):
+        check_build_worlds(text_run, cfg, str(vision), cfg.world_seed)
+    (vision / "config.json").write_text(json.dumps({"world": "cave", "world_seed": 99}))
+    with pytest.raises(InputError, match=r"seed 99\), but --text-run"):
+        check_build_worlds(text_run, cfg, str(vision), cfg.world_seed)
+    (vision / "config.json").write_text(json.dumps({"world": "cave", "world_seed": 3}))
+    assert check_build_worlds(text_run, cfg, str(vision), 3) == "cave"

@@ -52,3 +52,36 @@ def test_an_out_under_a_regular_file_is_refused(bad_input, no_steps, tmp_path):
         f"prh demo: error: --out {f / 'sub' / 'demo'}: {f} is a file, so the folder cannot be "
         "created"
     )
+
+
+def test_an_out_that_is_a_train_run_is_refused_at_once(bad_input, no_steps, text_run):
+    """Issue 36: `prh demo --out RUN` on a `prh train` run started the demo inside it."""
+    before = sorted(p.relative_to(text_run) for p in text_run.rglob("*"))
+    bad_input(["demo", "--quick", "--out", text_run],
+              inputs=[p for p in text_run.rglob("*") if p.is_file()],
+              match=r"--out .*: not a demo folder \(a prh train run\): it holds ")  # fmt: skip
+    assert sorted(p.relative_to(text_run) for p in text_run.rglob("*")) == before
+
+
+def test_an_out_holding_other_files_is_refused_and_a_demo_folder_is_not(
+    bad_input, tmp_path, monkeypatch
+):
+    import prh.demo
+
+    other = tmp_path / "notes"
+    other.mkdir()
+    (other / "todo.txt").write_text("mine\n")
+    bad_input(["demo", "--quick", "--out", other], inputs=[other / "todo.txt"],
+              match=r"not a demo folder: it holds 'todo\.txt' and no demo\.json")  # fmt: skip
+    assert sorted(p.name for p in other.iterdir()) == ["todo.txt"]
+    ran = []
+    monkeypatch.setattr(prh.demo, "run_demo", lambda cfg, out, **kw: ran.append(out) or
+                        {"claims": []})  # fmt: skip
+    for folder, marker in ((tmp_path / "again", "demo.json"), (tmp_path / "empty", None)):
+        folder.mkdir()
+        if marker:
+            (folder / marker).write_text("{}")
+        from prh.cli import main
+
+        assert main(["demo", "--quick", "--out", str(folder)]) == 0
+    assert len(ran) == 2

@@ -263,3 +263,84 @@ def test_model_flag_on_resume_is_refused(bad_input, stored_run):
         [stored_run / "config.json"],
         "--d-model 64",
     )
+
+
+# --- issue 36: --set and --config take the flags' own rules; shapes beyond the machine ---------
+
+SET_CASES = {  # each: what the flag refuses, given through --set, then through --config
+    "seed -1": ("seed", -1, r"seed=-1: expected a seed in \[0, 4294967295\], got -1 \(as --seed\)"),
+    "seed 20 digits": ("seed", 10**19 + 7, r"seed=10000000000000000007: expected a seed in"),
+    "sigreg_slices 0": ("sigreg_slices", 0, r"sigreg_slices=0: expected a positive integer"),
+    "checkpoint_every -1": ("checkpoint_every", -1, r"checkpoint_every=-1: expected an integer "
+                            r">= 0, got -1 \(as --checkpoint-every\)"),
+    "eval_every -1": ("eval_every", -1, r"eval_every=-1: expected an integer >= 0"),
+    "sigreg_lambda 2": ("sigreg_lambda", 2.0, r"sigreg_lambda=2\.0: expected a number in \[0, 1\]"),
+    "log_every -1": ("log_every", -1, r"log_every=-1: expected an integer >= 0"),
+    "samples 0": ("samples", 0, r"samples=0: expected a positive integer, got 0 \(as --samples\)"),
+    "views unknown": ("views", "weird", r"views=weird: expected one of good, bad"),
+    "max_len huge": ("max_len", 10**8, r"max_len=100000000: expected 2 to"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("how", ["--set", "--config"])
+@pytest.mark.parametrize("key, value, match", SET_CASES.values(), ids=SET_CASES.keys())
+def test_set_and_config_take_the_flags_rules(bad_input, tmp_path, how, key, value, match):
+    if how == "--set":
+        given, where = ["--set", f"{key}={value}"], "--set"
+    else:
+        (tmp_path / "c.json").write_text(json.dumps({key: value}))
+        given, where = ["--config", str(tmp_path / "c.json")], r"--config .*c\.json"
+    bad_input(["train", "--out", tmp_path / "r", *given, *SMALL], match=f"^prh train: error: "
+              f"{where}: {match}")  # fmt: skip
+    assert not (tmp_path / "r").exists()  # refused before the run folder, not deep in training
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [["--d-model", "1000000000"], ["--set", "model.n_layers=1000000"],
+     ["--set", "model.d_ff=100000000000"]],
+    ids=["d-model", "n_layers", "d_ff"],
+)  # fmt: skip
+def test_a_model_beyond_the_machine_is_refused_by_an_estimate(bad_input, tmp_path, flags):
+    bad_input(["train", "--out", tmp_path / "r", *flags, *SMALL],
+              match=r"training a model of d_model .* needs about [\d,.]+ GiB of memory, "
+              r"[\d,.]+ GiB available")  # fmt: skip
+    assert not (tmp_path / "r").exists()
+
+
+def test_the_memory_estimate_counts_the_parameters_the_model_has():
+    """The closed form against the built models (the reference), and the estimate's refusal
+    against a stated budget."""
+    from prh.cli.train_checks import check_fits_machine
+    from prh.errors import InputError
+    from prh.models.budget import TRAIN_BYTES_PER_PARAM, parameter_count, train_memory_bytes
+    from prh.models.config import ModelConfig
+    from prh.models.transformer import CausalLM, TextEncoder, count_parameters
+
+    for kw in ({}, {"d_model": 48, "n_layers": 3, "n_heads": 4, "d_ff": 100, "embed_dim": 7,
+                    "vocab_size": 300, "max_len": 17}):  # fmt: skip
+        cfg = ModelConfig(**kw)
+        assert parameter_count(cfg) == count_parameters(TextEncoder(cfg))
+        assert parameter_count(cfg, lm=True) == count_parameters(CausalLM(cfg))
+        assert train_memory_bytes(cfg, 8) > TRAIN_BYTES_PER_PARAM * parameter_count(cfg)
+    cfg = train_config("tiny", samples=64, batch_size=64)
+    check_fits_machine(cfg, available=2**30)  # the tiny preset fits in 1 GiB
+    with pytest.raises(InputError, match=r"needs about 0\.\d GiB of memory, 0\.0 GiB available"):
+        check_fits_machine(cfg, available=2**20)
+    # a GPU run: its activations live on the device; the host still builds the 1.3 TB weights
+    check_fits_machine(cfg, available=2**25, on_cpu=False)  # 0.5M parameters: 8 MiB
+    huge = train_config("tiny", samples=64, batch_size=64, model_overrides={"d_model": 10**9})
+    with pytest.raises(InputError, match=r"d_model 1,000,000,000.* needs about [\d,.]+ GiB"):
+        check_fits_machine(huge, available=2**40, on_cpu=False)
+
+
+def test_set_values_the_flags_accept_still_train(tmp_path, capsys):
+    """The flags' rules refuse only what the flags refuse: a run's own config.json as --config
+    and in-range --set values start a run."""
+    from prh.cli import main
+
+    sets = ["--set", "seed=7", "--set", "checkpoint_every=0", "--set", "log_every=0"]
+    assert main(["train", "--out", str(tmp_path / "a"), *sets, *SMALL]) == 0, capsys.readouterr()
+    config = ["--config", str(tmp_path / "a" / "config.json")]
+    assert main(["train", "--out", str(tmp_path / "b"), *config, *SMALL]) == 0, capsys.readouterr()
+    assert json.loads((tmp_path / "b" / "config.json").read_text())["train"]["seed"] == 7

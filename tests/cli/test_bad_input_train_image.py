@@ -156,3 +156,31 @@ def test_text_only_knobs_on_an_image_run(bad_input, tmp_path, flags):
     argv = ["train", "--modality", "image", "--out", str(tmp_path / "r"), *flags]
     bad_input(argv, match=f"{flags[0]} applies to text runs")
     assert not (tmp_path / "r").exists()
+
+
+def test_a_render_cache_beyond_the_machine_is_refused_by_an_estimate(bad_input, tmp_path):
+    """Issue 36: the sample count of an image run (scenes x render views) priced before work."""
+    bad_input(["train", "--modality", "image", "--out", tmp_path / "r", "--render-views",
+               "100000", "--samples", "64", "--batch-size", "64"],
+              match=r"a render cache of [\d,]+ scenes x 100,000 views at 64 px needs about "
+              r"[\d,.]+ GiB of memory")  # fmt: skip
+    assert sorted(tmp_path.iterdir()) == []
+
+
+def test_the_render_cache_estimate_counts_its_bytes_and_the_free_disk(tmp_path, monkeypatch):
+    import shutil
+    from collections import namedtuple
+
+    from prh.cli.train_checks import check_render_cache_fits
+    from prh.errors import InputError
+    from prh.training.image_config import ImageConfig
+
+    image = ImageConfig(modality="image", image_size=32, render_views=2)  # 6,144 B a scene
+    check_render_cache_fits(100, image, str(tmp_path / "new" / "r"), available=2 * 614_400)
+    with pytest.raises(InputError, match=r"needs about 0\.0 GiB of memory"):
+        check_render_cache_fits(100, image, str(tmp_path), available=2 * 614_400 - 1)
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda p: usage(10**9, 10**9, 614_399))
+    with pytest.raises(InputError, match=r"GiB of disk, 0\.0 GiB free in "):
+        check_render_cache_fits(100, image, str(tmp_path / "new" / "r"), available=10**12)
+    check_render_cache_fits(100, ImageConfig(modality="image", render_views=0), str(tmp_path))

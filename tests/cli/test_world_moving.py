@@ -63,3 +63,37 @@ def test_spectrum_of_one_modality_and_its_theory_file(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:  # argparse's own refusal: one line, exit 2
         main(["world", "spectrum", "--modality", "audio"])
     assert e.value.code == 2 and "invalid choice" in capsys.readouterr().err
+
+
+def test_spectrum_refuses_empty_or_duplicate_scenes(tmp_path, bad_input):
+    """Issue 36: such files were written and no reader accepted them."""
+    for scenes, match in ((",", r"--scenes ',': names no state"),
+                          ("0,5,0", r"--scenes '0,5,0': state 0 is listed twice")):  # fmt: skip
+        bad_input(["world", "spectrum", "--scenes", scenes, "--out", tmp_path / "g.npz"],
+                  match=match)  # fmt: skip
+    assert sorted(tmp_path.iterdir()) == []
+
+
+def test_eval_theory_of_another_world_is_refused_before_the_run(tmp_path, bad_input, capsys):
+    """Issue 36: a moving world's g* on a still-world (cave) run."""
+    g = tmp_path / "g.safetensors"
+    assert main(["world", "spectrum", "--scenes", "train", "--out", str(g)]) == 0
+    capsys.readouterr()
+    bad_input(["train", "--world", "cave", "--out", tmp_path / "r", "--eval-theory", g,
+               "--samples", "64", "--batch-size", "64"], inputs=[g],
+              match=r"--eval-theory .*g\.safetensors: a theory embedding of world 'moving', but "
+              r"the run trains on world 'cave'")  # fmt: skip
+    assert not (tmp_path / "r").exists()
+
+
+def test_eval_theory_on_a_world_without_a_theory_is_refused(tmp_path, bad_input):
+    """Issue 31: the still cave has no gap, so no g* to measure a run against."""
+    from prh.features import save_features
+
+    g = tmp_path / "g.safetensors"  # no world recorded: the run's own world decides
+    save_features(g, np.random.default_rng(0).normal(size=(40, 8)),
+                  [f"scene_{i}" for i in range(40)])  # fmt: skip
+    bad_input(["train", "--world", "cave", "--out", tmp_path / "r", "--eval-theory", g,
+               "--samples", "64", "--batch-size", "64"], inputs=[g],
+              match=r"world cave has no theory embedding")  # fmt: skip
+    assert not (tmp_path / "r").exists()

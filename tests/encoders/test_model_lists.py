@@ -72,3 +72,53 @@ def test_a_bare_hub_id_is_an_hf_spec(tmp_path):
     listing.write_text("bigscience/bloomz-560m\nminilm\n")
     entries = read_model_list(str(listing))
     assert [e.spec for e in entries] == ["hf:bigscience/bloomz-560m", "minilm"]
+
+
+def test_a_list_reuses_only_files_made_from_the_same_source(
+    cli, tmp_path, tiny_dataset, tiny_bert, capsys
+):
+    """Issue 36: an existing file is skipped only when its metadata records this source,
+    input and embedding config; a file made from another source is one line, exit 2."""
+    import shutil
+
+    folder, _ = tiny_dataset
+    other = tmp_path / "other"
+    shutil.copytree(folder, other)
+    listing = tmp_path / "models.txt"
+    listing.write_text(f"hf:{tiny_bert}\n")
+    out = tmp_path / "feats"
+    argv = ["--models", listing, "--modality", "text", "--out-dir", out]
+    assert cli(*argv, "--dataset", folder) == 0
+    made = out / f"{tiny_bert.name}_pool-avg.pt"
+    before = made.read_bytes()
+    capsys.readouterr()
+    assert cli(*argv, "--dataset", folder, "--batch-size", "3") == 0  # the batch changes nothing
+    assert capsys.readouterr().out.count("skip ") == 1
+    assert cli(*argv, "--dataset", other) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and f"{made.name} ({tiny_bert.name}) was made with source" in err
+    assert "--force remakes it" in err and made.read_bytes() == before
+
+
+def test_a_list_of_ten_thousand_lines_is_refused_at_once(tmp_path, bad_input):
+    import time
+
+    listing = tmp_path / "models.txt"
+    listing.write_text("".join(f"org/model{i}\n" for i in range(10_000)))
+    t0 = time.perf_counter()
+    bad_input(
+        [
+            "embed",
+            "--models",
+            listing,
+            "--out-dir",
+            tmp_path / "o",
+            "--modality",
+            "text",
+            "--world",
+            "cave",
+        ],
+        inputs=[listing],
+        match=r"lists 10,000 models; at most 1,000 per list",
+    )
+    assert time.perf_counter() - t0 < 30 and not (tmp_path / "o").exists()

@@ -127,3 +127,23 @@ def test_alignment_against_bpb_plot(sets, tmp_path, bad_input):
     flipped += ["--y-models", sets / "lang.txt", "--bpb-plot", tmp_path / "no.png"]
     bad_input(["measure", *flipped], [], "--bpb-plot: .*vit-small_pool-none.pt stores no bpb")
     assert not (tmp_path / "no.png").exists()
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -0.5, 0.0, 1e308],
+                         ids=["nan", "inf", "negative", "zero", "1e308"])  # fmt: skip
+def test_a_bpb_that_is_not_a_finite_positive_number_is_refused(sets, tmp_path, bad_input, bad):
+    """Issue 36: NaN or infinity drew an empty plot (exit 0), a negative one was plotted, 1e308
+    failed inside matplotlib."""
+    import torch
+
+    for i, name in enumerate(LANG):
+        path = sets / "lang" / feature_filename(name, "avg", "text")
+        blob = torch.load(path, weights_only=True)
+        torch.save({**blob, "bpb": torch.tensor(bad if i == 1 else 1.0, dtype=torch.float64)},
+                   path)  # fmt: skip
+    argv = ["--x", sets / "lang", "--x-models", sets / "lang.txt", "--y", sets / "vis"]
+    argv += ["--y-models", sets / "vis.txt", "--k", 4, "--bpb-plot", tmp_path / "p.png"]
+    bad_input(["measure", *argv], [],
+              r"--bpb-plot: .*lm-1b1_pool-avg\.pt stores bpb .*; expected a finite number in "
+              r"\(0, 1000\]")  # fmt: skip
+    assert not (tmp_path / "p.png").exists()

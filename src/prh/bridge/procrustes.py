@@ -37,6 +37,7 @@ import numpy as np
 
 from prh.errors import InputError
 from prh.io import canonical_safetensors, json_bytes, write_all
+from prh.jsonio import loads, read_json
 from prh.linalg import procrustes_rotation, zca_whitener
 
 __all__ = [
@@ -403,12 +404,12 @@ def load_map(path: str | os.PathLike[str]) -> tuple[_LinearMap, dict[str, Any]]:
     side = _sidecar(p)
     if side.is_file():
         try:
-            config = json.loads(side.read_text(encoding="utf-8"))
+            config = read_json(side)
         except json.JSONDecodeError as e:
             raise InputError(f"{side}: not valid JSON ({e})") from None
     elif "prh_map" in meta:
         try:
-            config = json.loads(meta["prh_map"])
+            config = loads(meta["prh_map"], p)
         except json.JSONDecodeError as e:
             raise InputError(f"{p}: map config in the metadata is not valid JSON ({e})") from None
     else:

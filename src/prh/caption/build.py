@@ -244,6 +244,40 @@ def pair_free_pairs(
     return perm, {"start": start, "fit": fit, "dims": int(zx.shape[1]), "classes": classes}
 
 
+def check_build_worlds(text_run: Path, config: Any, vision: str, world_seed: int) -> str:
+    """The world a build pairs on: the text run's; refuse a text run trained on a caption corpus
+    (its captions are not the world's, so pairing them with the world's renders would mix two
+    sources) and a prh vision run trained on another world or world seed (issues 34, 36).
+
+    Raises
+    ------
+    InputError
+        One line naming the run, its corpus or world, and what a build needs.
+    """
+    from prh.jsonio import read_json
+
+    if config.corpus is not None:
+        raise InputError(
+            f"--text-run {text_run}: trained on the caption corpus {config.corpus}, not on a "
+            "world; --build pairs a world's captions with its renders, so it needs a run "
+            "trained with --world"
+        )
+    world = config.world or "cave"
+    side = Path(vision) / "config.json"
+    if not side.is_file():
+        return world  # a frozen encoder: it sees whatever world it is shown
+    stored = read_json(side, "--vision")
+    if not isinstance(stored, dict):
+        raise InputError(f"--vision {vision}: config.json is not a JSON object")
+    v_world, v_seed = stored.get("world") or "cave", stored.get("world_seed", 0)
+    if (v_world, v_seed) != (world, world_seed):
+        raise InputError(
+            f"--vision {vision}: a run of world {v_world!r} (seed {v_seed}), but --text-run "
+            f"{text_run} is of world {world!r} (seed {world_seed}); both runs must share one world"
+        )
+    return world
+
+
 def own_pairs(cfg: CaptionBuildConfig, text_run: Any, progress: bool) -> tuple | None:
     """``(image pairs, text pairs)``: each run's own positive pairs, embedded by it
     (:func:`prh.training.moving.run_positive_pairs`), when ``cfg`` matches pair-free with the
@@ -550,7 +584,7 @@ def build_caption_run(
     if run.config.is_lm:
         raise InputError(f"{text_run}: a next-token run; captioning needs a text JEPA run")
     wseed = run.config.world_seed if cfg.world_seed is None else int(cfg.world_seed)
-    world_name = run.config.world or "cave"
+    world_name = check_build_worlds(text_run, run.config, cfg.vision, wseed)
     world = make_world(world_name, seed=wseed)
     train_scenes = world.split("train")
     if max(cfg.n_pairs, cfg.decoder_scenes) > len(train_scenes):

@@ -42,6 +42,7 @@ from prh.bridge.projector import VisionProjector
 from prh.caption.condition import ConditionNormalizer
 from prh.errors import CheckpointError, InputError
 from prh.io import read_tensors
+from prh.jsonio import read_json
 
 __all__ = [
     "CAPTION_DIR",
@@ -283,7 +284,7 @@ def caption_folder(run_dir: str | os.PathLike[str]) -> Path:
 
 def read_manifest(folder: Path) -> dict[str, Any]:
     try:
-        info = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+        info = read_json(folder / MANIFEST)
     except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
         raise CheckpointError(f"{folder / MANIFEST}: not valid JSON ({e})") from None
     if not isinstance(info, dict) or info.get("format") != FORMAT:
@@ -359,8 +360,8 @@ def load_captioner(
     projector = VisionProjector.load(folder)
     gallery_emb = read_tensors(folder / "gallery.safetensors")["embeddings"]
     try:
-        gallery = json.loads((folder / "gallery.json").read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as e:
+        gallery = read_json(folder / "gallery.json")
+    except (OSError, ValueError) as e:
         raise CheckpointError(f"{folder}/gallery.json: unreadable ({e})") from None
     if len(gallery) != len(gallery_emb) or gallery_emb.shape[1] != dcfg.cond_dim:
         raise CheckpointError(

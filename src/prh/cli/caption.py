@@ -12,13 +12,13 @@ the decoder on captions alone and writes RUN/caption/.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
 from pathlib import Path
 
 from prh.cli._args import positive_int, seed
+from prh.jsonio import read_json
 from prh.world.registry import world_names
 
 DEFAULT_MAX_IMAGE_MB = 10
@@ -199,7 +199,7 @@ def run(args: argparse.Namespace) -> int:
 def _check_build(args: argparse.Namespace) -> list[Path]:
     """Refuse bad --build flags; return the inputs (the text run)."""
     from prh.errors import InputError
-    from prh.io import check_output_dir
+    from prh.io import check_output_dir, refuse_input_overwrite
 
     if args.text_run is None or args.out is None:
         raise InputError("--build needs --text-run RUN (a prh train run) and --out RUN")
@@ -216,8 +216,13 @@ def _check_build(args: argparse.Namespace) -> list[Path]:
     if not lo <= args.image_size <= hi:
         raise InputError(f"--image-size must be {lo} to {hi} pixels, got {args.image_size}")
     _need_folder(args.text_run, "--text-run", "a prh train run folder")
+    inputs = [args.text_run]
+    if args.vision and Path(args.vision).is_dir():  # a prh image run or a model folder
+        inputs.append(Path(args.vision))
+    # --out resolved (symlinks, ``..``) against every input folder before it is made or locked
+    refuse_input_overwrite({"--out": args.out}, inputs)
     check_output_dir(args.out, "--out")
-    return [args.text_run]
+    return inputs
 
 
 def _check_run(args: argparse.Namespace) -> list[Path]:
@@ -395,7 +400,7 @@ def _build(args: argparse.Namespace) -> int:
         pair_free_method=args.pair_free_method,
         progress=not args.no_progress,
     )
-    info = json.loads((out / "caption" / "caption.json").read_text())
+    info = read_json(out / "caption" / "caption.json")
     print(
         f"{out}: caption run ({info['vision']} -> {info['map']['kind']} map -> decoder), "
         f"map R^2 {info['map']['r2_train']:.3f}, gap {info['gap']:.4f}, "

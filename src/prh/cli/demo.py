@@ -15,6 +15,7 @@ captioner) -> OUT/report.html and OUT/summary.json. A rerun reuses every finishe
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from prh.cli._args import local_workers, positive_int, seed
 
@@ -79,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
     cfg = demo_config(preset, seed=args.seed, workers=args.workers, samples=args.samples,
                       world=args.world, control=control)  # fmt: skip
     out = check_output_dir(args.out, "--out")
+    check_demo_folder(out)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -92,3 +94,23 @@ def run(args: argparse.Namespace) -> int:
     for c in summary["claims"]:
         print(f"  [{c['label']}] {c['evidence']}")
     return 0
+
+
+# What a demo writes first (demo.json) or last (summary.json), and its per-step cache.
+DEMO_MARKERS = ("demo.json", "summary.json", "steps")
+
+
+def check_demo_folder(out: Path) -> None:
+    """Refuse an ``--out`` that exists, holds files and is not a demo's folder (a ``prh train``
+    run, say): the demo would write its steps and runs among them (issue 36)."""
+    from prh.errors import InputError
+
+    if not out.is_dir():
+        return
+    entries = sorted(p.name for p in out.iterdir())
+    if entries and not any((out / m).exists() for m in DEMO_MARKERS):
+        what = " (a prh train run)" if "config.json" in entries else ""
+        raise InputError(
+            f"--out {out}: not a demo folder{what}: it holds {entries[0]!r} and no demo.json; "
+            "give a new or empty folder, or one a demo wrote"
+        )

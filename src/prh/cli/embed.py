@@ -42,6 +42,7 @@ from prh.cli._args import (
     positive_int,
     seed,
 )
+from prh.jsonio import read_json
 from prh.world.registry import world_names
 
 
@@ -322,6 +323,7 @@ def run(args: argparse.Namespace) -> int:
     src = _open_source(args)
     if not single:
         Path(args.out_dir).mkdir(parents=True, exist_ok=True)
+        check_reused(args, entries, outs, src)
     for entry, out in zip(entries, outs):
         if not single and out.exists() and not args.force:
             print(f"skip {entry.name}: {out} exists (--force remakes it)")
@@ -459,14 +461,10 @@ def _open_source(args: argparse.Namespace) -> _Source:
     return _Source("dataset", rows, source)
 
 
-def _embed_one(args: argparse.Namespace, entry, out: Path, src: _Source) -> None:
-    """Load one encoder, embed the source, write ``out`` and print one line."""
-    from prh.encoders import load_encoder
-    from prh.encoders.embed import EmbedConfig, embed_corpus, embed_dataset, embed_world
-    from prh.progress import Progress
+def _embed_config(args: argparse.Namespace, src: _Source):
+    from prh.encoders.embed import EmbedConfig
 
-    threads = args.threads or len(os.sched_getaffinity(0))
-    cfg = EmbedConfig(
+    return EmbedConfig(
         modality=args.modality,
         captions_per_scene=args.captions_per_scene,
         caption_seed=args.caption_seed,
@@ -475,6 +473,58 @@ def _embed_one(args: argparse.Namespace, entry, out: Path, src: _Source) -> None
         batch_size=args.batch_size,
         caption_index=args.caption_index if src.kind == "corpus" else 0,
     )
+
+
+# What a reused file's metadata must share with this command's (the model is its file name).
+REUSE_KEYS = ("input", "source", "config")
+
+
+def check_reused(args: argparse.Namespace, entries, outs, src: _Source) -> None:
+    """Before any model is embedded: each file ``--models`` would skip (it exists, no
+    ``--force``) must have been made from this source, input and embedding config, as its
+    metadata records; else one line naming the file, what made it and what this run asks."""
+    from prh.errors import InputError
+    from prh.features import load_features
+
+    if args.force:
+        return
+    config = json.dumps(_config_record(_embed_config(args, src)))
+    want = {"input": args.modality, "source": src.source, "config": _reuse_config(config)}
+    for entry, out in zip(entries, outs):
+        if not out.exists():
+            continue
+        have = dict(load_features(out).metadata)
+        have["config"] = _reuse_config(have.get("config"))
+        diff = [k for k in REUSE_KEYS if have.get(k) != want[k]]
+        if diff:
+            k = diff[0]
+            raise InputError(
+                f"--out-dir: {out} ({entry.name}) was made with {k} {have.get(k)!r}, this run "
+                f"asks for {want[k]!r}; --force remakes it, or choose another --out-dir"
+            )
+
+
+def _reuse_config(text: str | None) -> str | None:
+    """A file's recorded embedding config without its batch size (rows are embedded one by
+    one; the batch changes no feature)."""
+    try:
+        record = json.loads(text) if text else None
+    except ValueError:
+        return text
+    if not isinstance(record, dict):
+        return text
+    record.pop("batch_size", None)
+    return json.dumps(record, sort_keys=True)
+
+
+def _embed_one(args: argparse.Namespace, entry, out: Path, src: _Source) -> None:
+    """Load one encoder, embed the source, write ``out`` and print one line."""
+    from prh.encoders import load_encoder
+    from prh.encoders.embed import embed_corpus, embed_dataset, embed_world
+    from prh.progress import Progress
+
+    threads = args.threads or len(os.sched_getaffinity(0))
+    cfg = _embed_config(args, src)
     options = _encoder_options(args, _uses_torch_options(args, [entry]))
     modality = "text" if args.modality == "text" else "image"
     t0 = time.perf_counter()
@@ -641,7 +691,7 @@ def _run_train_config(model: str) -> dict:
     if not is_run_dir(path):
         return {}
     try:
-        stored = json.loads((path / "config.json").read_text())
+        stored = read_json(path / "config.json")
         out = stored.get("train", stored)
         return out if isinstance(out, dict) else {}
     except (OSError, ValueError, TypeError, AttributeError):
@@ -658,7 +708,7 @@ def _run_world_seed(model: str) -> int:
     if not is_run_dir(path):
         return 0
     try:
-        stored = json.loads((path / "config.json").read_text())
+        stored = read_json(path / "config.json")
         return int(stored.get("train", stored).get("world_seed", 0))
     except (OSError, ValueError, TypeError, AttributeError):
         return 0  # load_run reports a broken run directory with a clear message

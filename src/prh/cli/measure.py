@@ -544,8 +544,29 @@ def _bpb_of(files: _Files, xs: list[Path]) -> list[float]:
                 f"--bpb-plot: {x} stores no bpb (embed a causal language model with prh embed,"
                 " or use the reference's language feature files)"
             )
-        out.append(float(value))
+        out.append(_bpb_value(value, x))
     return out
+
+
+MAX_BPB = 1000.0  # bits per byte: 8 is a uniform guess over bytes; far above any real model
+
+
+def _bpb_value(value: object, x: Path) -> float:
+    """A stored bpb as a number in ``(0, MAX_BPB]`` (NaN, infinity, <= 0 or a huge value drew
+    an empty, a wrong or no plot: issue 36)."""
+    import math
+
+    from prh.errors import InputError
+
+    try:
+        bpb = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        bpb = math.nan
+    if not (0 < bpb <= MAX_BPB):  # NaN fails too
+        raise InputError(
+            f"--bpb-plot: {x} stores bpb {value!r}; expected a finite number in (0, {MAX_BPB:g}]"
+        )
+    return bpb
 
 
 def _print_all(args, acc: _Matrix, names, x_names: list[str], y_names: list[str]) -> None:

@@ -125,8 +125,10 @@ def run(args: argparse.Namespace) -> int:
 
     from prh.serve.app import create_app
     from prh.serve.colour import ColourCaptioner
+    from prh.serve.limits import uvicorn_limits
     from prh.serve.runinfo import captioner_name, load_run_captioner, run_world
     from prh.serve.scenes import SceneSource
+    from prh.world.registry import world_names
 
     if args.captioner == "run" and args.run is None:
         raise InputError("--run RUN is required (a demo run folder), or use --captioner colour")
@@ -134,6 +136,12 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--run {args.run}: no such folder; make one with `prh demo`")
     if args.run is not None and not args.run.is_dir():
         raise InputError(f"--run {args.run}: is a file, expected a demo run folder")
+    world_name, run_seed = run_world(args.run)
+    if world_name not in world_names():  # else every /api/scene would fail (issue 36)
+        raise InputError(
+            f"--run {args.run}: its manifest names world {world_name[:40]!r}; expected one of "
+            f"{', '.join(world_names())}"
+        )
     _check_port_free(args.host, args.port)
 
     t0 = time.perf_counter()
@@ -146,7 +154,6 @@ def run(args: argparse.Namespace) -> int:
     captioner.caption(np.full((224, 224, 3), 127, dtype=np.uint8))
     load_s = time.perf_counter() - t0
 
-    world_name, run_seed = run_world(args.run)
     world_seed = args.world_seed if args.world_seed is not None else run_seed
     app = create_app(
         captioner,
@@ -165,5 +172,6 @@ def run(args: argparse.Namespace) -> int:
             f"prh serve: warning: listening on {args.host}, reachable from other machines",
             file=sys.stderr,
         )
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False,
+                **uvicorn_limits())  # fmt: skip
     return 0

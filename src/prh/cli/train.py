@@ -258,11 +258,15 @@ TEXT_FLAGS = ("preset", "max_len", "world_themes", "theme_strength", "doc_captio
 def config_from_args(args: argparse.Namespace) -> TrainConfig:
     """The :class:`TrainConfig` a fresh ``prh train`` runs, key by key the last of: config
     defaults, the preset's, ``--config FILE``, ``--set`` (in order), the flags given."""
+    from prh.cli.train_checks import check_layer, flag_rules
     from prh.training.config_layers import layered_config, merge, parse_sets, read_config_file
 
-    lower = [read_config_file(args.config)] if args.config else []
+    # each layer's values pass the rules of the flags that set the same keys (issue 36)
+    lower, rules = [], flag_rules(add_arguments)
+    if args.config:
+        lower.append(check_layer(read_config_file(args.config), f"--config {args.config}", rules))
     if args.set:
-        lower.append(parse_sets(args.set))
+        lower.append(check_layer(parse_sets(args.set), "--set", rules))
     return layered_config([*lower, flag_layer(args, merge(lower))])
 
 
@@ -285,6 +289,7 @@ def flag_layer(args: argparse.Namespace, lower: dict[str, Any]) -> dict[str, Any
 def run(args: argparse.Namespace) -> int:
     import sys
 
+    from prh.cli.train_checks import check_eval_theory_world, check_fits_machine
     from prh.device import resolve_device
     from prh.io import check_output_dir
     from prh.training.api import read_run_config, train
@@ -294,7 +299,7 @@ def run(args: argparse.Namespace) -> int:
     if image_run_requested(args):
         return run_image(args)
     progress = not args.no_progress
-    resolve_device(args.device)  # one line for --device tpu, before any work
+    device = resolve_device(args.device)  # one line for --device tpu, before any work
     if args.resume:
         check_resume_out(args)
         if args.config or args.set:
@@ -312,6 +317,7 @@ def run(args: argparse.Namespace) -> int:
         cfg = config_from_args(args)
         if args.narration_stride is not None and not cfg.narration_len:  # given at its default
             raise InputError("--narration-stride applies to narrations: give --narration-len too")
+        check_fits_machine(cfg, on_cpu=device.type == "cpu")  # one line, before the folder
         check_output_dir(args.out, "--out")
         if args.corpus and not Path(args.corpus).exists():
             raise InputError(f"--corpus {args.corpus}: no such file or folder")
@@ -323,6 +329,7 @@ def run(args: argparse.Namespace) -> int:
                     raise InputError(f"{flag} {path}: is a folder, expected a feature file")
                 if not path.is_file():
                     raise InputError(f"{flag} {path}: no such file")
+        check_eval_theory_world(cfg)
         over = run_state(Path(args.out)) == "incomplete"
         run_dir = train(cfg, args.out, progress, device=args.device, threads=args.threads)
         if over:

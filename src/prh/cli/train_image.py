@@ -143,10 +143,12 @@ def run_image(args: argparse.Namespace) -> int:
     train, image = image_configs(args)
     if not args.out:
         raise InputError("give --out RUN (a new folder) or --resume RUN")
+    from prh.cli.train_checks import check_render_cache_fits
     from prh.io import check_output_dir
     from prh.training.image import train_scene_ids
 
-    train_scene_ids(train)  # --train-scenes beyond the world's split: refused, never clamped
+    n_scenes = len(train_scene_ids(train))  # beyond the world's split: refused, never clamped
+    check_render_cache_fits(n_scenes, image, args.render_cache or args.out)  # issue 36
     check_output_dir(args.out)
     for flag, given in (("--eval-features", args.eval_features),
                         ("--eval-theory", args.eval_theory)):  # fmt: skip

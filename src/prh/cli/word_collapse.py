@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from prh.jsonio import read_json
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("runs", nargs="+", metavar="RUN", help="text run folders (prh train)")
@@ -28,7 +30,7 @@ def check_text_run(run_dir: Path) -> None:
     if not run_dir.is_dir():
         raise InputError(f"{run_dir}: no such run folder")
     try:
-        stored = json.loads((run_dir / "config.json").read_text())
+        stored = read_json(run_dir / "config.json")
     except FileNotFoundError:
         raise InputError(f"{run_dir}: not a prh run folder (no config.json)") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:

@@ -76,6 +76,13 @@ def _scene_ids(world, spec: str) -> np.ndarray:
         raise InputError(
             f"--scenes {spec!r}: expected train, test, all or ids like 0,5,17"
         ) from None
+    if not ids:  # a file of no state, which no reader accepts (issue 36)
+        raise InputError(f"--scenes {spec!r}: names no state; expected ids like 0,5,17")
+    seen: set[int] = set()
+    for i in ids:  # a state twice would be two rows under one id
+        if i in seen:
+            raise InputError(f"--scenes {spec!r}: state {i} is listed twice")
+        seen.add(i)
     return world.check_ids(np.asarray(ids, dtype=np.int64))
 
 
@@ -112,6 +119,7 @@ def run(args: argparse.Namespace) -> int:
 def _spectrum(world, args: argparse.Namespace) -> int:
     from prh.theory.markov import theory_embedding
 
+    ids = _scene_ids(world, args.scenes) if args.out is not None else None  # refused first
     if args.modality is not None:
         return _modality(world, args)
     spec = world.spectrum(args.eigs)
@@ -127,7 +135,6 @@ def _spectrum(world, args: argparse.Namespace) -> int:
     if args.out is not None:
         from prh.features import save_features
 
-        ids = _scene_ids(world, args.scenes)
         G = theory_embedding(spec, args.k)[ids]
         meta = {"world": args.world, "config": str(world.config.to_dict()), "k": str(args.k),
                 "eigenvalues": " ".join(f"{v:.17g}" for v in ev[: args.k + 1])}  # fmt: skip

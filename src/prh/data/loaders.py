@@ -40,6 +40,7 @@ from pathlib import Path
 
 from prh.data.corpus import CaptionCorpus
 from prh.errors import InputError
+from prh.jsonio import loads
 
 FORMATS = ("coco", "karpathy", "flickr", "csv", "jsonl", "hf", "parquet")
 ID_COLUMNS = (
@@ -222,8 +223,8 @@ def _captions_of(value: object, where: str) -> list[str]:
         s = value.strip()
         if s.startswith("[") and s.endswith("]"):
             try:
-                parsed = json.loads(s)
-            except json.JSONDecodeError:
+                parsed = loads(s, "a list cell")
+            except ValueError:
                 parsed = None
             if isinstance(parsed, list):
                 return _captions_of(parsed, where)
@@ -270,7 +271,7 @@ def _load_json(p: Path, what: str) -> object:
         raise InputError(f"{p}: not JSON (starts with {head[0]!r}); expected a {what} file")
     text = _read_text(p, what=what)
     try:
-        return json.loads(text)
+        return loads(text, p)
     except json.JSONDecodeError as e:
         raise InputError(f"{p} line {e.lineno}: malformed JSON ({e.msg})") from None
 
@@ -407,7 +408,7 @@ def _read_jsonl(p: Path) -> tuple[Iterator[Row], dict]:
             if not line.strip():
                 continue
             try:
-                rec = json.loads(line)
+                rec = loads(line, f"{p} line {n}")
             except json.JSONDecodeError as e:
                 raise InputError(f"{p} line {n}: malformed JSON ({e.msg})") from None
             if isinstance(rec, dict) and "image" not in rec and "scene" in rec:

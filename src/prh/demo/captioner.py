@@ -10,7 +10,6 @@ features the ``vision`` step has already computed.
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 from prh.demo.context import Context
 from prh.demo.figures import fig
 from prh.demo.world import demo_world, scene_ids
+from prh.jsonio import read_json
 
 
 def demo_captioner(ctx: Context, good_run: Path, vision_train: Path) -> Any:
@@ -29,7 +29,7 @@ def demo_captioner(ctx: Context, good_run: Path, vision_train: Path) -> Any:
     manifest = folder / "caption.json"
     want = {"text_run": good_run.name, "decoder_steps": cfg.caption.decoder_steps}
     if manifest.is_file():
-        info = json.loads(manifest.read_text())
+        info = read_json(manifest)
         have = {
             "text_run": Path(info.get("text_run", "")).name,
             "decoder_steps": int((info.get("decoder_train") or {}).get("steps", 0)),

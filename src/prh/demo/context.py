@@ -5,7 +5,6 @@ Below every other demo module (it imports only :mod:`prh.demo.config` and :mod:`
 
 from __future__ import annotations
 
-import json
 import resource
 import time
 from collections.abc import Callable
@@ -15,6 +14,7 @@ from typing import Any
 
 from prh.demo.config import DemoConfig
 from prh.io import write_json
+from prh.jsonio import read_json
 
 
 def cpu_seconds() -> float:
@@ -46,7 +46,7 @@ class Context:
         """``OUT/steps/<name>.json`` if present, else ``fn()`` written there."""
         p = self.path("steps", f"{name}.json")
         if p.is_file():
-            return json.loads(p.read_text()), True
+            return read_json(p), True
         value = fn()
         write_json(p, value)
         return value, False

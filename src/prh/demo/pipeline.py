@@ -39,7 +39,6 @@ rewrites the report.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Callable
@@ -55,6 +54,7 @@ from prh.demo.modalities import step_modalities
 from prh.demo.report import write_outputs
 from prh.demo.world import check_world_sizes
 from prh.io import write_json
+from prh.jsonio import read_json
 
 N_STEPS = 13
 
@@ -63,7 +63,7 @@ def _record_cost(ctx: Context, name: str, wall: float, cpu: float) -> None:
     """Keep, per step, the costliest invocation in ``OUT/steps/costs-<hash>.json`` (a rerun that
     reuses a step's results costs seconds; the report shows what computing it took)."""
     p = ctx.path("steps", f"costs-{ctx.cfg.digest()}.json")
-    costs = json.loads(p.read_text()) if p.is_file() else {}
+    costs = read_json(p) if p.is_file() else {}
     old = costs.get(name, {"wall_s": 0.0, "cpu_s": 0.0})
     if cpu > old["cpu_s"]:
         costs[name] = {"wall_s": round(wall, 1), "cpu_s": round(cpu, 1)}

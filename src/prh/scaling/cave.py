@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from prh.errors import InputError
+from prh.jsonio import loads
 from prh.scaling.grid import Cell
 
 
@@ -80,7 +81,7 @@ def read_curve(run_dir: Path, key: str = "eval_mutual_knn") -> list[list[float]]
     if f.is_file():
         for line in f.read_text().splitlines():
             try:
-                r = json.loads(line)
+                r = loads(line, f)
             except ValueError:
                 continue  # a line cut by a kill
             if key in r:

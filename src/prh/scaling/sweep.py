@@ -36,6 +36,7 @@ from typing import Any
 
 from prh.errors import InputError
 from prh.io import write_json
+from prh.jsonio import loads, read_json
 from prh.provenance import expect_rows, sniff_json_lines
 from prh.scaling.backends import CellRunner
 from prh.scaling.executors import Executor, InProcess, LocalPool, run_cell
@@ -72,10 +73,12 @@ def read_results(path: str | os.PathLike[str], repair: bool = False) -> list[dic
                 good_end = pos
             continue
         try:
-            row = json.loads(line)
+            row = loads(line, f"{p} line {i + 1}")
             if not isinstance(row, dict):
                 raise ValueError("not an object")
             complete = not last  # a line is whole only when its newline was written
+        except InputError:
+            raise  # JSON nested or sized beyond the reader's bounds: say so, not "corrupted"
         except ValueError:
             row, complete = None, False
         if not complete:
@@ -131,7 +134,7 @@ def _check_sweep_json(out_dir: Path, desc: dict, has_results: bool) -> None:
     p = out_dir / SWEEP
     if p.exists() and has_results:
         try:
-            old = json.loads(p.read_text())
+            old = read_json(p)
         except ValueError:
             raise InputError(f"{p}: not valid JSON; remove it or use another --out") from None
         for key in ("grid", "backend", "options", "seed"):

@@ -60,6 +60,13 @@ class Captioner(Protocol):
     def caption(self, image: np.ndarray) -> Any: ...
 
 
+SECURITY_HEADERS = {
+    "x-content-type-options": "nosniff",
+    "content-security-policy": CSP,
+    "referrer-policy": "no-referrer",
+}
+
+
 def _error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status, headers=headers)
 
@@ -78,9 +85,9 @@ class _SecurityHeaders:
         async def send_with_headers(message: dict) -> None:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", []))
-                headers.append((b"x-content-type-options", b"nosniff"))
-                headers.append((b"content-security-policy", CSP.encode()))
-                headers.append((b"referrer-policy", b"no-referrer"))
+                have = {k.lower() for k, _ in headers}
+                headers += [(k.encode(), v.encode()) for k, v in SECURITY_HEADERS.items()
+                            if k.encode() not in have]  # fmt: skip
                 message = {**message, "headers": headers}
             await send(message)
 
@@ -175,6 +182,13 @@ def _error_handlers(app: FastAPI) -> None:
     async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
         return _error(422, "; ".join(str(e.get("msg", e)) for e in exc.errors()) or "bad request")
 
+    @app.exception_handler(Exception)
+    async def _server_error(request: Request, exc: Exception) -> JSONResponse:
+        # Starlette answers this from its outermost middleware, outside _SecurityHeaders: the
+        # headers are set here too, so no answer goes out without them.
+        log.error("request failed: %s: %s", type(exc).__name__, exc)
+        return _error(500, f"internal error: {type(exc).__name__}", SECURITY_HEADERS)
+
 
 def _info_routes(app: FastAPI, info: RunInfo, gate: _Gate, name: str) -> None:
     """The page, the health check, the run's summary and its plots."""
@@ -245,16 +259,14 @@ def _caption_route(
 
     @app.post("/api/caption")
     async def caption(request: Request) -> Response:
-        if gate.admitted >= gate.max_queue:  # refuse before reading the body, too
+        if gate.admitted >= gate.max_queue:  # refused before a byte of the body is read
             return busy()
-        data = await _read_upload(request, max_upload_bytes)
-        if isinstance(data, Response):
-            return data
-        if gate.admitted >= gate.max_queue:
-            return busy()
-        gate.admitted += 1
+        gate.admitted += 1  # counted while its body streams in: memory <= queue x upload limit
         t_arrive = time.perf_counter()
         try:
+            data = await _read_upload(request, max_upload_bytes)
+            if isinstance(data, Response):
+                return data
             async with gate.semaphore():
                 t_start = time.perf_counter()
                 image = await to_thread.run_sync(decode_image, data, limits)
@@ -282,8 +294,16 @@ def _caption_route(
         )
 
 
+class _TooBig(Exception):
+    """The body streamed past the upload limit."""
+
+
 async def _read_upload(request: Request, max_bytes: int) -> bytes | Response:
-    """The bytes of multipart field ``image``, or the error response to send instead."""
+    """The bytes of multipart field ``image``, or the error response to send instead.
+
+    The body streams straight into the multipart parser (which spools a file part to disk past
+    1 MiB), counted on the way: no second copy of it is held in memory, so an admitted upload
+    costs about its own size once read (issue 36)."""
     limit = max_bytes + MULTIPART_SLACK
     too_big = f"upload is larger than the limit of {max_bytes} bytes"
     ctype = request.headers.get("content-type", "")
@@ -291,25 +311,27 @@ async def _read_upload(request: Request, max_bytes: int) -> bytes | Response:
         return _error(415, "expected multipart/form-data with a file field 'image'")
     declared = request.headers.get("content-length")
     if declared is not None:
-        if not declared.strip().isdigit():
+        if not (declared.strip().isascii() and declared.strip().isdigit()):
             return _error(400, f"bad Content-Length {declared[:20]!r}")
         if int(declared) > limit:
             return _error(413, too_big)
     # Count while streaming: a client may lie about, or omit, Content-Length (chunked encoding).
-    body = bytearray()
+    seen = 0
+
+    async def counted() -> dict[str, Any]:
+        nonlocal seen
+        message = await request.receive()
+        seen += len(message.get("body", b""))
+        if seen > limit:
+            raise _TooBig
+        return message
+
     try:
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > limit:
-                return _error(413, too_big)
+        form = await Request(request.scope, counted).form(max_files=1, max_fields=8)
+    except _TooBig:
+        return _error(413, too_big)
     except ClientDisconnect:
         return _error(400, "client went away before the upload was complete")
-
-    async def replay() -> dict[str, Any]:
-        return {"type": "http.request", "body": bytes(body), "more_body": False}
-
-    try:
-        form = await Request(request.scope, replay).form(max_files=1, max_fields=8)
     except StarletteHTTPException as e:
         return _error(400, f"malformed multipart body: {e.detail}")
     except Exception as e:  # the multipart parser's own errors

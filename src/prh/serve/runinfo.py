@@ -15,6 +15,7 @@ from typing import Any
 
 from prh.errors import InputError, PrhError
 from prh.io import json_safe
+from prh.jsonio import read_json
 from prh.provenance import expect_format
 
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\.png$")
@@ -76,7 +77,7 @@ def read_run_info(run_dir: str | Path | None) -> RunInfo:
         if path.stat().st_size > _MAX_SUMMARY_BYTES:
             raise InputError(f"{path}: larger than {_MAX_SUMMARY_BYTES} bytes")
         try:
-            summary = json.loads(path.read_text(encoding="utf-8"))
+            summary = read_json(path)
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise InputError(f"{path}: not valid JSON ({e})") from None
         if not isinstance(summary, dict):
@@ -121,8 +122,8 @@ def run_world(run_dir: Path | None) -> tuple[str, int]:
         return "cave", 0
     for path in (run_dir / "caption" / "caption.json", run_dir / "config.json"):
         try:
-            cfg = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+            cfg = read_json(path)
+        except (OSError, ValueError):
             continue
         if not isinstance(cfg, dict):
             continue

@@ -27,7 +27,7 @@ def parse_seed(text: str | None) -> int:
     if text is None or text == "":
         raise InputError("seed is required: /api/scene?seed=S with S an integer in [0, 2147483647]")
     t = text.strip()
-    if not t.isdigit() or len(t) > 10:
+    if not (t.isascii() and t.isdigit()) or len(t) > 10:  # '²' is a Unicode digit int() refuses
         raise InputError(f"seed must be an integer in [0, {MAX_SEED}], got {text[:40]!r}")
     value = int(t)
     if value > MAX_SEED:

@@ -22,6 +22,7 @@ import torch
 
 from prh.errors import CheckpointError
 from prh.io import atomic_write, canonical_safetensors, write_json
+from prh.jsonio import read_json
 
 FORMAT = "prh-checkpoint/1"
 _NAME = re.compile(r"^step_(\d{8})\.json$")
@@ -135,7 +136,7 @@ def load_checkpoint(sidecar: Path) -> Checkpoint:
 
     sidecar = Path(sidecar)
     try:
-        meta = json.loads(sidecar.read_text())
+        meta = read_json(sidecar)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise CheckpointError(f"{sidecar}: not a readable checkpoint sidecar ({e})") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:

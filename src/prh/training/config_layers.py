@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from prh.errors import InputError
+from prh.jsonio import read_json
 from prh.training.config import PRESET_DEFAULTS, TrainConfig
 
 # Written by a run, recomputed from the other keys: accepted in a file, never applied.
@@ -104,7 +105,7 @@ def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     if not p.is_file():
         raise InputError(f"{where}: {'is a folder' if p.is_dir() else 'no such file'}")
     try:
-        d = json.loads(p.read_text(encoding="utf-8"))
+        d = read_json(p)
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise InputError(f"{where}: not JSON ({e})") from None
     if not isinstance(d, dict):

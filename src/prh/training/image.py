@@ -27,6 +27,7 @@ import torch
 from torch import nn
 
 from prh.errors import CheckpointError, InputError
+from prh.jsonio import read_json
 from prh.models import BackboneEncoder, ImageEncoder, ModelConfig, layers_with_embedding
 from prh.training.config import TrainConfig, check_batch
 from prh.training.distributed import DistInfo, gather_rows
@@ -171,7 +172,7 @@ def build_image_model(
 def read_image_config(run_dir: Path) -> tuple[TrainConfig, ImageConfig, dict[str, Any]]:
     """The stored configs of an image run (one :class:`CheckpointError` if not one)."""
     try:
-        stored = json.loads((run_dir / "config.json").read_text())
+        stored = read_json(run_dir / "config.json")
         task, train = ImageTask().restored(stored)
     except (OSError, json.JSONDecodeError, KeyError, TypeError, InputError) as e:
         raise CheckpointError(f"{run_dir}: not a prh image run directory ({e})") from None
@@ -181,8 +182,8 @@ def read_image_config(run_dir: Path) -> tuple[TrainConfig, ImageConfig, dict[str
 def is_image_run(run_dir: str | os.PathLike[str]) -> bool:
     """Whether ``run_dir/config.json`` describes an image or sketch run."""
     try:
-        stored = json.loads((Path(run_dir) / "config.json").read_text())
-    except (OSError, json.JSONDecodeError):
+        stored = read_json(Path(run_dir) / "config.json")
+    except (OSError, ValueError):
         return False
     return isinstance(stored, dict) and stored.get("modality") in ("image", "sketch")
 

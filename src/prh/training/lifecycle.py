@@ -26,6 +26,7 @@ from torch import nn
 from prh.device import resolve_device
 from prh.errors import CheckpointError, InputError, TrainingError
 from prh.io import atomic_write, canonical_safetensors, write_json
+from prh.jsonio import read_json
 from prh.locks import output_lock
 from prh.models import ModelConfig
 from prh.training import checkpoint as ckpt
@@ -252,7 +253,7 @@ def read_stored(run_dir: Path) -> dict[str, Any]:
             )
         raise CheckpointError(f"{run_dir}: not a prh run directory (no config.json)")
     try:
-        return json.loads(path.read_text())
+        return read_json(path)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise CheckpointError(f"{path}: unreadable ({e})") from None
 
@@ -365,7 +366,7 @@ def load_run(
     """
     run = Path(run_dir)
     try:
-        stored = json.loads((run / "config.json").read_text())
+        stored = read_json(run / "config.json")
         mcfg = ModelConfig.from_dict(stored["model"])
     except (OSError, json.JSONDecodeError, KeyError, TypeError, InputError) as e:
         raise CheckpointError(f"{run}: not a prh run directory ({e})") from None

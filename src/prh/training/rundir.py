@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from prh.io import atomic_write, write_json
+from prh.jsonio import loads, read_json
 
 MODEL_FILE = "model.safetensors"  # the finished model's weights
 MODEL_FORMAT = "prh-model/1"
@@ -85,7 +86,7 @@ def write_meta(run_dir: Path, *, seed: int, device: str, threads: int, world_siz
     path = run_dir / "meta.json"
     now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     if path.exists():
-        meta = json.loads(path.read_text())
+        meta = read_json(path)
         src = prh_source()
         meta.setdefault("resumes", []).append(
             {
@@ -126,9 +127,9 @@ class MetricsLog:
             kept = []
             for line in path.read_text().splitlines():
                 try:
-                    if json.loads(line).get("step", 0) <= resume_step:
+                    if loads(line, path).get("step", 0) <= resume_step:
                         kept.append(line)
-                except json.JSONDecodeError:
+                except ValueError:
                     continue  # a line cut by a kill
             with atomic_write(path, "w") as f:
                 f.write("".join(k + "\n" for k in kept))
@@ -143,7 +144,7 @@ def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
     path = Path(run_dir) / "metrics.jsonl"
     if not path.exists():
         return []
-    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    return [loads(x, path) for x in path.read_text().splitlines() if x.strip()]
 
 
 # Files a run writes; anything else in a folder means it is not (only) a prh run.
@@ -192,8 +193,8 @@ def _is_run_config(path: Path) -> bool:
     if not path.exists():
         return True
     try:
-        data = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        data = read_json(path)
+    except (OSError, UnicodeDecodeError, ValueError):
         return False
     return isinstance(data, dict) and isinstance(data.get("train"), dict)
 
@@ -234,7 +235,7 @@ def clear_incomplete(run_dir: Path) -> None:
 def read_meta(run_dir: Path) -> dict[str, Any]:
     """``meta.json`` of a run (``{}`` when absent or unreadable)."""
     try:
-        meta = json.loads((Path(run_dir) / "meta.json").read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        meta = read_json(Path(run_dir) / "meta.json")
+    except (OSError, UnicodeDecodeError, ValueError):
         return {}
     return meta if isinstance(meta, dict) else {}

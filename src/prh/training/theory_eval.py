@@ -76,6 +76,11 @@ def theory_target(task: Any, cfg: TrainConfig) -> TheoryTarget | None:
     if bad.any():
         raise InputError(f"{where}: row {int(bad.argmax())} holds NaN or infinity")
     world = make_world(cfg.world, seed=cfg.world_seed)
+    if getattr(world, "gap_k", None) is None:  # the still cave: Pi = diag(p), no gap at any k
+        raise InputError(
+            f"{where}: world {cfg.world} has no theory embedding (its pair kernel has no gap); "
+            "--eval-theory needs a world that moves (--world moving or moving-literal)"
+        )
     states = []
     for row, s in enumerate(target.ids):
         if not (s.startswith("scene_") and s[6:].isdigit()) or int(s[6:]) >= world.num_scenes:
