@@ -107,3 +107,53 @@ def test_unknown_null_stop_is_refused():
     a = np.random.default_rng(0).standard_normal((20, 3))
     with pytest.raises(InputError, match="unknown null stop 'sometimes'"):
         measure(a, a, k=3, null=5, null_stop="sometimes")
+
+
+def test_cli_matrix_with_adaptive_null_prints_its_cost_first(tmp_path, capsys):
+    """`prh measure --x --y --null 400 --null-stop adaptive`: the estimate on stderr before the
+    first cell, the draws made per cell in the JSON, each cell's p-value that of a fixed run with
+    that many draws."""
+    import json
+
+    import prh.cli as cli
+
+    rng = np.random.default_rng(0)
+    base = rng.standard_normal((80, 1, 6)).astype(np.float32)
+    for name, noise in (("x0", 0.3), ("x1", 5.0), ("y0", 0.3)):
+        np.save(tmp_path / f"{name}.npy", base + noise * rng.standard_normal((80, 2, 6)))
+    x, y, out = [tmp_path / "x0.npy", tmp_path / "x1.npy"], tmp_path / "y0.npy", tmp_path / "m.json"
+    argv = ["measure", "--x", *x, "--y", y, "--k", "5", "--null", "400", "--json", out]
+    assert cli.main([*map(str, argv), "--null-stop", "adaptive"]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("prh measure: estimated cost of 2 cells")
+    assert "null up to 3,200 layer-pair draws" in err  # 2 cells x 4 pairs x 400
+    doc = json.loads(out.read_text())
+    draws = doc["matrices"]["mutual_knn"]["null_draws"]
+    assert draws[0][0] == 125 and draws[1][0] < 400  # decided early both ways
+    for cell in doc["results"]:
+        fixed = measure(np.load(cell["x"]), np.load(cell["y"]), k=5, null=cell["null"], seed=0)
+        assert cell["p_value"] == fixed.p_value and cell["null_stop"] == "adaptive"
+
+
+@pytest.mark.parametrize("value", ["0", "-3"])
+def test_cli_null_zero_or_negative_is_one_line(tmp_path, bad_input, value):
+    a = np.random.default_rng(0).standard_normal((20, 4)).astype(np.float32)
+    np.save(tmp_path / "a.npy", a)
+    line = bad_input(
+        ["measure", tmp_path / "a.npy", tmp_path / "a.npy", "--null", value, "--json",
+         tmp_path / "m.json"], inputs=[tmp_path / "a.npy"],
+    )  # fmt: skip
+    assert "--null" in line and "positive integer" in line
+    assert not (tmp_path / "m.json").exists()
+
+
+def test_cost_counts_the_work_of_a_matrix():
+    from prh.metrics.cost import describe, estimate_matrix
+
+    c = estimate_matrix("mutual_knn", 200, 16, [3, 2], [4, 4, 1], null=100)
+    assert c.pair_draws == (3 + 2) * (4 + 4 + 1) * 100
+    assert c.preparations == 3 + 2 + 4 + 4 + 1
+    assert 0 < c.prepare_s and 0 < c.null_s < c.total_s
+    assert "4,500 layer-pair draws" in describe([c], 6, 100, adaptive=False)
+    kernel = estimate_matrix("cka", 50, 8, [1], [2], null=10, distinct_files=2)
+    assert kernel.pair_draws == 20 and kernel.pair_draw_us > 0

@@ -115,7 +115,17 @@ def _statistics_flags(parser: argparse.ArgumentParser) -> None:
         "--k", type=positive_int, default=10, help="neighbours for kNN metrics (default 10)"
     )
     parser.add_argument(
-        "--null", type=nonnegative_int, default=0, help="permutations for the null (default 0)"
+        "--null",
+        type=positive_int,
+        default=0,
+        help="permutations for the null, the cap with --null-stop adaptive (default: no null)",
+    )
+    parser.add_argument(
+        "--null-stop",
+        choices=("fixed", "adaptive"),
+        default="fixed",
+        help="fixed: all --null draws; adaptive: stop once the 99%% interval of the p-value is"
+        " wholly below or above 0.05, checked every 25 draws (default fixed)",
     )
     parser.add_argument(
         "--bootstrap", type=nonnegative_int, default=0, help="bootstrap resamples (default 0)"
@@ -421,6 +431,7 @@ class _Matrix:
 
         self.scores, self.cis = full(), full(2)  # (X, Y), (X, Y, low/high)
         self.calibrated, self.p_values, self.critical = full(), full(), full()
+        self.draws = full()  # null draws made per cell (fewer than --null after an adaptive stop)
         self.best = {m: np.zeros((nx, ny, 2), dtype=np.int64) for m in names}  # (layer x, y)
 
     def put(self, name: str, i: int, j: int, r: Any) -> None:
@@ -431,13 +442,15 @@ class _Matrix:
             self.calibrated[name][i, j] = r.calibrated
             self.p_values[name][i, j] = r.p_value
             self.critical[name][i, j] = r.null_critical
+            self.draws[name][i, j] = r.n_null
 
     def tables(self, name: str, args: argparse.Namespace) -> list[tuple[str, Any]]:
         """(title, table) of everything measured for one metric, raw score first."""
         out = [("", self.scores[name])]
         if args.null:
             out += [("calibrated (score - null 95% quantile)", self.calibrated[name])]
-            out += [(f"p-value ({args.null} shuffles)", self.p_values[name])]
+            up_to = "up to " if args.null_stop == "adaptive" else ""
+            out += [(f"p-value ({up_to}{args.null} shuffles)", self.p_values[name])]
         if args.bootstrap:
             out += [("95% interval, low", self.cis[name][..., 0])]
             out += [("95% interval, high", self.cis[name][..., 1])]
@@ -470,7 +483,7 @@ def _measure_all(args, xs, ys, x_names, y_names, names, options, files):
                     preprocess_features=False,  # done once per file above
                     options=options, name_a=str(x), name_b=str(y),
                     cache=caches.get(name), cache_keys=(str(x), key_y),
-                    progress=not args.no_progress, label=cell,
+                    progress=not args.no_progress, label=cell, null_stop=args.null_stop,
                 )  # fmt: skip
                 acc.put(name, i, j, r)
                 if not matrix:
@@ -513,6 +526,8 @@ def run(args: argparse.Namespace) -> int:
         if models is not None:
             _check_rows(files, side, flag)
     bpb = _bpb_of(files, xs) if args.bpb_plot else []
+    if len(xs) * len(ys) > 1 and args.null and not args.no_progress:
+        _print_cost(args, files, xs, ys, names, options)
     acc, results = _measure_all(args, xs, ys, x_names, y_names, names, options, files)
     if len(xs) * len(ys) > 1:
         _print_all(args, acc, names, x_names, y_names)
@@ -530,6 +545,22 @@ def run(args: argparse.Namespace) -> int:
 
     write_all(out)  # the outputs are one result: all written, or none (a full disk names one)
     return 0
+
+
+def _print_cost(args, files: _Files, xs, ys, names, options) -> None:
+    """The matrix's work and estimated time, on stderr, before the first cell."""
+    from prh.metrics.cost import describe, estimate_matrix
+
+    shapes = {p: files.get(p, None)[1].shape for p in [*xs, *ys]}  # (N, L, D) each
+    n, width = shapes[xs[0]][0], max(s[2] for s in shapes.values())
+    lx, ly = [shapes[x][1] for x in xs], [shapes[y][1] for y in ys]
+    count = len(shapes)
+    costs = [
+        estimate_matrix(m, n, width, lx, ly, args.null, options, distinct_files=count)
+        for m in names
+    ]
+    text = describe(costs, len(xs) * len(ys), args.null, args.null_stop == "adaptive")
+    print(f"prh measure: {text}", file=sys.stderr, flush=True)
 
 
 def _bpb_of(files: _Files, xs: list[Path]) -> list[float]:
@@ -584,6 +615,7 @@ def _json_file(args, acc: _Matrix, results, names, sides) -> bytes:
                 "calibrated": acc.calibrated[m].tolist() if args.null else None,
                 "p_values": acc.p_values[m].tolist() if args.null else None,
                 "null_critical": acc.critical[m].tolist() if args.null else None,
+                "null_draws": acc.draws[m].tolist() if args.null else None,
             }
             for m in names
         },
@@ -650,6 +682,7 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "k": args.k,
         "null": args.null,
+        "null_stop": args.null_stop,
         "bootstrap": args.bootstrap,
         "layers": list(args.layers) if args.layers else None,
         "clamp": "none (no preprocessing)" if args.no_preprocess else args.clamp,
