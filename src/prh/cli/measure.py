@@ -420,81 +420,47 @@ def _print_matrix(title: str, table, names_x: list[str], n_y: int) -> None:
         print(f"{name:<{width}}  {cells}")
 
 
-class _Matrix:
-    """Per-metric (X, Y) tables filled cell by cell: raw scores, best layers, null, interval."""
-
-    def __init__(self, names: tuple[str, ...], nx: int, ny: int) -> None:
-        import numpy as np
-
-        def full(*tail: int) -> dict[str, Any]:
-            return {m: np.full((nx, ny, *tail), np.nan) for m in names}
-
-        self.scores, self.cis = full(), full(2)  # (X, Y), (X, Y, low/high)
-        self.calibrated, self.p_values, self.critical = full(), full(), full()
-        self.draws = full()  # null draws made per cell (fewer than --null after an adaptive stop)
-        self.best = {m: np.zeros((nx, ny, 2), dtype=np.int64) for m in names}  # (layer x, y)
-
-    def put(self, name: str, i: int, j: int, r: Any) -> None:
-        self.scores[name][i, j], self.best[name][i, j] = r.score, r.layers
-        if r.ci is not None:
-            self.cis[name][i, j] = r.ci
-        if r.calibrated is not None:
-            self.calibrated[name][i, j] = r.calibrated
-            self.p_values[name][i, j] = r.p_value
-            self.critical[name][i, j] = r.null_critical
-            self.draws[name][i, j] = r.n_null
-
-    def tables(self, name: str, args: argparse.Namespace) -> list[tuple[str, Any]]:
-        """(title, table) of everything measured for one metric, raw score first."""
-        out = [("", self.scores[name])]
-        if args.null:
-            out += [("calibrated (score - null 95% quantile)", self.calibrated[name])]
-            up_to = "up to " if args.null_stop == "adaptive" else ""
-            out += [(f"p-value ({up_to}{args.null} shuffles)", self.p_values[name])]
-        if args.bootstrap:
-            out += [("95% interval, low", self.cis[name][..., 0])]
-            out += [("95% interval, high", self.cis[name][..., 1])]
-        return out
+def _tables(acc: Any, name: str, args: argparse.Namespace) -> list[tuple[str, Any]]:
+    """(title, table) of everything measured for one metric, raw score first."""
+    out = [("", acc.scores[name])]
+    if args.null:
+        out += [("calibrated (score - null 95% quantile)", acc.calibrated[name])]
+        up_to = "up to " if args.null_stop == "adaptive" else ""
+        out += [(f"p-value ({up_to}{args.null} shuffles)", acc.p_values[name])]
+    if args.bootstrap:
+        out += [("95% interval, low", acc.ci[name][..., 0])]
+        out += [("95% interval, high", acc.ci[name][..., 1])]
+    return out
 
 
-def _measure_all(args, xs, ys, x_names, y_names, names, options, files):
-    """Every (X, Y) cell and metric: the filled :class:`_Matrix` and the per-cell results."""
-    from prh.metrics import measure
-    from prh.metrics.api import KNN_METRICS
+def _measure_all(args, xs, ys, x_names, y_names, names, options, files, lists):
+    """Every (X, Y) cell and metric (:func:`prh.metrics.matrix.measure_matrix` on the files):
+    the filled :class:`~prh.metrics.matrix.MatrixResult` and the per-cell results."""
+    from prh.metrics.matrix import Cell, measure_matrix
 
-    matrix = len(xs) * len(ys) > 1
-    # Each file's neighbour lists (N x k) or SVCCA basis (N x cca_dim) serve every pair it is in
-    # (X = Y included), the lists every kNN metric: a model's neighbours do not depend on the
-    # other side. Kernel states (N x D float64, N x N Gram) are too large to keep for every file.
-    lists: dict[Any, Any] = {}
-    caches = {m: lists if m in KNN_METRICS else {} for m in names if m in (*KNN_METRICS, "svcca")}
-    acc, results = _Matrix(names, len(xs), len(ys)), []
-    for i, x in enumerate(xs):
-        fx, px = files.get(x, args.ids_a)  # x keeps its own row order, joined or not
-        for j, y in enumerate(ys):
-            fy, py = files.get(y, args.ids_b)
-            py, order = _joined(fx, fy, py, args)
-            key_y = str(y) if order is None else (str(y), order)
-            cell = f"[{i},{j}] {x_names[i]} ~ {y_names[j]}" if matrix else ""
-            for name in names:
-                r = measure(
-                    px, py, name, k=args.k, null=args.null, bootstrap=args.bootstrap,
-                    seed=args.seed, layers=args.layers,
-                    preprocess_features=False,  # done once per file above
-                    options=options, name_a=str(x), name_b=str(y),
-                    cache=caches.get(name), cache_keys=(str(x), key_y),
-                    progress=not args.no_progress, label=cell, null_stop=args.null_stop,
-                )  # fmt: skip
-                acc.put(name, i, j, r)
-                if not matrix:
-                    if results:
-                        print()
-                    _print(r, px.shape[1], py.shape[1])  # (N, L, D) each
-                    sys.stdout.flush()
-                results.append(
-                    {"x": str(x), "y": str(y), "x_name": x_names[i], "y_name": y_names[j],
-                     "row": i, "col": j, **r.to_dict()}
-                )  # fmt: skip
+    def rows(i: int, j: int) -> Cell:
+        fx, px = files.get(xs[i], args.ids_a)  # x keeps its own row order, joined or not
+        fy, py = files.get(ys[j], args.ids_b)
+        py, order = _joined(fx, fy, py, args)
+        key_y = str(ys[j]) if order is None else (str(ys[j]), order)
+        return Cell(px, py, str(xs[i]), key_y, str(xs[i]), str(ys[j]))
+
+    shown: list[Any] = []
+
+    def show(i: int, j: int, r: Any) -> None:  # the two-file form prints each metric's result
+        if shown:
+            print()
+        shown.append(r)
+        _print(r, *r.layer_scores.shape)  # (L_A, L_B)
+        sys.stdout.flush()
+
+    acc = measure_matrix(
+        xs, ys, names, k=args.k, null=args.null, bootstrap=args.bootstrap, seed=args.seed,
+        layers=args.layers, null_stop=args.null_stop, options=options, x_names=x_names,
+        y_names=y_names, progress=not args.no_progress, rows=rows,
+        on_cell=show if len(xs) * len(ys) == 1 else None, lists=lists,
+    )  # fmt: skip
+    results = [{"x": str(xs[e["row"]]), "y": str(ys[e["col"]]), **e} for e in acc.results]
     return acc, results
 
 
@@ -526,9 +492,10 @@ def run(args: argparse.Namespace) -> int:
         if models is not None:
             _check_rows(files, side, flag)
     bpb = _bpb_of(files, xs) if args.bpb_plot else []
+    lists: dict[Any, Any] = {}  # every kNN metric's neighbour lists, by (file, layer)
     if len(xs) * len(ys) > 1 and args.null and not args.no_progress:
-        _print_cost(args, files, xs, ys, names, options)
-    acc, results = _measure_all(args, xs, ys, x_names, y_names, names, options, files)
+        _print_cost(args, files, (xs, ys), names, options, lists)
+    acc, results = _measure_all(args, xs, ys, x_names, y_names, names, options, files, lists)
     if len(xs) * len(ys) > 1:
         _print_all(args, acc, names, x_names, y_names)
     out: dict[Any, bytes] = {}
@@ -547,20 +514,40 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_cost(args, files: _Files, xs, ys, names, options) -> None:
-    """The matrix's work and estimated time, on stderr, before the first cell."""
+def _print_cost(args, files: _Files, sides, names, options, lists: dict) -> None:
+    """The matrix's work and estimated time, on stderr, before the first cell. A batched null is
+    timed on the first cell's neighbour lists, which ``lists`` keeps for the matrix."""
+    from prh.metrics.api import get_metric
     from prh.metrics.cost import describe, estimate_matrix
 
+    xs, ys = sides
     shapes = {p: files.get(p, None)[1].shape for p in [*xs, *ys]}  # (N, L, D) each
     n, width = shapes[xs[0]][0], max(s[2] for s in shapes.values())
     lx, ly = [shapes[x][1] for x in xs], [shapes[y][1] for y in ys]
-    count = len(shapes)
-    costs = [
-        estimate_matrix(m, n, width, lx, ly, args.null, options, distinct_files=count)
-        for m in names
-    ]
+    costs = []
+    for m in names:
+        sample = None
+        if get_metric(m, options).null is not None:
+            sample = tuple(_first_lists(files, f, options, lists) for f in (xs[0], ys[0]))
+        costs.append(
+            estimate_matrix(
+                m, n, width, lx, ly, args.null, options, distinct_files=len(shapes), sample=sample
+            )
+        )
     text = describe(costs, len(xs) * len(ys), args.null, args.null_stop == "adaptive")
     print(f"prh measure: {text}", file=sys.stderr, flush=True)
+
+
+def _first_lists(files: _Files, path: Path, options, lists: dict) -> list:
+    """Each layer's neighbour lists of one file, kept in ``lists`` as the matrix keys them."""
+    from prh.metrics.api import get_metric
+
+    prepare = get_metric("mutual_knn", options).prepare
+    x = files.get(path, None)[1]  # (N, L, D) preprocessed
+    for layer in range(x.shape[1]):
+        if (str(path), layer) not in lists:
+            lists[str(path), layer] = prepare(x[:, layer])
+    return [lists[str(path), layer] for layer in range(x.shape[1])]
 
 
 def _bpb_of(files: _Files, xs: list[Path]) -> list[float]:
@@ -579,14 +566,14 @@ def _bpb_of(files: _Files, xs: list[Path]) -> list[float]:
     return out
 
 
-def _print_all(args, acc: _Matrix, names, x_names: list[str], y_names: list[str]) -> None:
+def _print_all(args, acc: Any, names, x_names: list[str], y_names: list[str]) -> None:
     from prh.metrics.api import KNN_METRICS
 
     first = True
     for name in names:
         k = args.k if name in (*KNN_METRICS, "cknna") else None
         kk = f" (k = {k})" if k is not None else ""
-        for what, table in acc.tables(name, args):
+        for what, table in _tables(acc, name, args):
             if not first:
                 print()
             first = False
@@ -595,7 +582,7 @@ def _print_all(args, acc: _Matrix, names, x_names: list[str], y_names: list[str]
     print("\ncolumns: " + ", ".join(f"{j} = {y}" for j, y in enumerate(y_names)))
 
 
-def _json_file(args, acc: _Matrix, results, names, sides) -> bytes:
+def _json_file(args, acc: Any, results, names, sides) -> bytes:
     from prh.io import json_bytes, json_safe
     from prh.provenance import stamp
 
@@ -610,12 +597,12 @@ def _json_file(args, acc: _Matrix, results, names, sides) -> bytes:
         "matrices": {
             m: {
                 "scores": acc.scores[m].tolist(),
-                "layers": acc.best[m].tolist(),
-                "ci": acc.cis[m].tolist() if args.bootstrap else None,
+                "layers": acc.layers[m].tolist(),
+                "ci": acc.ci[m].tolist() if args.bootstrap else None,
                 "calibrated": acc.calibrated[m].tolist() if args.null else None,
                 "p_values": acc.p_values[m].tolist() if args.null else None,
-                "null_critical": acc.critical[m].tolist() if args.null else None,
-                "null_draws": acc.draws[m].tolist() if args.null else None,
+                "null_critical": acc.null_critical[m].tolist() if args.null else None,
+                "null_draws": acc.null_draws[m].tolist() if args.null else None,
             }
             for m in names
         },
@@ -632,7 +619,7 @@ def _blob(blob: dict[str, Any]) -> bytes:
     return buf.getvalue()
 
 
-def _npy_files(acc: _Matrix, npy, stats, x_names: list[str], y_names: list[str]) -> dict:
+def _npy_files(acc: Any, npy, stats, x_names: list[str], y_names: list[str]) -> dict:
     """platonic-rep's ``{scores, indices}`` per metric, model names added; the calibrated
     scores and the interval beside it, in the same layout (path -> bytes)."""
     import numpy as np
@@ -642,7 +629,7 @@ def _npy_files(acc: _Matrix, npy, stats, x_names: list[str], y_names: list[str])
     for name, path in npy.items():
         # platonic-rep's layout: np.save of a dict; indices[i, j] = (layer of Y_j, layer of X_i),
         # because its compute_alignment calls compute_score(y_feats, x_feats).
-        indices = acc.best[name][:, :, ::-1].astype(np.float64)
+        indices = acc.layers[name][:, :, ::-1].astype(np.float64)
         out[path] = _blob({"scores": acc.scores[name], "indices": indices, **names})
         extra = stats.get(name, {})
         if "calibrated" in extra:
@@ -650,31 +637,31 @@ def _npy_files(acc: _Matrix, npy, stats, x_names: list[str], y_names: list[str])
                 "scores": acc.calibrated[name],
                 "indices": indices,
                 "p_values": acc.p_values[name],
-                "null_critical": acc.critical[name],
+                "null_critical": acc.null_critical[name],
                 **names,
             }
             out[extra["calibrated"]] = _blob(blob)
         if "ci" in extra:
-            blob = {"low": acc.cis[name][..., 0], "high": acc.cis[name][..., 1], **names}
+            blob = {"low": acc.ci[name][..., 0], "high": acc.ci[name][..., 1], **names}
             out[extra["ci"]] = _blob({**blob, "indices": indices})
     return out
 
 
-def _heatmap_file(args, acc: _Matrix, names, x_names: list[str], y_names: list[str]) -> bytes:
+def _heatmap_file(args, acc: Any, names, x_names: list[str], y_names: list[str]) -> bytes:
     """Raw scores per metric; with --null the calibrated scores beside them; with --bootstrap
     each cell also gives its interval."""
     from prh.metrics.heatmap import heatmap_png
 
     panels, layers, notes = {}, {}, {}
     for m in names:
-        panels[m], layers[m] = acc.scores[m], acc.best[m]
+        panels[m], layers[m] = acc.scores[m], acc.layers[m]
         if args.bootstrap:
-            notes[m] = acc.cis[m]
+            notes[m] = acc.ci[m]
         if args.null:
             key = f"{m} calibrated"
-            panels[key], layers[key] = acc.calibrated[m], acc.best[m]
+            panels[key], layers[key] = acc.calibrated[m], acc.layers[m]
             if args.bootstrap:
-                notes[key] = acc.cis[m] - acc.critical[m][..., None]
+                notes[key] = acc.ci[m] - acc.null_critical[m][..., None]
     return heatmap_png(panels, layers, list(x_names), list(y_names), intervals=notes)
 
 

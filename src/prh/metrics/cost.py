@@ -57,6 +57,7 @@ def estimate_matrix(
     *,
     distinct_files: int | None = None,
     seed: int = 0,
+    sample: tuple[list, list] | None = None,
 ) -> MatrixCost:
     """Estimated cost of ``metric`` over every (X, Y) cell (layer search and null included).
 
@@ -70,12 +71,18 @@ def estimate_matrix(
         Null draws per cell (the cap of an adaptive stop).
     distinct_files : int, optional
         Files to prepare when X and Y share some (default: all of them).
+    sample : (list, list), optional
+        One real cell's per-layer states (``Metric.prepare`` of each layer of one X and one Y):
+        a batched null is timed on them, since its cost per draw depends on how many neighbours
+        a model's layers share (random lists share none and cost several times more).
     """
     from prh.metrics.api import MetricOptions, get_metric
 
     m = get_metric(metric, options or MetricOptions())
     la, lb = min(max(layers_x), _LAYERS), min(max(layers_y), _LAYERS)
     t_prep, t_pair = _rates(m, n, width, la, lb, seed)
+    if sample is not None and m.null is not None:
+        t_pair = _null_rate(m, *sample, seed)
     pairs = sum(a * b for a in layers_x for b in layers_y)
     files = distinct_files if distinct_files is not None else len(layers_x) + len(layers_y)
     mean_layers = (sum(layers_x) + sum(layers_y)) / (len(layers_x) + len(layers_y))
@@ -115,6 +122,17 @@ def _rates(m, n: int, width: int, la: int, lb: int, seed: int = 0) -> tuple[floa
     for p in perms:
         m.score(state, state, p)
     return t_prep, (time.perf_counter() - t0) / len(perms)
+
+
+def _null_rate(m, states_a: list, states_b: list, seed: int = 0) -> float:
+    """Seconds per layer pair per draw of ``m``'s batched null on real states."""
+    counter = m.null(states_a, states_b)
+    rng = np.random.default_rng(seed)
+    perms = [rng.permutation(counter.n) for _ in range(3)]
+    t0 = time.perf_counter()
+    for p in perms:
+        counter.counts(p)
+    return (time.perf_counter() - t0) / (len(perms) * len(states_a) * len(states_b))
 
 
 def describe(costs: list[MatrixCost], cells: int, null: int, adaptive: bool) -> str:
