@@ -69,5 +69,5 @@ def test_bad_input_is_one_line(models):
         prh.measure_matrix(xs, ys, ["nope"])
     with pytest.raises(InputError, match="1 x names for 2 X inputs"):
         prh.measure_matrix(xs, ys, x_names=["a"])
-    with pytest.raises(InputError, match="X 1: row counts differ|row counts differ"):
+    with pytest.raises(InputError, match="row counts differ"):
         prh.measure_matrix([xs[0], xs[1][:40]], ys)

@@ -1,4 +1,4 @@
-"""Python users: bf16/fp16 tensors measured as their float32 values; one install hint without torch."""
+"""Python users: bf16/fp16 tensors measured as their float32 values; one install hint."""
 
 from __future__ import annotations
 
