@@ -96,6 +96,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--y-models", metavar="LIST", default=None, help="the same for the columns and --y"
     )
+    parser.add_argument(
+        "--pool",
+        choices=("auto", "avg", "none"),
+        default="auto",
+        help="which pooling's file a model list reads where a folder holds several"
+        " (<model>_pool-avg.pt, <model>_pool-none.pt): auto takes a model's one file (default)",
+    )
+    parser.add_argument(
+        "--x-pool", choices=("auto", "avg", "none"), default=None, help="--pool for --x-models"
+    )
+    parser.add_argument(
+        "--y-pool", choices=("auto", "avg", "none"), default=None, help="--pool for --y-models"
+    )
+    parser.add_argument(
+        "--keep-going",
+        action="store_true",
+        help="a model of --x-models/--y-models whose file is missing or unreadable is left out"
+        " (listed on stderr and in the JSON's skipped) instead of stopping the matrix",
+    )
     _statistics_flags(parser)
     _preprocess_flags(parser)
     _output_flags(parser)
@@ -248,18 +267,22 @@ def _inputs(args: argparse.Namespace) -> tuple[list[Path], list[Path], list[str]
             )
         if args.ids_a or args.ids_b:
             raise InputError("--ids-a/--ids-b apply to the A B form; with --x/--y files carry ids")
-        xs, x_names = _side(args.x, args.x_models, "--x")
-        ys, y_names = _side(args.y, args.y_models, "--y")
+        xs, x_names = _side(args.x, args.x_models, "--x", args)
+        ys, y_names = _side(args.y, args.y_models, "--y", args)
         return xs, ys, x_names, y_names
     if args.a is None or args.b is None:
         raise InputError("expected two feature files A B, or --x FILES --y FILES")
     return [Path(args.a)], [Path(args.b)], [Path(args.a).stem], [Path(args.b).stem]
 
 
-def _side(paths: list[str], models: str | None, flag: str) -> tuple[list[Path], list[str]]:
-    """One side's files and names: expanded paths, or a model list's files in one folder."""
+def _side(
+    paths: list[str], models: str | None, flag: str, args: argparse.Namespace
+) -> tuple[list[Path], list[str]]:
+    """One side's files and names: expanded paths, or a model list's files in one folder, named
+    as the reference names the models. With ``--keep-going`` a model without a usable file is
+    left out and recorded in ``args.skipped``."""
     from prh.errors import InputError
-    from prh.modelsets import find_feature_file, read_model_list
+    from prh.modelsets import find_feature_file, read_model_list, reference_name
 
     if models is None:
         files = _expand(paths, flag)
@@ -268,23 +291,50 @@ def _side(paths: list[str], models: str | None, flag: str) -> tuple[list[Path], 
         raise InputError(f"{flag}-models: {flag} must be one folder (the --out-dir of prh embed)")
     entries = read_model_list(models, f"{flag}-models")
     folder = Path(paths[0])
-    return [find_feature_file(folder, e, flag) for e in entries], [e.name for e in entries]
+    pool = getattr(args, f"{flag[2:]}_pool") or args.pool
+    files, names = [], []
+    for e in entries:
+        try:
+            files.append(find_feature_file(folder, e, flag, pool))
+        except InputError as err:
+            if not args.keep_going:
+                raise
+            args.skipped.append({"side": flag[2:], "model": e.name, "reason": str(err)})
+            continue
+        names.append(reference_name(e.name))
+    if not files:
+        raise InputError(f"{flag}-models: no model of {models} has a usable file in {folder}")
+    return files, names
 
 
-def _check_rows(cache: _Files, files: list[Path], flag: str) -> None:
-    """A model list's files hold one data set: refuse, before any score, a file of other rows."""
+def _check_rows(
+    cache: _Files, files: list[Path], names: list[str], flag: str, args: argparse.Namespace
+) -> tuple[list[Path], list[str]]:
+    """A model list's files hold one data set: refuse, before any score, an unreadable file or
+    one of other rows (with ``--keep-going``: leave it out, recorded in ``args.skipped``)."""
     from prh.errors import InputError
 
-    first = None
-    for f in files:
-        n = cache.get(f, None)[1].shape[0]
-        if first is None:
-            first = (f, n)
-        elif n != first[1]:
-            raise InputError(
-                f"{flag}-models: {f.name} has {n} rows, {first[0].name} has {first[1]}: the list's"
-                " files must embed the same rows"
-            )
+    kept: list[Path] = []
+    kept_names: list[str] = []
+    for f, name in zip(files, names):
+        try:
+            n = cache.get(f, None)[1].shape[0]
+            if kept and n != cache.get(kept[0], None)[1].shape[0]:
+                raise InputError(
+                    f"{flag}-models: {f.name} has {n} rows, {kept[0].name} has"
+                    f" {cache.get(kept[0], None)[1].shape[0]}: the list's files must embed the"
+                    " same rows"
+                )
+        except InputError as err:
+            if not args.keep_going:
+                raise
+            args.skipped.append({"side": flag[2:], "model": name, "reason": str(err)})
+            continue
+        kept.append(f)
+        kept_names.append(name)
+    if not kept:
+        raise InputError(f"{flag}-models: no model of the list has a usable file")
+    return kept, kept_names
 
 
 def _npy_paths(path: str | None, names: tuple[str, ...]) -> dict[str, Path]:
@@ -410,14 +460,24 @@ def _print(r: Any, la: int, lb: int) -> None:
         print(f"calibrated  {_fmt(r.calibrated)}  (score - null {pct} quantile {crit})")
 
 
-def _print_matrix(title: str, table, names_x: list[str], n_y: int) -> None:
-    """One (X, Y) table of numbers: rows named, columns numbered (named once below)."""
+_HEADER = 12  # longest name printed as a column header; longer ones are numbered
+
+
+def _print_matrix(title: str, table, names_x: list[str], names_y: list[str]) -> None:
+    """One (X, Y) table of numbers: rows named, columns by name where short (else numbered,
+    named once below the tables)."""
     print(title)
     width = max(len(n) for n in names_x)
-    print(" " * width + "  " + "  ".join(f"{j:>9}" for j in range(n_y)))
+    heads = [_header(j, y) for j, y in enumerate(names_y)]
+    cols = [max(9, len(h)) for h in heads]
+    print(" " * width + "  " + "  ".join(f"{h:>{c}}" for h, c in zip(heads, cols)))
     for name, row in zip(names_x, table):
-        cells = "  ".join(f"{_fmt(float(v)):>9}" for v in row)
+        cells = "  ".join(f"{_fmt(float(v)):>{c}}" for v, c in zip(row, cols))
         print(f"{name:<{width}}  {cells}")
+
+
+def _header(j: int, name: str) -> str:
+    return name if len(name) <= _HEADER else str(j)
 
 
 def _tables(acc: Any, name: str, args: argparse.Namespace) -> list[tuple[str, Any]]:
@@ -468,6 +528,7 @@ def run(args: argparse.Namespace) -> int:
     """Load, measure every (X, Y) pair and metric, print, and write what was asked."""
     from prh.metrics import METRICS, MetricOptions
 
+    args.skipped = []  # models --keep-going leaves out: {side, model, reason}
     xs, ys, x_names, y_names = _inputs(args)
     names = METRICS if "all" in args.metric else args.metric
     npy = _npy_paths(args.npy, names)
@@ -488,9 +549,13 @@ def run(args: argparse.Namespace) -> int:
         device=args.device,
     )
     files = _Files(args)
-    for side, models, flag in ((xs, args.x_models, "--x"), (ys, args.y_models, "--y")):
-        if models is not None:
-            _check_rows(files, side, flag)
+    if args.x_models is not None:
+        xs, x_names = _check_rows(files, xs, x_names, "--x", args)
+    if args.y_models is not None:
+        ys, y_names = _check_rows(files, ys, y_names, "--y", args)
+    for skip in args.skipped:  # the summary of what --keep-going left out, before any score
+        print(f"prh measure: left out {skip['model']} ({skip['side']}): {skip['reason']}",
+              file=sys.stderr)  # fmt: skip
     bpb = _bpb_of(files, xs) if args.bpb_plot else []
     lists: dict[Any, Any] = {}  # every kNN metric's neighbour lists, by (file, layer)
     if len(xs) * len(ys) > 1 and args.null and not args.no_progress:
@@ -578,8 +643,10 @@ def _print_all(args, acc: Any, names, x_names: list[str], y_names: list[str]) ->
                 print()
             first = False
             title = f"{name}{kk}: rows X, columns Y, best layer pair each"
-            _print_matrix(f"{name}{kk}: {what}" if what else title, table, x_names, len(y_names))
-    print("\ncolumns: " + ", ".join(f"{j} = {y}" for j, y in enumerate(y_names)))
+            _print_matrix(f"{name}{kk}: {what}" if what else title, table, x_names, y_names)
+    long = [f"{j} = {y}" for j, y in enumerate(y_names) if _header(j, y) != y]
+    if long:
+        print("\ncolumns: " + ", ".join(long))
 
 
 def _json_file(args, acc: Any, results, names, sides) -> bytes:
@@ -593,6 +660,7 @@ def _json_file(args, acc: Any, results, names, sides) -> bytes:
         "y": [str(p) for p in ys],
         "x_names": list(x_names),
         "y_names": list(y_names),
+        "skipped": list(args.skipped),
         "metrics": list(names),
         "matrices": {
             m: {
