@@ -18,6 +18,8 @@ EXTRAS = {
     "fastapi": "serve",
     "uvicorn": "serve",
     "ray": "ray",
+    "yaml": "yaml",
+    "tensorboard": "tensorboard",
 }
 
 

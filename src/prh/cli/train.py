@@ -10,6 +10,8 @@ Multi-process: ``torchrun --nproc-per-node N -m prh train ...`` (gloo on CPU, NC
 from __future__ import annotations
 
 import argparse
+import json
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -117,8 +119,13 @@ def _config_flags(p: argparse.ArgumentParser) -> None:
         "--config",
         metavar="FILE",
         default=None,
-        help="JSON config to start from (a run's config.json as it is, or flat keys as --set "
-        "names them); order: preset < --config < --set < flags",
+        help="JSON or YAML (.yaml, .yml) config to start from (a run's config.json as it is, or "
+        "flat keys as --set names them); order: preset < --config < --set < flags",
+    )
+    p.add_argument(
+        "--print-config",
+        action="store_true",
+        help="print the resolved config (flat keys, JSON: a --config file) and exit; no run",
     )
     p.add_argument(
         "--set",
@@ -282,6 +289,12 @@ def flag_layer(args: argparse.Namespace, lower: dict[str, Any]) -> dict[str, Any
     return {**layer, **given_field_flags(args, MODEL_KNOBS)}
 
 
+def flat_config(cfg: TrainConfig) -> dict[str, Any]:
+    """``cfg`` as the flat keys ``--config`` reads back (``model.*`` for its model overrides)."""
+    out = {f.name: getattr(cfg, f.name) for f in fields(cfg) if f.name != "model_overrides"}
+    return {**out, **{f"model.{k}": v for k, v in cfg.model_overrides.items()}}
+
+
 def run(args: argparse.Namespace) -> int:
     import sys
 
@@ -295,6 +308,9 @@ def run(args: argparse.Namespace) -> int:
         return run_image(args)
     progress = not args.no_progress
     resolve_device(args.device)  # one line for --device tpu, before any work
+    if args.resume and args.print_config:
+        raise InputError("--print-config prints a new run's config; a run's own is its"
+                         " config.json")  # fmt: skip
     if args.resume:
         check_resume_out(args)
         if args.config or args.set:
@@ -306,6 +322,9 @@ def run(args: argparse.Namespace) -> int:
         run_dir = train(
             None, args.resume, progress, resume=True, device=args.device, threads=args.threads
         )
+    elif args.print_config:
+        print(json.dumps(flat_config(config_from_args(args)), indent=2))
+        return 0
     else:
         if not args.out:
             raise InputError("give --out RUN (a new folder) or --resume RUN")
