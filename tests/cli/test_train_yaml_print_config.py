@@ -64,3 +64,23 @@ def test_bad_yaml_is_one_line(bad_input, tmp_path, content, match):
 
 def test_print_config_with_resume_is_refused(bad_input, tmp_path):
     bad_input(["train", "--resume", str(tmp_path), "--print-config"], [], "--print-config")
+
+
+def test_train_help_groups_its_flags_twelve_at_most(capsys):
+    """`prh train --help`: flags in groups by part (data, model, optimiser, world, images,
+    evaluation, output, config), none over 12, none left in the catch-all "options"."""
+    with pytest.raises(SystemExit):
+        cli.main(["train", "--help"])
+    text = capsys.readouterr().out
+    groups: dict[str, int] = {}
+    title = None
+    for line in text.splitlines():
+        if line and not line.startswith(" ") and line.endswith(":"):
+            title = line[:-1]
+            groups[title] = 0
+        elif title and line.lstrip().startswith("-") and line.startswith("  -"):
+            groups[title] += 1
+    assert groups.pop("options") == 1  # -h alone
+    assert {"data: what the model reads", "evaluation", "output and machine"} <= set(groups)
+    assert max(groups.values()) <= 12 and sum(groups.values()) >= 50
+    assert "auto (CUDA when present, else the CPU), cpu, cuda or cuda:N" in " ".join(text.split())

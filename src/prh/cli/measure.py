@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from prh.cli._args import (
+    DEVICE_HELP,
     device_name,
     nonnegative_float,
     nonnegative_int,
@@ -212,8 +213,7 @@ def _compute_flags(parser: argparse.ArgumentParser) -> None:
         "--device",
         type=device_name,
         default="auto",
-        help="device of --backend torch: auto (CUDA when present), cpu, cuda or cuda:N"
-        " (default auto)",
+        help=f"device of --backend torch: {DEVICE_HELP}",
     )
     parser.add_argument(
         "--kernel", choices=("linear", "rbf"), default="linear", help="CKA kernel (default linear)"
