@@ -670,13 +670,18 @@ def _json_file(args, acc: Any, results, names, sides) -> bytes:
                 "calibrated": acc.calibrated[m].tolist() if args.null else None,
                 "p_values": acc.p_values[m].tolist() if args.null else None,
                 "null_critical": acc.null_critical[m].tolist() if args.null else None,
-                "null_draws": acc.null_draws[m].tolist() if args.null else None,
+                "null_draws": _counts(acc.null_draws[m]) if args.null else None,
             }
             for m in names
         },
         "results": results,
     }
     return json_bytes(json_safe(doc))
+
+
+def _counts(table: Any) -> list[list[int | None]]:
+    """An (X, Y) float table of counts as integers (None where not measured)."""
+    return [[None if v != v else int(v) for v in row] for row in table.tolist()]
 
 
 def _blob(blob: dict[str, Any]) -> bytes:
