@@ -2,7 +2,7 @@
 
 Two parts, one run:
 
-* ``pair``: the null of one benchmark-shaped cell (``--layers`` x ``--layers`` layers, ``N``
+* ``pair``: the null (mutual kNN, then cycle kNN) of one benchmark-shaped cell (``--layers`` x ``--layers`` layers, ``N``
   rows, ``k`` neighbours) by the pair loop (every draw relabels ``B``'s lists and compares
   ``k x k`` per row for every layer pair: what ``prh measure --null`` did before issue 34) and by
   the batched counts (:class:`prh.metrics.null_knn.MutualKnnNull`, one bitset intersection per
@@ -46,7 +46,9 @@ def _layers(rng, z: np.ndarray, layers: int, dim: int, noise: float) -> np.ndarr
     return out
 
 
-def bench_pair(n: int, k: int, layers: int, draws: int, seed: int = 0) -> dict:
+def bench_pair(
+    n: int, k: int, layers: int, draws: int, seed: int = 0, metric: str = "mutual_knn"
+) -> dict:
     """Microseconds per layer pair per draw, loop vs batched, and their agreement."""
     from prh.metrics import calibrate
     from prh.metrics.api import _counted, get_metric
@@ -56,7 +58,7 @@ def bench_pair(n: int, k: int, layers: int, draws: int, seed: int = 0) -> dict:
     rng = np.random.default_rng(seed)
     z = rng.standard_normal((n, 16))
     xa, xb = _layers(rng, z, layers, 64, 1.0), _layers(rng, z, layers, 64, 1.5)
-    m = get_metric("mutual_knn")
+    m = get_metric(metric)
     sa = [knn(xa[:, i], k) for i in range(layers)]
     sb = [knn(xb[:, j], k) for j in range(layers)]
     obs = best_pair(layer_scores(m.score, sa, sb))[0]
@@ -64,7 +66,7 @@ def bench_pair(n: int, k: int, layers: int, draws: int, seed: int = 0) -> dict:
     def loop(perm: np.ndarray) -> float:
         return best_pair(layer_scores(m.score, sa, sb, perm))[0]
 
-    out = {"n": n, "k": k, "layers": f"{layers} x {layers}", "draws": draws}
+    out = {"metric": metric, "n": n, "k": k, "layers": f"{layers} x {layers}", "draws": draws}
     results = {}
     for name, make in (("loop", lambda: loop), ("batched", lambda: _counted(m, sa, sb, n))):
         t0 = time.perf_counter()
@@ -139,7 +141,9 @@ def main() -> None:
     ap.add_argument("--skip-matrix", action="store_true")
     ap.add_argument("--gpu", action="store_true", help="neighbour searches on CUDA (torch)")
     args = ap.parse_args()
-    print(json.dumps(bench_pair(args.n, args.k, args.layers, args.draws, args.seed)), flush=True)
+    for metric in ("mutual_knn", "cycle_knn"):
+        row = bench_pair(args.n, args.k, args.layers, args.draws, args.seed, metric)
+        print(json.dumps(row), flush=True)
     if not args.skip_matrix:
         print(json.dumps(bench_matrix(args)), flush=True)
 

@@ -157,3 +157,46 @@ def test_cost_counts_the_work_of_a_matrix():
     assert "4,500 layer-pair draws" in describe([c], 6, 100, adaptive=False)
     kernel = estimate_matrix("cka", 50, 8, [1], [2], null=10, distinct_files=2)
     assert kernel.pair_draws == 20 and kernel.pair_draw_us > 0
+
+
+def reference_cycle_counts(la, lb, perm):
+    from prh.metrics.neighbors import cycle_knn_rows
+
+    return np.array(
+        [[round(cycle_knn_rows(a, permute_knn(b, perm)).sum()) for b in lb] for a in la]
+    )
+
+
+@pytest.mark.parametrize("table_bytes", [None, 0])
+@pytest.mark.parametrize("layers", [(1, 1), (3, 4), (70, 2)])
+def test_cycle_counts_equal_the_pair_loop(table_bytes, layers):
+    from prh.metrics.null_knn import CycleKnnNull
+
+    n = 16 if layers[0] > 64 else 60
+    la, lb = lists(n, 3, layers[0], 6), lists(n, 3, layers[1], 7)
+    kw = {} if table_bytes is None else {"table_bytes": table_bytes}
+    null = CycleKnnNull(la, lb, **kw)
+    rng = np.random.default_rng(8)
+    for perm in [np.arange(n), *(rng.permutation(n) for _ in range(4))]:
+        assert np.array_equal(null.counts(perm), reference_cycle_counts(la, lb, perm))
+
+
+@pytest.mark.parametrize("pair", [None, (1, 0)])
+def test_cycle_p_values_equal_the_pair_loop(pair):
+    """cycle_knn's null by counts: the loop's p-values and quantiles (ties rescored alike)."""
+    m = get_metric("cycle_knn")
+    rng = np.random.default_rng(3)
+    base = rng.standard_normal((30, 1, 6))
+    a, b = base + rng.standard_normal((30, 2, 6)), base + rng.standard_normal((30, 3, 6))
+    pa, pb = preprocess(a), preprocess(b)
+    sa = [knn(pa[:, i], 3) for i in range(2)]
+    sb = [knn(pb[:, j], 3) for j in range(3)]
+    obs = best_pair(layer_scores(m.score, sa, sb, None, pair))[0]
+    for seed in range(8):
+        rng_null = np.random.default_rng(np.random.SeedSequence(seed).spawn(2)[0])
+        draws = calibrate.permutation_null(
+            lambda perm: best_pair(layer_scores(m.score, sa, sb, perm, pair))[0], 30, 40, rng_null
+        )
+        r = measure(a, b, "cycle_knn", k=3, null=40, seed=seed, layers=pair)
+        assert r.p_value == calibrate.p_value(obs, draws)
+        assert r.null_critical == pytest.approx(calibrate.critical_value(draws), abs=1e-12)

@@ -26,7 +26,7 @@ from prh.metrics.neighbors import (
     mutual_knn_rows,
     permute_knn,
 )
-from prh.metrics.null_knn import MutualKnnNull
+from prh.metrics.null_knn import CycleKnnNull, MutualKnnNull
 from prh.metrics.preprocess import CLAMPS, as_layers, check_nonzero_rows, check_pair, preprocess
 from prh.progress import Progress
 
@@ -111,7 +111,7 @@ def get_metric(name: str, options: MetricOptions | None = None) -> Metric:
         def score(sa: np.ndarray, sb: np.ndarray, perm: np.ndarray | None) -> float:
             return float(fn(sa, sb if perm is None else permute_knn(sb, perm)).mean())
 
-        null = MutualKnnNull if name == "mutual_knn" else None
+        null = {"mutual_knn": MutualKnnNull, "cycle_knn": CycleKnnNull}.get(name)
         return Metric(name, prep, score, True, True, o.k + 1, fn, null)
     if name in ("cka", "unbiased_cka"):
         unbiased = name == "unbiased_cka"

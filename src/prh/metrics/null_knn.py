@@ -141,6 +141,50 @@ class MutualKnnNull:
         return np.packbits(hit, axis=1, bitorder="little").view(np.uint64)
 
 
+class CycleKnnNull:
+    """Cycle-kNN counts of every layer pair under row permutations of ``B``, batched.
+
+    Row ``r`` is found when it is an ``A_i``-neighbour of one of its ``B_j[perm]``-neighbours
+    ``c = perm^-1(kNN_Bj(perm(r)))``: the edge ``(c, r)`` is in ``A_i``. One lookup of those ``N k``
+    keys per ``B`` layer in a table of ``A``'s edges (a bit per ``A`` layer) answers every ``A``
+    layer at once; ``h_ij`` is the number of rows found. Same interface as
+    :class:`MutualKnnNull` (``counts``, ``scale``), the score being ``h_ij / N``.
+    """
+
+    def __init__(
+        self,
+        lists_a: Sequence[np.ndarray],
+        lists_b: Sequence[np.ndarray],
+        table_bytes: int = TABLE_BYTES,
+    ) -> None:
+        self.n, self.k = lists_a[0].shape
+        self.lists_b = [np.asarray(x) for x in lists_b]
+        self.tables = [
+            _EdgeWords(lists_a[g : g + _WORD], self.n, table_bytes)
+            for g in range(0, len(lists_a), _WORD)
+        ]
+        self.shape = (len(lists_a), len(lists_b))
+        self.scale = 1.0 / self.n  # score = count * scale
+
+    def counts(self, perm: np.ndarray) -> np.ndarray:
+        """``(L_A, L_B)`` int64 ``h_ij``: rows found back through ``A_i`` from ``B_j[perm]``."""
+        p = np.asarray(perm, dtype=np.int64)
+        inv = np.empty_like(p)
+        inv[p] = np.arange(self.n)
+        rows = np.arange(self.n, dtype=np.int64)[:, None]  # (N, 1)
+        out = np.empty(self.shape, dtype=np.int64)
+        for j, lb in enumerate(self.lists_b):
+            c = np.take(inv, np.take(lb, p, axis=0))  # (N, k) B[perm]-neighbours of each row
+            keys = c * self.n + rows  # (N, k) the edges (c, r) to find in A
+            i0 = 0
+            for t in self.tables:
+                found = np.bitwise_or.reduce(t[keys], axis=1)  # (N,) a bit per A layer
+                for i, mask in enumerate(t.masks):
+                    out[i0 + i, j] = np.count_nonzero(found & mask)
+                i0 += t.layers
+        return out
+
+
 def _pack(member: np.ndarray) -> np.ndarray:
     """``(rows, 64 W)`` booleans as ``(rows, W)`` uint64 bitsets (bit ``e % 64`` of word
     ``e // 64`` is entry ``e``)."""
