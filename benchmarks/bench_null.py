@@ -2,9 +2,10 @@
 
 Two parts, one run:
 
-* ``pair``: the null (mutual kNN, then cycle kNN) of one benchmark-shaped cell (``--layers`` x ``--layers`` layers, ``N``
-  rows, ``k`` neighbours) by the pair loop (every draw relabels ``B``'s lists and compares
-  ``k x k`` per row for every layer pair: what ``prh measure --null`` did before issue 34) and by
+* ``pair``: the null (mutual kNN, then cycle kNN) of one benchmark-shaped cell (``--layers`` x
+  ``--layers`` layers, ``N`` rows, ``k`` neighbours) by the pair loop (every draw relabels
+  ``B``'s lists and rescores every layer pair: what ``prh measure --null`` did before issue 34)
+  and by
   the batched counts (:class:`prh.metrics.null_knn.MutualKnnNull`, one bitset intersection per
   pair per draw), in microseconds per layer pair per draw, and whether their p-values and null
   quantiles agree for the same seed and draws;
