@@ -197,3 +197,19 @@ def test_names_are_spelled_as_the_reference_and_short_ones_head_columns(tmp_path
     assert header == ["0", "org/short"]  # a long name is numbered, a short one heads its column
     assert "columns: 0 = vit_tiny_patch16_224.augreg_in21k" in printed
     assert "1 = org/short" not in printed
+
+
+@pytest.mark.parametrize(
+    "lines, match",
+    [
+        (["org/lm-560m", "org/lm-560m"], "is listed twice"),
+        (["org/lm-560m", "../../elsewhere"], "no such model folder"),
+        (["org/lm-560m", "/no/such/abs/model"], "no such model folder"),
+    ],
+)
+def test_a_list_with_duplicate_or_unsafe_names_is_one_line(sets, bad_input, lines, match):
+    (sets / "bad.txt").write_text("\n".join(lines) + "\n")
+    argv = ["measure", "--x", sets / "lang", "--x-models", sets / "bad.txt"]
+    argv += ["--y", sets / "vis", "--y-models", sets / "vis.txt", "--json", sets / "m.json"]
+    bad_input(argv, [], match)
+    assert not (sets / "m.json").exists()
