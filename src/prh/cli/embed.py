@@ -530,8 +530,26 @@ def _metadata(args, encoder, modality: str, src: _Source, cfg, options) -> dict[
         "layer_dims": json.dumps([int(d) for d in encoder.layer_dims]),
         "layer_names": json.dumps(list(encoder.layer_names)),
         "config": json.dumps(_config_record(cfg)),
-        "encoder_options": json.dumps({**asdict(options), "pool": getattr(encoder, "pool", None)}),
+        "encoder_options": json.dumps(
+            {
+                **asdict(options),
+                "device": _device_used(encoder, options.device),
+                "pool": getattr(encoder, "pool", None),
+            }
+        ),
     }
+
+
+def _device_used(encoder, asked: str) -> str:
+    """The device the encoder's weights are on (``auto`` resolved: ``cpu``, ``cuda:0``), or
+    ``asked`` for an encoder without torch weights."""
+    params = getattr(getattr(encoder, "model", None), "parameters", None)
+    if params is None:
+        return asked
+    try:
+        return str(next(iter(params())).device)
+    except (StopIteration, TypeError):
+        return asked
 
 
 def _config_record(cfg) -> dict:
