@@ -10,7 +10,10 @@ carry ids (or --ids-a/--ids-b name id files). Inputs of shape (N, L, D) get the 
 maximum over layer pairs unless --layers fixes one. Reads prh feature files and platonic-rep's
 .pt files ({"feats": (N, L, D) or a list of layers}). --null R shuffles the pairing R times and
 recomputes the same statistic (layer search included) for a p-value and a calibrated score
-(score minus the null's 95% quantile); --bootstrap R gives a 95% interval. Bad input: exit 2.
+(score minus the null's 95% quantile), --null-stop adaptive ending each cell's draws once its
+p-value is decided (the matrix's cost is printed first); --bootstrap R gives a 95% interval.
+Model lists: --pool picks one of a folder's poolings, --keep-going leaves out a model without a
+usable file. Bad input: exit 2.
 """
 
 from __future__ import annotations
