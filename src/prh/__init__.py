@@ -19,6 +19,7 @@ light)::
     run = prh.train(prh.train_config("tiny", samples=4096), "runs/good")   # a text JEPA
     text, _ = prh.embed_world(prh.load_encoder(str(run)), world, ids, prh.EmbedConfig("text"))
     prh.measure(text, image, metric="mutual_knn", k=10).score    # alignment
+    prh.measure_matrix([text, caps], [image], null=1000, null_stop="adaptive")  # a score matrix
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ _API = {
     "load_features": "prh.features",
     "save_features": "prh.features",
     "measure": "prh.metrics",
+    "measure_matrix": "prh.metrics",
     "make_map": "prh.bridge",
     "save_map": "prh.bridge",
     "load_map": "prh.bridge",

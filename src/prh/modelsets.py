@@ -237,13 +237,20 @@ def default_pool(entry: ModelEntry, modality: str, pool: str | None) -> str:
     return "avg" if modality == "text" else "cls"
 
 
-def find_feature_file(folder: Path, entry: ModelEntry, flag: str) -> Path:
-    """The one feature file of ``entry`` in ``folder`` (``<stem>_pool-*.pt|.safetensors``).
+POOLS = ("auto", "avg", "none")  # --pool: a file's pooling as the reference names it
+
+
+def find_feature_file(folder: Path, entry: ModelEntry, flag: str, pool: str = "auto") -> Path:
+    """The feature file of ``entry`` in ``folder`` (``<stem>_pool-<pool>.pt|.safetensors``).
+
+    ``pool`` picks one pooling (``avg``: mean over tokens; ``none``: the reference's last token or
+    class token); ``auto`` takes the model's one file, and refuses a choice between several (the
+    reference writes ``*_pool-avg.pt`` and ``*_pool-none.pt`` side by side).
 
     Raises
     ------
     InputError
-        No such file, or several (two poolings of one model): one line naming them.
+        No such file, no file of that pooling, or several with ``auto``: one line naming them.
     """
     stem = file_stem(entry.name)
     found = sorted(
@@ -256,7 +263,24 @@ def find_feature_file(folder: Path, entry: ModelEntry, flag: str) -> Path:
     )
     if not found:
         raise InputError(f"{flag} {folder}: no feature file {stem}_pool-*.pt for {entry.name}")
+    if pool != "auto":
+        chosen = [p for p in found if p.name[len(stem) + 6 :].split(".")[0] == pool]
+        if not chosen:
+            have = ", ".join(p.name for p in found)
+            raise InputError(
+                f"{flag} {folder}: no {pool}-pooled file for {entry.name} (it has {have})"
+            )
+        found = chosen
     if len(found) > 1:
         names = ", ".join(p.name for p in found)
-        raise InputError(f"{flag} {folder}: {entry.name} has several feature files ({names})")
+        raise InputError(
+            f"{flag} {folder}: {entry.name} has several feature files ({names}); choose one"
+            " with --pool avg or --pool none"
+        )
     return found[0]
+
+
+def reference_name(name: str) -> str:
+    """A model's name as the reference's tables spell it: its hub id, a ``timm/`` prefix dropped
+    (the reference loads vision models by their timm name)."""
+    return name[len("timm/") :] if name.startswith("timm/") else name

@@ -147,3 +147,89 @@ def test_a_bpb_that_is_not_a_finite_positive_number_is_refused(sets, tmp_path, b
               r"--bpb-plot: .*lm-1b1_pool-avg\.pt stores bpb .*; expected a finite number in "
               r"\(0, 1000\]")  # fmt: skip
     assert not (tmp_path / "p.png").exists()
+
+
+def test_pool_picks_one_of_the_references_side_by_side_files(sets, tmp_path, bad_input):
+    """The reference writes <model>_pool-avg.pt and <model>_pool-none.pt into one folder."""
+    import torch
+
+    lang = sets / "lang"
+    for name in LANG:  # a last-token file beside each avg file, of other values
+        x = torch.from_numpy(np.random.default_rng(1).standard_normal((30, 2, 5)).astype("f4"))
+        torch.save({"feats": x}, lang / feature_filename(name, "last", "text"))
+    argv = ["measure", "--x", lang, "--x-models", sets / "lang.txt", "--y", sets / "vis"]
+    argv += ["--y-models", sets / "vis.txt", "--k", 4, "--no-progress"]
+    bad_input(argv, [], r"has several feature files .* choose one with --pool avg or --pool none")
+    scores = {}
+    for pool in ("avg", "none"):
+        out = tmp_path / f"{pool}.json"
+        assert run(*argv[1:], "--x-pool", pool, "--json", out) == 0
+        scores[pool] = json.loads(out.read_text())["matrices"]["mutual_knn"]["scores"]
+        fx = lang / feature_filename(LANG[0], "avg" if pool == "avg" else "last", "text")
+        fy = sets / "vis" / feature_filename(VIS[0], "cls", "image")
+        one = tmp_path / "one.json"
+        assert run(fx, fy, "--k", 4, "--json", one, "--no-progress") == 0
+        assert scores[pool][0][0] == json.loads(one.read_text())["results"][0]["score"]
+    assert scores["avg"] != scores["none"]
+    want = r"--y .*vis: no avg-pooled file for vit-small \(it has vit-small_pool-none.pt\)"
+    bad_input([*argv, "--pool", "avg", "--y-pool", "avg"], [], want)
+
+
+def test_keep_going_leaves_out_a_missing_or_bad_model_and_says_so(sets, tmp_path, capsys):
+    import torch
+
+    (sets / "lang" / feature_filename(LANG[0], "avg", "text")).unlink()  # missing
+    torch.save({"feats": torch.ones(29, 2, 5)}, sets / "lang" / feature_filename(LANG[2], "avg",
+               "text"))  # fmt: skip
+    out = tmp_path / "m.json"
+    argv = ["--x", sets / "lang", "--x-models", sets / "lang.txt", "--y", sets / "vis"]
+    argv += ["--y-models", sets / "vis.txt", "--k", 4, "--no-progress", "--json", out]
+    assert run(*argv) == 2  # without --keep-going the first failure stops the list
+    assert not out.exists()
+    capsys.readouterr()
+    assert run(*argv, "--keep-going") == 0
+    err = capsys.readouterr().err
+    assert "left out org/lm-560m (x): --x " in err and "no feature file" in err
+    assert "left out org/lm-3b (x): --x-models: org_lm-3b_pool-avg.pt has 29 rows" in err
+    doc = json.loads(out.read_text())
+    assert doc["x_names"] == ["org/lm-1b1"]
+    assert [s["model"] for s in doc["skipped"]] == ["org/lm-560m", "org/lm-3b"]
+
+
+def test_names_are_spelled_as_the_reference_and_short_ones_head_columns(tmp_path, capsys):
+    import torch
+
+    rng = np.random.default_rng(0)
+    names = ["timm/vit_tiny_patch16_224.augreg_in21k", "org/short"]
+    folder = tmp_path / "vis"
+    folder.mkdir()
+    for name in names:
+        x = torch.from_numpy(rng.standard_normal((20, 1, 4)).astype(np.float32))
+        torch.save({"feats": x}, folder / feature_filename(name, "cls", "image"))
+    (tmp_path / "list.txt").write_text("\n".join(names) + "\n")
+    out = tmp_path / "m.json"
+    argv = ["--x", folder, "--x-models", tmp_path / "list.txt", "--y", folder]
+    assert run(*argv, "--y-models", tmp_path / "list.txt", "--k", 3, "--json", out) == 0
+    doc = json.loads(out.read_text())
+    assert doc["y_names"] == ["vit_tiny_patch16_224.augreg_in21k", "org/short"]
+    printed = capsys.readouterr().out
+    header = printed.splitlines()[1].split()
+    assert header == ["0", "org/short"]  # a long name is numbered, a short one heads its column
+    assert "columns: 0 = vit_tiny_patch16_224.augreg_in21k" in printed
+    assert "1 = org/short" not in printed
+
+
+@pytest.mark.parametrize(
+    "lines, match",
+    [
+        (["org/lm-560m", "org/lm-560m"], "is listed twice"),
+        (["org/lm-560m", "../../elsewhere"], "no such model folder"),
+        (["org/lm-560m", "/no/such/abs/model"], "no such model folder"),
+    ],
+)
+def test_a_list_with_duplicate_or_unsafe_names_is_one_line(sets, bad_input, lines, match):
+    (sets / "bad.txt").write_text("\n".join(lines) + "\n")
+    argv = ["measure", "--x", sets / "lang", "--x-models", sets / "bad.txt"]
+    argv += ["--y", sets / "vis", "--y-models", sets / "vis.txt", "--json", sets / "m.json"]
+    bad_input(argv, [], match)
+    assert not (sets / "m.json").exists()

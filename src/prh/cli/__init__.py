@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from prh import __version__
-from prh.errors import PrhError
+from prh.errors import PrhError, missing_extra
 from prh.locks import released
 
 # name -> (module, one-line help). Order is the order of ``prh --help``.
@@ -91,25 +91,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ModuleNotFoundError as e:
         # The core installs without torch (measuring .npy files needs numpy alone): a command
         # that needs an optional package says which extra brings it, in one line.
-        top = (e.name or "").split(".")[0]
-        if top not in EXTRAS:
+        hint = missing_extra(e)
+        if hint is None:
             raise
-        print(f"prh {args._command}: error: {top} is not installed; pip install"
-              f" 'prh[{EXTRAS[top]}]'", file=sys.stderr)  # fmt: skip
+        print(f"prh {args._command}: error: {hint}", file=sys.stderr)
         return 2
-
-
-# Optional packages -> the extra that installs them (pyproject.toml).
-EXTRAS = {
-    "torch": "torch",
-    "transformers": "encoders",
-    "onnxruntime": "encoders",
-    "datasets": "data",
-    "faiss": "match",
-    "fastapi": "serve",
-    "uvicorn": "serve",
-    "ray": "ray",
-}
 
 
 def _describe_os_error(e: OSError) -> str:

@@ -127,6 +127,9 @@ def nonnegative_float(text: str) -> float:
     return value
 
 
+DEVICE_HELP = "auto (CUDA when present, else the CPU), cpu, cuda or cuda:N (default auto)"
+
+
 def device_name(text: str) -> str:
     """``auto``, ``cpu``, ``cuda`` or ``cuda:N``: the one device convention of every command
     (argparse type: anything else is one line). Whether the machine has it is checked later."""

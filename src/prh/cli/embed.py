@@ -47,10 +47,11 @@ from prh.world.registry import world_names
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
+    what = parser.add_argument_group("what to embed")
+    what.add_argument(
         "model", metavar="MODEL", nargs="?", help="encoder spec or prh train run directory"
     )
-    parser.add_argument(
+    what.add_argument(
         "--models",
         metavar="LIST",
         default=None,
@@ -58,7 +59,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         " test-language: the PRH benchmark's) or a text file, one model per line; writes"
         " --out-dir/<model>_pool-<pool>.pt, skipping files that exist (--force remakes them)",
     )
-    src = parser.add_mutually_exclusive_group(required=True)
+    src = what.add_mutually_exclusive_group(required=True)
     src.add_argument("--world", choices=world_names(), help="embed scenes of a world (cave)")
     src.add_argument("--corpus", metavar="PATH", help="embed the images of a caption corpus")
     src.add_argument(
@@ -67,18 +68,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="embed a Hugging Face data set: a save_to_disk folder or a name in the local cache"
         " (minhuh/prh)",
     )
-    parser.add_argument(
+    what.add_argument(
         "--modality",
         choices=["text", "image", "sketch"],
         required=True,
         help="captions, rendered images, or line sketches (cave world only)",
     )
-    _output_flags(parser)
-    _scene_flags(parser)
-    _dataset_flags(parser)
-    _draw_flags(parser)
-    _model_flags(parser)
-    _pool_flags(parser)
+    # help groups by part, none over 12 flags (issue 34)
+    _output_flags(parser.add_argument_group("output"))
+    _scene_flags(parser.add_argument_group("world scenes (--world)"))
+    _dataset_flags(parser.add_argument_group("data sets (--dataset, --corpus)"))
+    _draw_flags(parser.add_argument_group("which rows and texts"))
+    _model_flags(parser.add_argument_group("model and device"))
+    _pool_flags(parser.add_argument_group("layers and pooling"))
 
 
 def _output_flags(parser: argparse.ArgumentParser) -> None:
@@ -578,8 +580,26 @@ def _metadata(args, encoder, modality: str, src: _Source, cfg, options) -> dict[
         "layer_dims": json.dumps([int(d) for d in encoder.layer_dims]),
         "layer_names": json.dumps(list(encoder.layer_names)),
         "config": json.dumps(_config_record(cfg)),
-        "encoder_options": json.dumps({**asdict(options), "pool": getattr(encoder, "pool", None)}),
+        "encoder_options": json.dumps(
+            {
+                **asdict(options),
+                "device": _device_used(encoder, options.device),
+                "pool": getattr(encoder, "pool", None),
+            }
+        ),
     }
+
+
+def _device_used(encoder, asked: str) -> str:
+    """The device the encoder's weights are on (``auto`` resolved: ``cpu``, ``cuda:0``), or
+    ``asked`` for an encoder without torch weights."""
+    params = getattr(getattr(encoder, "model", None), "parameters", None)
+    if params is None:
+        return asked
+    try:
+        return str(next(iter(params())).device)
+    except (StopIteration, TypeError):
+        return asked
 
 
 def _config_record(cfg) -> dict:

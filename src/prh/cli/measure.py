@@ -10,7 +10,10 @@ carry ids (or --ids-a/--ids-b name id files). Inputs of shape (N, L, D) get the 
 maximum over layer pairs unless --layers fixes one. Reads prh feature files and platonic-rep's
 .pt files ({"feats": (N, L, D) or a list of layers}). --null R shuffles the pairing R times and
 recomputes the same statistic (layer search included) for a p-value and a calibrated score
-(score minus the null's 95% quantile); --bootstrap R gives a 95% interval. Bad input: exit 2.
+(score minus the null's 95% quantile), --null-stop adaptive ending each cell's draws once its
+p-value is decided (the matrix's cost is printed first); --bootstrap R gives a 95% interval.
+Model lists: --pool picks one of a folder's poolings, --keep-going leaves out a model without a
+usable file. Bad input: exit 2.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from prh.cli._args import (
+    DEVICE_HELP,
     device_name,
     nonnegative_float,
     nonnegative_int,
@@ -96,6 +100,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--y-models", metavar="LIST", default=None, help="the same for the columns and --y"
     )
+    parser.add_argument(
+        "--pool",
+        choices=("auto", "avg", "none"),
+        default="auto",
+        help="which pooling's file a model list reads where a folder holds several"
+        " (<model>_pool-avg.pt, <model>_pool-none.pt): auto takes a model's one file (default)",
+    )
+    parser.add_argument(
+        "--x-pool", choices=("auto", "avg", "none"), default=None, help="--pool for --x-models"
+    )
+    parser.add_argument(
+        "--y-pool", choices=("auto", "avg", "none"), default=None, help="--pool for --y-models"
+    )
+    parser.add_argument(
+        "--keep-going",
+        action="store_true",
+        help="a model of --x-models/--y-models whose file is missing or unreadable is left out"
+        " (listed on stderr and in the JSON's skipped) instead of stopping the matrix",
+    )
     _statistics_flags(parser)
     _preprocess_flags(parser)
     _output_flags(parser)
@@ -115,7 +138,17 @@ def _statistics_flags(parser: argparse.ArgumentParser) -> None:
         "--k", type=positive_int, default=10, help="neighbours for kNN metrics (default 10)"
     )
     parser.add_argument(
-        "--null", type=nonnegative_int, default=0, help="permutations for the null (default 0)"
+        "--null",
+        type=positive_int,
+        default=0,
+        help="permutations for the null, the cap with --null-stop adaptive (default: no null)",
+    )
+    parser.add_argument(
+        "--null-stop",
+        choices=("fixed", "adaptive"),
+        default="fixed",
+        help="fixed: all --null draws; adaptive: stop once the 99%% interval of the p-value is"
+        " wholly below or above 0.05, checked every 25 draws (default fixed)",
     )
     parser.add_argument(
         "--bootstrap", type=nonnegative_int, default=0, help="bootstrap resamples (default 0)"
@@ -183,8 +216,7 @@ def _compute_flags(parser: argparse.ArgumentParser) -> None:
         "--device",
         type=device_name,
         default="auto",
-        help="device of --backend torch: auto (CUDA when present), cpu, cuda or cuda:N"
-        " (default auto)",
+        help=f"device of --backend torch: {DEVICE_HELP}",
     )
     parser.add_argument(
         "--kernel", choices=("linear", "rbf"), default="linear", help="CKA kernel (default linear)"
@@ -238,18 +270,22 @@ def _inputs(args: argparse.Namespace) -> tuple[list[Path], list[Path], list[str]
             )
         if args.ids_a or args.ids_b:
             raise InputError("--ids-a/--ids-b apply to the A B form; with --x/--y files carry ids")
-        xs, x_names = _side(args.x, args.x_models, "--x")
-        ys, y_names = _side(args.y, args.y_models, "--y")
+        xs, x_names = _side(args.x, args.x_models, "--x", args)
+        ys, y_names = _side(args.y, args.y_models, "--y", args)
         return xs, ys, x_names, y_names
     if args.a is None or args.b is None:
         raise InputError("expected two feature files A B, or --x FILES --y FILES")
     return [Path(args.a)], [Path(args.b)], [Path(args.a).stem], [Path(args.b).stem]
 
 
-def _side(paths: list[str], models: str | None, flag: str) -> tuple[list[Path], list[str]]:
-    """One side's files and names: expanded paths, or a model list's files in one folder."""
+def _side(
+    paths: list[str], models: str | None, flag: str, args: argparse.Namespace
+) -> tuple[list[Path], list[str]]:
+    """One side's files and names: expanded paths, or a model list's files in one folder, named
+    as the reference names the models. With ``--keep-going`` a model without a usable file is
+    left out and recorded in ``args.skipped``."""
     from prh.errors import InputError
-    from prh.modelsets import find_feature_file, read_model_list
+    from prh.modelsets import find_feature_file, read_model_list, reference_name
 
     if models is None:
         files = _expand(paths, flag)
@@ -258,23 +294,50 @@ def _side(paths: list[str], models: str | None, flag: str) -> tuple[list[Path], 
         raise InputError(f"{flag}-models: {flag} must be one folder (the --out-dir of prh embed)")
     entries = read_model_list(models, f"{flag}-models")
     folder = Path(paths[0])
-    return [find_feature_file(folder, e, flag) for e in entries], [e.name for e in entries]
+    pool = getattr(args, f"{flag[2:]}_pool") or args.pool
+    files, names = [], []
+    for e in entries:
+        try:
+            files.append(find_feature_file(folder, e, flag, pool))
+        except InputError as err:
+            if not args.keep_going:
+                raise
+            args.skipped.append({"side": flag[2:], "model": e.name, "reason": str(err)})
+            continue
+        names.append(reference_name(e.name))
+    if not files:
+        raise InputError(f"{flag}-models: no model of {models} has a usable file in {folder}")
+    return files, names
 
 
-def _check_rows(cache: _Files, files: list[Path], flag: str) -> None:
-    """A model list's files hold one data set: refuse, before any score, a file of other rows."""
+def _check_rows(
+    cache: _Files, files: list[Path], names: list[str], flag: str, args: argparse.Namespace
+) -> tuple[list[Path], list[str]]:
+    """A model list's files hold one data set: refuse, before any score, an unreadable file or
+    one of other rows (with ``--keep-going``: leave it out, recorded in ``args.skipped``)."""
     from prh.errors import InputError
 
-    first = None
-    for f in files:
-        n = cache.get(f, None)[1].shape[0]
-        if first is None:
-            first = (f, n)
-        elif n != first[1]:
-            raise InputError(
-                f"{flag}-models: {f.name} has {n} rows, {first[0].name} has {first[1]}: the list's"
-                " files must embed the same rows"
-            )
+    kept: list[Path] = []
+    kept_names: list[str] = []
+    for f, name in zip(files, names):
+        try:
+            n = cache.get(f, None)[1].shape[0]
+            if kept and n != cache.get(kept[0], None)[1].shape[0]:
+                raise InputError(
+                    f"{flag}-models: {f.name} has {n} rows, {kept[0].name} has"
+                    f" {cache.get(kept[0], None)[1].shape[0]}: the list's files must embed the"
+                    " same rows"
+                )
+        except InputError as err:
+            if not args.keep_going:
+                raise
+            args.skipped.append({"side": flag[2:], "model": name, "reason": str(err)})
+            continue
+        kept.append(f)
+        kept_names.append(name)
+    if not kept:
+        raise InputError(f"{flag}-models: no model of the list has a usable file")
+    return kept, kept_names
 
 
 def _npy_paths(path: str | None, names: tuple[str, ...]) -> dict[str, Path]:
@@ -400,88 +463,67 @@ def _print(r: Any, la: int, lb: int) -> None:
         print(f"calibrated  {_fmt(r.calibrated)}  (score - null {pct} quantile {crit})")
 
 
-def _print_matrix(title: str, table, names_x: list[str], n_y: int) -> None:
-    """One (X, Y) table of numbers: rows named, columns numbered (named once below)."""
+_HEADER = 12  # longest name printed as a column header; longer ones are numbered
+
+
+def _print_matrix(title: str, table, names_x: list[str], names_y: list[str]) -> None:
+    """One (X, Y) table of numbers: rows named, columns by name where short (else numbered,
+    named once below the tables)."""
     print(title)
     width = max(len(n) for n in names_x)
-    print(" " * width + "  " + "  ".join(f"{j:>9}" for j in range(n_y)))
+    heads = [_header(j, y) for j, y in enumerate(names_y)]
+    cols = [max(9, len(h)) for h in heads]
+    print(" " * width + "  " + "  ".join(f"{h:>{c}}" for h, c in zip(heads, cols)))
     for name, row in zip(names_x, table):
-        cells = "  ".join(f"{_fmt(float(v)):>9}" for v in row)
+        cells = "  ".join(f"{_fmt(float(v)):>{c}}" for v, c in zip(row, cols))
         print(f"{name:<{width}}  {cells}")
 
 
-class _Matrix:
-    """Per-metric (X, Y) tables filled cell by cell: raw scores, best layers, null, interval."""
-
-    def __init__(self, names: tuple[str, ...], nx: int, ny: int) -> None:
-        import numpy as np
-
-        def full(*tail: int) -> dict[str, Any]:
-            return {m: np.full((nx, ny, *tail), np.nan) for m in names}
-
-        self.scores, self.cis = full(), full(2)  # (X, Y), (X, Y, low/high)
-        self.calibrated, self.p_values, self.critical = full(), full(), full()
-        self.best = {m: np.zeros((nx, ny, 2), dtype=np.int64) for m in names}  # (layer x, y)
-
-    def put(self, name: str, i: int, j: int, r: Any) -> None:
-        self.scores[name][i, j], self.best[name][i, j] = r.score, r.layers
-        if r.ci is not None:
-            self.cis[name][i, j] = r.ci
-        if r.calibrated is not None:
-            self.calibrated[name][i, j] = r.calibrated
-            self.p_values[name][i, j] = r.p_value
-            self.critical[name][i, j] = r.null_critical
-
-    def tables(self, name: str, args: argparse.Namespace) -> list[tuple[str, Any]]:
-        """(title, table) of everything measured for one metric, raw score first."""
-        out = [("", self.scores[name])]
-        if args.null:
-            out += [("calibrated (score - null 95% quantile)", self.calibrated[name])]
-            out += [(f"p-value ({args.null} shuffles)", self.p_values[name])]
-        if args.bootstrap:
-            out += [("95% interval, low", self.cis[name][..., 0])]
-            out += [("95% interval, high", self.cis[name][..., 1])]
-        return out
+def _header(j: int, name: str) -> str:
+    return name if len(name) <= _HEADER else str(j)
 
 
-def _measure_all(args, xs, ys, x_names, y_names, names, options, files):
-    """Every (X, Y) cell and metric: the filled :class:`_Matrix` and the per-cell results."""
-    from prh.metrics import measure
-    from prh.metrics.api import KNN_METRICS
+def _tables(acc: Any, name: str, args: argparse.Namespace) -> list[tuple[str, Any]]:
+    """(title, table) of everything measured for one metric, raw score first."""
+    out = [("", acc.scores[name])]
+    if args.null:
+        out += [("calibrated (score - null 95% quantile)", acc.calibrated[name])]
+        up_to = "up to " if args.null_stop == "adaptive" else ""
+        out += [(f"p-value ({up_to}{args.null} shuffles)", acc.p_values[name])]
+    if args.bootstrap:
+        out += [("95% interval, low", acc.ci[name][..., 0])]
+        out += [("95% interval, high", acc.ci[name][..., 1])]
+    return out
 
-    matrix = len(xs) * len(ys) > 1
-    # Each file's neighbour lists (N x k) or SVCCA basis (N x cca_dim) serve every pair it is in
-    # (X = Y included), the lists every kNN metric: a model's neighbours do not depend on the
-    # other side. Kernel states (N x D float64, N x N Gram) are too large to keep for every file.
-    lists: dict[Any, Any] = {}
-    caches = {m: lists if m in KNN_METRICS else {} for m in names if m in (*KNN_METRICS, "svcca")}
-    acc, results = _Matrix(names, len(xs), len(ys)), []
-    for i, x in enumerate(xs):
-        fx, px = files.get(x, args.ids_a)  # x keeps its own row order, joined or not
-        for j, y in enumerate(ys):
-            fy, py = files.get(y, args.ids_b)
-            py, order = _joined(fx, fy, py, args)
-            key_y = str(y) if order is None else (str(y), order)
-            cell = f"[{i},{j}] {x_names[i]} ~ {y_names[j]}" if matrix else ""
-            for name in names:
-                r = measure(
-                    px, py, name, k=args.k, null=args.null, bootstrap=args.bootstrap,
-                    seed=args.seed, layers=args.layers,
-                    preprocess_features=False,  # done once per file above
-                    options=options, name_a=str(x), name_b=str(y),
-                    cache=caches.get(name), cache_keys=(str(x), key_y),
-                    progress=not args.no_progress, label=cell,
-                )  # fmt: skip
-                acc.put(name, i, j, r)
-                if not matrix:
-                    if results:
-                        print()
-                    _print(r, px.shape[1], py.shape[1])  # (N, L, D) each
-                    sys.stdout.flush()
-                results.append(
-                    {"x": str(x), "y": str(y), "x_name": x_names[i], "y_name": y_names[j],
-                     "row": i, "col": j, **r.to_dict()}
-                )  # fmt: skip
+
+def _measure_all(args, xs, ys, x_names, y_names, names, options, files, lists):
+    """Every (X, Y) cell and metric (:func:`prh.metrics.matrix.measure_matrix` on the files):
+    the filled :class:`~prh.metrics.matrix.MatrixResult` and the per-cell results."""
+    from prh.metrics.matrix import Cell, measure_matrix
+
+    def rows(i: int, j: int) -> Cell:
+        fx, px = files.get(xs[i], args.ids_a)  # x keeps its own row order, joined or not
+        fy, py = files.get(ys[j], args.ids_b)
+        py, order = _joined(fx, fy, py, args)
+        key_y = str(ys[j]) if order is None else (str(ys[j]), order)
+        return Cell(px, py, str(xs[i]), key_y, str(xs[i]), str(ys[j]))
+
+    shown: list[Any] = []
+
+    def show(i: int, j: int, r: Any) -> None:  # the two-file form prints each metric's result
+        if shown:
+            print()
+        shown.append(r)
+        _print(r, *r.layer_scores.shape)  # (L_A, L_B)
+        sys.stdout.flush()
+
+    acc = measure_matrix(
+        xs, ys, names, k=args.k, null=args.null, bootstrap=args.bootstrap, seed=args.seed,
+        layers=args.layers, null_stop=args.null_stop, options=options, x_names=x_names,
+        y_names=y_names, progress=not args.no_progress, rows=rows,
+        on_cell=show if len(xs) * len(ys) == 1 else None, lists=lists,
+    )  # fmt: skip
+    results = [{"x": str(xs[e["row"]]), "y": str(ys[e["col"]]), **e} for e in acc.results]
     return acc, results
 
 
@@ -489,6 +531,7 @@ def run(args: argparse.Namespace) -> int:
     """Load, measure every (X, Y) pair and metric, print, and write what was asked."""
     from prh.metrics import METRICS, MetricOptions
 
+    args.skipped = []  # models --keep-going leaves out: {side, model, reason}
     xs, ys, x_names, y_names = _inputs(args)
     names = METRICS if "all" in args.metric else args.metric
     npy = _npy_paths(args.npy, names)
@@ -509,11 +552,18 @@ def run(args: argparse.Namespace) -> int:
         device=args.device,
     )
     files = _Files(args)
-    for side, models, flag in ((xs, args.x_models, "--x"), (ys, args.y_models, "--y")):
-        if models is not None:
-            _check_rows(files, side, flag)
+    if args.x_models is not None:
+        xs, x_names = _check_rows(files, xs, x_names, "--x", args)
+    if args.y_models is not None:
+        ys, y_names = _check_rows(files, ys, y_names, "--y", args)
+    for skip in args.skipped:  # the summary of what --keep-going left out, before any score
+        print(f"prh measure: left out {skip['model']} ({skip['side']}): {skip['reason']}",
+              file=sys.stderr)  # fmt: skip
     bpb = _bpb_of(files, xs) if args.bpb_plot else []
-    acc, results = _measure_all(args, xs, ys, x_names, y_names, names, options, files)
+    lists: dict[Any, Any] = {}  # every kNN metric's neighbour lists, by (file, layer)
+    if len(xs) * len(ys) > 1 and args.null and not args.no_progress:
+        _print_cost(args, files, (xs, ys), names, options, lists)
+    acc, results = _measure_all(args, xs, ys, x_names, y_names, names, options, files, lists)
     if len(xs) * len(ys) > 1:
         _print_all(args, acc, names, x_names, y_names)
     out: dict[Any, bytes] = {}
@@ -530,6 +580,42 @@ def run(args: argparse.Namespace) -> int:
 
     write_all(out)  # the outputs are one result: all written, or none (a full disk names one)
     return 0
+
+
+def _print_cost(args, files: _Files, sides, names, options, lists: dict) -> None:
+    """The matrix's work and estimated time, on stderr, before the first cell. A batched null is
+    timed on the first cell's neighbour lists, which ``lists`` keeps for the matrix."""
+    from prh.metrics.api import get_metric
+    from prh.metrics.cost import describe, estimate_matrix
+
+    xs, ys = sides
+    shapes = {p: files.get(p, None)[1].shape for p in [*xs, *ys]}  # (N, L, D) each
+    n, width = shapes[xs[0]][0], max(s[2] for s in shapes.values())
+    lx, ly = [shapes[x][1] for x in xs], [shapes[y][1] for y in ys]
+    costs = []
+    for m in names:
+        sample = None
+        if get_metric(m, options).null is not None:
+            sample = tuple(_first_lists(files, f, options, lists) for f in (xs[0], ys[0]))
+        costs.append(
+            estimate_matrix(
+                m, n, width, lx, ly, args.null, options, distinct_files=len(shapes), sample=sample
+            )
+        )
+    text = describe(costs, len(xs) * len(ys), args.null, args.null_stop == "adaptive")
+    print(f"prh measure: {text}", file=sys.stderr, flush=True)
+
+
+def _first_lists(files: _Files, path: Path, options, lists: dict) -> list:
+    """Each layer's neighbour lists of one file, kept in ``lists`` as the matrix keys them."""
+    from prh.metrics.api import get_metric
+
+    prepare = get_metric("mutual_knn", options).prepare
+    x = files.get(path, None)[1]  # (N, L, D) preprocessed
+    for layer in range(x.shape[1]):
+        if (str(path), layer) not in lists:
+            lists[str(path), layer] = prepare(x[:, layer])
+    return [lists[str(path), layer] for layer in range(x.shape[1])]
 
 
 def _bpb_of(files: _Files, xs: list[Path]) -> list[float]:
@@ -569,23 +655,25 @@ def _bpb_value(value: object, x: Path) -> float:
     return bpb
 
 
-def _print_all(args, acc: _Matrix, names, x_names: list[str], y_names: list[str]) -> None:
+def _print_all(args, acc: Any, names, x_names: list[str], y_names: list[str]) -> None:
     from prh.metrics.api import KNN_METRICS
 
     first = True
     for name in names:
         k = args.k if name in (*KNN_METRICS, "cknna") else None
         kk = f" (k = {k})" if k is not None else ""
-        for what, table in acc.tables(name, args):
+        for what, table in _tables(acc, name, args):
             if not first:
                 print()
             first = False
             title = f"{name}{kk}: rows X, columns Y, best layer pair each"
-            _print_matrix(f"{name}{kk}: {what}" if what else title, table, x_names, len(y_names))
-    print("\ncolumns: " + ", ".join(f"{j} = {y}" for j, y in enumerate(y_names)))
+            _print_matrix(f"{name}{kk}: {what}" if what else title, table, x_names, y_names)
+    long = [f"{j} = {y}" for j, y in enumerate(y_names) if _header(j, y) != y]
+    if long:
+        print("\ncolumns: " + ", ".join(long))
 
 
-def _json_file(args, acc: _Matrix, results, names, sides) -> bytes:
+def _json_file(args, acc: Any, results, names, sides) -> bytes:
     from prh.io import json_bytes, json_safe
     from prh.provenance import stamp
 
@@ -596,21 +684,28 @@ def _json_file(args, acc: _Matrix, results, names, sides) -> bytes:
         "y": [str(p) for p in ys],
         "x_names": list(x_names),
         "y_names": list(y_names),
+        "skipped": list(args.skipped),
         "metrics": list(names),
         "matrices": {
             m: {
                 "scores": acc.scores[m].tolist(),
-                "layers": acc.best[m].tolist(),
-                "ci": acc.cis[m].tolist() if args.bootstrap else None,
+                "layers": acc.layers[m].tolist(),
+                "ci": acc.ci[m].tolist() if args.bootstrap else None,
                 "calibrated": acc.calibrated[m].tolist() if args.null else None,
                 "p_values": acc.p_values[m].tolist() if args.null else None,
-                "null_critical": acc.critical[m].tolist() if args.null else None,
+                "null_critical": acc.null_critical[m].tolist() if args.null else None,
+                "null_draws": _counts(acc.null_draws[m]) if args.null else None,
             }
             for m in names
         },
         "results": results,
     }
     return json_bytes(json_safe(doc))
+
+
+def _counts(table: Any) -> list[list[int | None]]:
+    """An (X, Y) float table of counts as integers (None where not measured)."""
+    return [[None if v != v else int(v) for v in row] for row in table.tolist()]
 
 
 def _blob(blob: dict[str, Any]) -> bytes:
@@ -621,7 +716,7 @@ def _blob(blob: dict[str, Any]) -> bytes:
     return buf.getvalue()
 
 
-def _npy_files(acc: _Matrix, npy, stats, x_names: list[str], y_names: list[str]) -> dict:
+def _npy_files(acc: Any, npy, stats, x_names: list[str], y_names: list[str]) -> dict:
     """platonic-rep's ``{scores, indices}`` per metric, model names added; the calibrated
     scores and the interval beside it, in the same layout (path -> bytes)."""
     import numpy as np
@@ -631,7 +726,7 @@ def _npy_files(acc: _Matrix, npy, stats, x_names: list[str], y_names: list[str])
     for name, path in npy.items():
         # platonic-rep's layout: np.save of a dict; indices[i, j] = (layer of Y_j, layer of X_i),
         # because its compute_alignment calls compute_score(y_feats, x_feats).
-        indices = acc.best[name][:, :, ::-1].astype(np.float64)
+        indices = acc.layers[name][:, :, ::-1].astype(np.float64)
         out[path] = _blob({"scores": acc.scores[name], "indices": indices, **names})
         extra = stats.get(name, {})
         if "calibrated" in extra:
@@ -639,31 +734,31 @@ def _npy_files(acc: _Matrix, npy, stats, x_names: list[str], y_names: list[str])
                 "scores": acc.calibrated[name],
                 "indices": indices,
                 "p_values": acc.p_values[name],
-                "null_critical": acc.critical[name],
+                "null_critical": acc.null_critical[name],
                 **names,
             }
             out[extra["calibrated"]] = _blob(blob)
         if "ci" in extra:
-            blob = {"low": acc.cis[name][..., 0], "high": acc.cis[name][..., 1], **names}
+            blob = {"low": acc.ci[name][..., 0], "high": acc.ci[name][..., 1], **names}
             out[extra["ci"]] = _blob({**blob, "indices": indices})
     return out
 
 
-def _heatmap_file(args, acc: _Matrix, names, x_names: list[str], y_names: list[str]) -> bytes:
+def _heatmap_file(args, acc: Any, names, x_names: list[str], y_names: list[str]) -> bytes:
     """Raw scores per metric; with --null the calibrated scores beside them; with --bootstrap
     each cell also gives its interval."""
     from prh.metrics.heatmap import heatmap_png
 
     panels, layers, notes = {}, {}, {}
     for m in names:
-        panels[m], layers[m] = acc.scores[m], acc.best[m]
+        panels[m], layers[m] = acc.scores[m], acc.layers[m]
         if args.bootstrap:
-            notes[m] = acc.cis[m]
+            notes[m] = acc.ci[m]
         if args.null:
             key = f"{m} calibrated"
-            panels[key], layers[key] = acc.calibrated[m], acc.best[m]
+            panels[key], layers[key] = acc.calibrated[m], acc.layers[m]
             if args.bootstrap:
-                notes[key] = acc.cis[m] - acc.critical[m][..., None]
+                notes[key] = acc.ci[m] - acc.null_critical[m][..., None]
     return heatmap_png(panels, layers, list(x_names), list(y_names), intervals=notes)
 
 
@@ -671,6 +766,7 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "k": args.k,
         "null": args.null,
+        "null_stop": args.null_stop,
         "bootstrap": args.bootstrap,
         "layers": list(args.layers) if args.layers else None,
         "clamp": "none (no preprocessing)" if args.no_preprocess else args.clamp,

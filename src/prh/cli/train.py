@@ -10,10 +10,13 @@ Multi-process: ``torchrun --nproc-per-node N -m prh train ...`` (gloo on CPU, NC
 from __future__ import annotations
 
 import argparse
+import json
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 from prh.cli._args import (
+    DEVICE_HELP,
     MAX_THREADS,
     bounded_int,
     fraction,
@@ -57,8 +60,10 @@ thread_count = bounded_int(MAX_THREADS, "threads")  # CPU threads: an integer in
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Flags of ``prh train``, in help groups by part (none over 12 flags)."""
     d = TrainConfig  # defaults come from the config, so the help cannot drift from it
-    src = p.add_mutually_exclusive_group()
+    data = p.add_argument_group("data: what the model reads")
+    src = data.add_mutually_exclusive_group()
     src.add_argument(
         "--world",
         choices=world_names(),
@@ -66,7 +71,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="train on a world's train scenes (cave)",
     )
     src.add_argument("--corpus", metavar="PATH", help="train on a caption corpus file")
-    p.add_argument(
+    data.add_argument(
         "--views",
         choices=VIEWS,
         default=None,
@@ -74,33 +79,32 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "one caption (bad), a mixture with fraction --rho of good, or next-token LM "
         f"(default {d.views})",
     )
-    p.add_argument(
+    data.add_argument(
         "--rho",
         type=fraction,
         default=None,
         help="fraction of good views, for --views mixture only (0..1)",
     )
-    p.add_argument(
+    data.add_argument(
         "--samples",
         type=positive_int,
         default=None,
         help=f"budget: pairs (JEPA) or sequences (LM) seen (default {d.samples})",
     )
-    p.add_argument(
+    data.add_argument(
+        "--seed", type=seed, default=None, help=f"seed (init and data order; default {d.seed})"
+    )
+    model = p.add_argument_group("model")
+    model.add_argument(
         "--preset",
         choices=list(PRESET_DEFAULTS),
         default=None,
         help=f"model size: tiny (2 layers, d=128), small (~33M), base (~109M) (default {d.preset})",
     )
-    p.add_argument(
-        "--seed", type=seed, default=None, help=f"seed (init and data order; default {d.seed})"
-    )
-    p.add_argument("--out", metavar="RUN", help="new run directory to create")
-    p.add_argument("--resume", metavar="RUN", help="continue the run in RUN from its checkpoint")
-    _optimiser_flags(p)
-    _objective_flags(p)
-    _run_flags(p)
-    _world_flags(p)
+    _optimiser_flags(p.add_argument_group("optimiser and objective"), data)
+    _world_flags(p.add_argument_group("world and documents (next-token views)"))
+    add_image_arguments(p.add_argument_group("images and sketches (--modality image|sketch)"))
+    _run_flags(p.add_argument_group("evaluation"), p.add_argument_group("output and machine"))
     _config_flags(p)
 
 
@@ -113,14 +117,20 @@ def _preset_shapes(name: str, default: Any) -> str:
 
 def _config_flags(p: argparse.ArgumentParser) -> None:
     """--config, --set and the knobs derived from the config dataclasses' fields."""
-    p.add_argument(
+    g = p.add_argument_group("config files and keys")
+    g.add_argument(
         "--config",
         metavar="FILE",
         default=None,
-        help="JSON config to start from (a run's config.json as it is, or flat keys as --set "
-        "names them); order: preset < --config < --set < flags",
+        help="JSON or YAML (.yaml, .yml) config to start from (a run's config.json as it is, or "
+        "flat keys as --set names them); order: preset < --config < --set < flags",
     )
-    p.add_argument(
+    g.add_argument(
+        "--print-config",
+        action="store_true",
+        help="print the resolved config (flat keys, JSON: a --config file) and exit; no run",
+    )
+    g.add_argument(
         "--set",
         metavar="KEY=VALUE",
         action="append",
@@ -133,7 +143,7 @@ def _config_flags(p: argparse.ArgumentParser) -> None:
     add_field_flags(p, MODEL_KNOBS, "model shape (text; overrides --preset's)", shape)
 
 
-def _optimiser_flags(p: argparse.ArgumentParser) -> None:
+def _optimiser_flags(p: Any, data: Any) -> None:
     d = TrainConfig  # defaults from the config, so the help cannot drift from it
     p.add_argument(
         "--batch-size",
@@ -148,16 +158,12 @@ def _optimiser_flags(p: argparse.ArgumentParser) -> None:
         default=None,
         help=f"peak learning rate (default per preset: {_per_preset('lr')})",
     )
-    p.add_argument(
+    data.add_argument(
         "--max-len",
         type=max_len,
         default=None,
         help=f"tokens per sequence (default {d.max_len}, at most {MAX_LEN})",
     )
-
-
-def _objective_flags(p: argparse.ArgumentParser) -> None:
-    d = TrainConfig  # defaults from the config, so the help cannot drift from it
     p.add_argument(
         "--objective",
         choices=["whitened", "soft", "sigreg"],
@@ -178,8 +184,11 @@ def _objective_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _run_flags(p: argparse.ArgumentParser) -> None:
+def _run_flags(p: Any, out: Any) -> None:
+    """Evaluation flags (``p``) and the run's output and machine flags (``out``)."""
     d = TrainConfig  # defaults from the config, so the help cannot drift from it
+    out.add_argument("--out", metavar="RUN", help="new run directory to create")
+    out.add_argument("--resume", metavar="RUN", help="continue the run in RUN from its checkpoint")
     p.add_argument(
         "--eval-features",
         metavar="FILE",
@@ -199,24 +208,24 @@ def _run_flags(p: argparse.ArgumentParser) -> None:
         default=None,
         help=f"evaluate every N steps (0: only at the end; default {d.eval_every})",
     )
-    p.add_argument(
+    out.add_argument(
         "--checkpoint-every",
         type=nonnegative_int,
         default=None,
         help=f"checkpoint every N steps (0: never; default {d.checkpoint_every})",
     )
-    p.add_argument(
+    out.add_argument(
         "--threads",
         type=thread_count,
         default=None,
         help="CPU threads for torch (default: OMP_NUM_THREADS, else the cores split among ranks; "
         "a resumed run: its own)",
     )
-    p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
-    p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    out.add_argument("--device", default=None, help=DEVICE_HELP)
+    out.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
 
 
-def _world_flags(p: argparse.ArgumentParser) -> None:
+def _world_flags(p: Any) -> None:
     d = TrainConfig  # defaults from the config, so the help cannot drift from it
     p.add_argument(
         "--world-themes",
@@ -247,7 +256,6 @@ def _world_flags(p: argparse.ArgumentParser) -> None:
         default=None,
         help="next-token: a document's captions share one style (register, vocabulary, order)",
     )
-    add_image_arguments(p)  # --modality image|sketch and its flags (prh.cli.train_image)
 
 
 # Text flags passed to the config as given (None: left out), besides the shared ones.
@@ -286,6 +294,12 @@ def flag_layer(args: argparse.Namespace, lower: dict[str, Any]) -> dict[str, Any
     return {**layer, **given_field_flags(args, MODEL_KNOBS)}
 
 
+def flat_config(cfg: TrainConfig) -> dict[str, Any]:
+    """``cfg`` as the flat keys ``--config`` reads back (``model.*`` for its model overrides)."""
+    out = {f.name: getattr(cfg, f.name) for f in fields(cfg) if f.name != "model_overrides"}
+    return {**out, **{f"model.{k}": v for k, v in cfg.model_overrides.items()}}
+
+
 def run(args: argparse.Namespace) -> int:
     import sys
 
@@ -300,6 +314,9 @@ def run(args: argparse.Namespace) -> int:
         return run_image(args)
     progress = not args.no_progress
     device = resolve_device(args.device)  # one line for --device tpu, before any work
+    if args.resume and args.print_config:
+        raise InputError("--print-config prints a new run's config; a run's own is its"
+                         " config.json")  # fmt: skip
     if args.resume:
         check_resume_out(args)
         if args.config or args.set:
@@ -311,6 +328,9 @@ def run(args: argparse.Namespace) -> int:
         run_dir = train(
             None, args.resume, progress, resume=True, device=args.device, threads=args.threads
         )
+    elif args.print_config:
+        print(json.dumps(flat_config(config_from_args(args)), indent=2))
+        return 0
     else:
         if not args.out:
             raise InputError("give --out RUN (a new folder) or --resume RUN")

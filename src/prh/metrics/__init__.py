@@ -10,6 +10,7 @@ from prh.metrics.api import METRICS, MeasureResult, MetricOptions, get_metric, m
 from prh.metrics.cca import svcca
 from prh.metrics.kernel import cka, cknna
 from prh.metrics.knn import knn
+from prh.metrics.matrix import MatrixResult, measure_matrix
 from prh.metrics.neighbors import cycle_knn, edit_distance_knn, lcs_knn, mutual_knn
 from prh.metrics.preprocess import preprocess
 from prh.metrics.theory_cca import TheoryCCA, theory_cca
@@ -22,6 +23,7 @@ def unbiased_cka(a, b, **kwargs) -> float:
 
 __all__ = [
     "METRICS",
+    "MatrixResult",
     "MeasureResult",
     "MetricOptions",
     "TheoryCCA",
@@ -34,6 +36,7 @@ __all__ = [
     "l2_normalize",
     "lcs_knn",
     "measure",
+    "measure_matrix",
     "mutual_knn",
     "preprocess",
     "svcca",

@@ -26,10 +26,12 @@ from prh.metrics.neighbors import (
     mutual_knn_rows,
     permute_knn,
 )
+from prh.metrics.null_knn import CycleKnnNull, MutualKnnNull
 from prh.metrics.preprocess import CLAMPS, as_layers, check_nonzero_rows, check_pair, preprocess
 from prh.progress import Progress
 
 KNN_METRICS = ("mutual_knn", "cycle_knn", "lcs_knn", "edit_distance_knn")
+NULL_STOPS = ("fixed", "adaptive")
 METRICS = (*KNN_METRICS, "cka", "unbiased_cka", "cknna", "svcca")
 _ROWS = {
     "mutual_knn": mutual_knn_rows,
@@ -80,7 +82,11 @@ class Metric:
     ``score`` pairs row ``i`` of ``A`` with row ``perm[i]`` of ``B`` (identity when ``perm`` is
     None). ``distinct_rows``: the bootstrap passes distinct rows only; ``min_rows``: rows needed.
     ``rows(sa, sb)``, for metrics that are a mean over samples, gives the ``(N,)`` per-sample
-    scores: their bootstrap resamples queries against the fixed gallery.
+    scores: their bootstrap resamples queries against the fixed gallery. ``null(states_a,
+    states_b)``, where given, returns a per-permutation statistic of the best layer pair that needs
+    no per-pair loop: an object whose ``counts(perm)`` are every layer pair's integer score
+    numerators and ``scale`` their denominator's inverse (:class:`prh.metrics.null_knn.
+    MutualKnnNull`).
     """
 
     name: str
@@ -90,6 +96,7 @@ class Metric:
     distinct_rows: bool
     min_rows: int
     rows: Callable[[Any, Any], np.ndarray] | None = None
+    null: Callable[[list[Any], list[Any]], Any] | None = None
 
 
 def get_metric(name: str, options: MetricOptions | None = None) -> Metric:
@@ -104,7 +111,8 @@ def get_metric(name: str, options: MetricOptions | None = None) -> Metric:
         def score(sa: np.ndarray, sb: np.ndarray, perm: np.ndarray | None) -> float:
             return float(fn(sa, sb if perm is None else permute_knn(sb, perm)).mean())
 
-        return Metric(name, prep, score, True, True, o.k + 1, fn)
+        null = {"mutual_knn": MutualKnnNull, "cycle_knn": CycleKnnNull}.get(name)
+        return Metric(name, prep, score, True, True, o.k + 1, fn, null)
     if name in ("cka", "unbiased_cka"):
         unbiased = name == "unbiased_cka"
 
@@ -170,6 +178,9 @@ class MeasureResult:
     level : float
         Null quantile and interval coverage, 0.95 by default.
     n_null, n_bootstrap : int
+        Null draws made (fewer than asked when the adaptive stop decided) and resamples.
+    null_stop : str or None
+        ``"fixed"`` or ``"adaptive"`` (None without a null).
     bootstrap_kind : str
         ``"queries"`` (kNN metrics: per-sample scores resampled, gallery fixed at all ``N`` rows),
         ``"distinct"`` (CKNNA: recomputed on the distinct resampled rows) or ``"rows"`` (CKA,
@@ -191,6 +202,7 @@ class MeasureResult:
     level: float = 0.95
     n_null: int = 0
     n_bootstrap: int = 0
+    null_stop: str | None = None
     bootstrap_kind: str = "rows"
     layer_scores: np.ndarray = field(default_factory=lambda: np.zeros((1, 1)), repr=False)
 
@@ -209,6 +221,7 @@ class MeasureResult:
             "null_critical": self.null_critical,
             "level": self.level,
             "null": self.n_null,
+            "null_stop": self.null_stop,
             "bootstrap": self.n_bootstrap,
             "bootstrap_kind": self.bootstrap_kind,
             "layer_scores": [
@@ -242,6 +255,7 @@ def measure(
     cache_keys: tuple[Any, Any] | None = None,
     progress: bool = False,
     label: str = "",
+    null_stop: str = "fixed",
 ) -> MeasureResult:
     """Alignment of two representations of the same samples, with null and interval.
 
@@ -293,6 +307,11 @@ def measure(
         Report the null's and the bootstrap's draws on stderr (:mod:`prh.progress`).
     label : str
         Named in each progress line (a matrix cell: ``"[0,1] bloomz-560m ~ dinov2"``).
+    null_stop : {"fixed", "adaptive"}
+        ``"fixed"``: all ``null`` draws. ``"adaptive"``: stop, every 25 draws, once the 99%
+        interval of the p-value lies wholly below or above ``1 - level``
+        (:func:`prh.metrics.calibrate.decided`), ``null`` being the cap; the draws made are the
+        first draws of the fixed run, so ``p_value`` is the fixed run's at that many draws.
 
     Returns
     -------
@@ -300,6 +319,8 @@ def measure(
     """
     if not 0.0 < level < 1.0:
         raise InputError(f"level must be in (0, 1), got {level}")
+    if null_stop not in NULL_STOPS:
+        raise InputError(f"unknown null stop {null_stop!r}, expected one of {NULL_STOPS}")
     options = MetricOptions(**{**(options or MetricOptions()).__dict__, "k": k})
     m = get_metric(metric, options)
     side_a, side_b = (name_a, layer_dims_a, per_layer_a), (name_b, layer_dims_b, per_layer_b)
@@ -323,10 +344,8 @@ def measure(
     p = cal = crit = ci = None
     if null > 0:
         with bar("null", null) as pb:
-            draws = calibrate.permutation_null(
-                lambda perm: best_pair(layer_scores(m.score, sa, sb, perm, pair))[0],
-                n, null, null_rng, progress=pb,
-            )  # fmt: skip
+            draws = _null(m, (sa, sb), pair, obs, (n, null, null_rng), null_stop, level, pb)
+        null = len(draws)
         p, crit = calibrate.p_value(obs, draws), calibrate.critical_value(draws, level)
         cal = obs - crit
     if bootstrap > 0:
@@ -346,10 +365,45 @@ def measure(
         null_critical=crit,
         level=level,
         n_null=null,
+        null_stop=null_stop if null > 0 else None,
         n_bootstrap=bootstrap,
         bootstrap_kind="queries" if m.rows else "distinct" if m.distinct_rows else "rows",
         layer_scores=scores,
     )
+
+
+def _null(m, states, pair, obs: float, draw, stop: str, level: float, pb) -> np.ndarray:
+    """The null's draws of the best-pair statistic, compared with ``obs``.
+
+    A metric with a batched null (:attr:`Metric.null`) counts every layer pair of a draw at once
+    (:func:`_counted`); the others redo the layer search pair by pair. The draws are the same.
+    """
+    (sa, sb), (n, r, rng) = states, draw
+    if m.null is not None:
+        la, lb = (sa, sb) if pair is None else ([sa[pair[0]]], [sb[pair[1]]])
+        statistic = _counted(m, la, lb, n)
+    else:
+        statistic = lambda perm: best_pair(layer_scores(m.score, sa, sb, perm, pair))[0]  # noqa: E731
+    stopper = (lambda d: calibrate.decided(obs, d, 1 - level)) if stop == "adaptive" else None
+    return calibrate.permutation_null(statistic, n, r, rng, progress=pb, stop=stopper)
+
+
+def _counted(m, la: list, lb: list, n: int) -> Callable[[np.ndarray], float]:
+    """The best pair's score under ``perm`` from integer counts: ``max h * scale``, except that a
+    draw whose best count equals the observed one is scored as the pair loop scores it (the float
+    mean over rows), so that its comparison with the observed score, a tie up to rounding, comes
+    out as it always has: the p-value is the pair loop's, bit for bit."""
+    counter = m.null(la, lb)
+    top_obs = counter.counts(np.arange(n)).max()
+
+    def statistic(perm: np.ndarray) -> float:
+        h = counter.counts(perm)  # (L_A, L_B) int
+        top = h.max()
+        if top != top_obs:
+            return float(top * counter.scale)
+        return max(m.score(la[i], lb[j], perm) for i, j in np.argwhere(h == top))
+
+    return statistic
 
 
 def _inputs(m, metric, a, b, k, preprocess_features, quantile, clamp, side_a, side_b):

@@ -34,7 +34,9 @@ def as_layers(x: object, name: str = "features") -> np.ndarray:
     Parameters
     ----------
     x : array-like
-        ``(N, D)`` or ``(N, L, D)`` numbers.
+        ``(N, D)`` or ``(N, L, D)`` numbers; a torch tensor of any dtype (bfloat16 and float16
+        included) on any device is read as float32, exactly (the metrics then compute in float32
+        or float64, as each needs).
     name : str
         How to name ``x`` in error messages (a file path).
 
@@ -43,6 +45,8 @@ def as_layers(x: object, name: str = "features") -> np.ndarray:
     InputError
         Not a numeric array, wrong rank, fewer than 2 rows, or a NaN/inf (the first bad row named).
     """
+    if type(x).__module__.split(".")[0] == "torch" and hasattr(x, "detach"):
+        x = _tensor_array(x, name)
     if not isinstance(x, np.ndarray):
         try:
             x = np.asarray(x)
@@ -65,6 +69,14 @@ def as_layers(x: object, name: str = "features") -> np.ndarray:
         bad = x[row][~np.isfinite(x[row])][0]
         raise InputError(f"{name}: row {row} contains {bad} (features must be finite)")
     return x
+
+
+def _tensor_array(x, name: str) -> np.ndarray:
+    """A torch tensor as a numpy array: floating dtypes (numpy has no bfloat16) as float32."""
+    if x.is_complex():
+        raise InputError(f"{name}: holds complex numbers ({x.dtype}), expected real ones")
+    x = x.detach().cpu()
+    return (x.float() if x.is_floating_point() else x).numpy()
 
 
 def check_nonzero_rows(x: np.ndarray, name: str = "features") -> None:

@@ -8,6 +8,8 @@ The torch-backed names load on first use, so ``prh.training.config`` (what ``prh
 reads its defaults from) stays importable without torch.
 """
 
+import importlib
+import inspect
 from typing import Any
 
 from prh.training.config import (
@@ -38,7 +40,9 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name in _API:
-        from prh.training import api
+        from prh.errors import hint_extras
 
-        return getattr(api, name)
+        api = hint_extras(importlib.import_module)("prh.training.api")  # torch: the install hint
+        value = getattr(api, name)
+        return hint_extras(value) if inspect.isfunction(value) else value
     raise AttributeError(f"module 'prh.training' has no attribute {name!r}")

@@ -11,9 +11,11 @@ are skipped.
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from pathlib import Path
@@ -99,18 +101,47 @@ def flatten(d: Mapping[str, Any], where: str) -> dict[str, Any]:
 
 
 def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """The flat keys of a JSON config file (``--config FILE``)."""
+    """The flat keys of a JSON or YAML (``.yaml``, ``.yml``) config file (``--config FILE``)."""
     where = f"--config {path}"
     p = Path(path)
     if not p.is_file():
         raise InputError(f"{where}: {'is a folder' if p.is_dir() else 'no such file'}")
+    yaml = p.suffix.lower() in (".yaml", ".yml")
     try:
-        d = read_json(p)
+        d = _read_yaml(p.read_text(encoding="utf-8"), where) if yaml else read_json(p)
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise InputError(f"{where}: not JSON ({e})") from None
     if not isinstance(d, dict):
-        raise InputError(f"{where}: expected a JSON object, got {type(d).__name__}")
+        kind = "a YAML mapping" if yaml else "a JSON object"
+        raise InputError(f"{where}: expected {kind}, got {type(d).__name__}")
     return flatten(d, where)
+
+
+_YAML_FLOAT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
+
+
+def _read_yaml(text: str, where: str) -> Any:
+    """A YAML document (``yaml.safe_load``: plain data, no tags). PyYAML reads ``1e-3`` (no
+    dot) as a string, YAML 1.2 and JSON as a number: read such strings as numbers."""
+    from prh.errors import hint_extras
+
+    yaml = hint_extras(importlib.import_module)("yaml")  # the `yaml` extra (pyyaml)
+    try:
+        d = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        first = str(e).strip().splitlines()[0]
+        raise InputError(f"{where}: not YAML ({first})") from None
+    if isinstance(d, dict):
+        return {k: _number(v) for k, v in d.items()}
+    return d
+
+
+def _number(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _number(v) for k, v in value.items()}
+    if isinstance(value, str) and _YAML_FLOAT.fullmatch(value):
+        return float(value)
+    return value
 
 
 def parse_sets(items: Sequence[str]) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +40,7 @@ from prh.training.rundir import (
     MODEL_FORMAT,
     MetricsLog,
     clear_incomplete,
+    finish_meta,
     read_meta,
     run_state,
     write_meta,
@@ -439,8 +441,11 @@ def open_run_files(
     if info.is_main:
         write_json(run_dir / "config.json", stored)
         write_meta(
-            run_dir, seed=cfg.seed, device=str(dev), threads=threads, world_size=info.world_size
-        )
+            run_dir, seed=cfg.seed, device=str(dev), threads=threads, world_size=info.world_size,
+            resumed_from=start if resume else None,
+        )  # fmt: skip
+        if resume:
+            print(f"prh train: resuming {run_dir} from step {start}", file=sys.stderr)
     log = MetricsLog(run_dir / "metrics.jsonl", resume_step=start if resume else None)
     if not resume and info.is_main:
         log.path.write_text("")
@@ -513,6 +518,7 @@ def finish(
             f.write(canonical_safetensors(blob))
         if on_eval is not None and (not cfg.eval_every or step % cfg.eval_every):
             on_log({"step": step, "samples": step * cfg.batch_size, **on_eval(step)})
+        finish_meta(run_dir, step)
     barrier(info)
 
 

@@ -81,8 +81,18 @@ def package_versions() -> dict[str, str | None]:
     return out
 
 
-def write_meta(run_dir: Path, *, seed: int, device: str, threads: int, world_size: int) -> None:
-    """Write ``meta.json`` (kept across resumes: a resume appends to ``resumes``)."""
+def write_meta(
+    run_dir: Path,
+    *,
+    seed: int,
+    device: str,
+    threads: int,
+    world_size: int,
+    resumed_from: int | None = None,
+) -> None:
+    """Write ``meta.json``, the start record: what ran (``command``, ``host``, code, versions,
+    the resolved ``device``) and when (``started``). Kept across resumes: a resume appends its
+    own record, with the step it resumed from, to ``resumes``."""
     path = run_dir / "meta.json"
     now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     if path.exists():
@@ -91,12 +101,16 @@ def write_meta(run_dir: Path, *, seed: int, device: str, threads: int, world_siz
         meta.setdefault("resumes", []).append(
             {
                 "at": now,
+                "from_step": resumed_from,
+                "command": sys.argv,
+                "host": platform.node(),
                 "git": src["git"],
                 "prh_version": src["version"],
                 "device": device,
                 "threads": threads,
             }
         )
+        meta.pop("finished", None)  # the run goes on: finished again when it ends
     else:
         src = prh_source()
         meta = {
@@ -110,8 +124,18 @@ def write_meta(run_dir: Path, *, seed: int, device: str, threads: int, world_siz
             "threads": threads,
             "world_size": world_size,
             "cpu_count": os.cpu_count(),
+            "command": sys.argv,
+            "host": platform.node(),
             "started": now,
         }
+    write_json(path, meta)
+
+
+def finish_meta(run_dir: Path, step: int) -> None:
+    """The finish record in ``meta.json``: ``finished`` (time) and ``final_step``."""
+    path = run_dir / "meta.json"
+    meta = json.loads(path.read_text()) if path.exists() else {}
+    meta.update(finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"), final_step=step)
     write_json(path, meta)
 
 
