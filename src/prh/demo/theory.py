@@ -44,10 +44,12 @@ def world_spectrum(world: Any, m: int = 12) -> dict[str, Any]:
     """``{"eigenvalues", "k", "gap", "min_separation", "lag", "reason"}`` of ``world``: the ``m``
     largest non-constant eigenvalues of its pair kernel; ``eigenvalues`` ``None`` and a
     ``reason`` for a world without one (the still cave)."""
-    k = getattr(world, "gap_k", None)
-    if not hasattr(world, "spectrum") or k is None:
+    from prh.world import has_theory
+
+    if not has_theory(world):
         return {"eigenvalues": None, "k": None, "gap": None, "min_separation": None,
                 "lag": 0, "reason": STILL_REASON}  # fmt: skip
+    k = world.gap_k
     sp = world.spectrum(max(m, k + 1))
     ev = sp.nontrivial()
     top = ev[:k]
@@ -80,9 +82,11 @@ def theory_scores(
 ) -> dict[str, Any]:
     """Name -> the held-out theory CCA of each feature set (module docstring), or
     ``{"skipped": reason}`` for a world without a gap."""
-    k = getattr(world, "gap_k", None)
-    if not hasattr(world, "theory_embedding") or k is None:
+    from prh.world import has_theory
+
+    if not has_theory(world):
         return {"skipped": STILL_REASON}
+    k = world.gap_k
     g_fit, g_test = world.theory_embedding(fit_ids, k), world.theory_embedding(test_ids, k)
     out: dict[str, Any] = {}
     for name in train:
@@ -125,9 +129,10 @@ def own_scores(world: Any, name: str, feats: tuple, ids: tuple, k: int, n_boot: 
     whose modalities have no theory. The captions are the demo's: 5 per fitting state (wording
     seed = world seed), 1 per held-out state (world seed + 1)."""
     from prh.metrics.theory_cca import width_fair_cc
+    from prh.world import has_theory
     from prh.world.observation import predicted_cc
 
-    if not hasattr(world, "pair_kernel"):
+    if not has_theory(world):
         return {}
     m, (fit_ids, test_ids) = modality_of(name), ids
     ws = int(world.config.seed)
@@ -194,9 +199,10 @@ def predicted_pairs(world: Any, names: Sequence[str], k: int) -> list[list[float
     """``(n, n)``: the mean canonical correlation two perfect good-view encoders of each pair's
     modalities reach on one observation each per state (:func:`prh.world.observation.
     predicted_cc`); None for a world without a pair kernel."""
+    from prh.world import has_theory
     from prh.world.observation import predicted_cc
 
-    if not hasattr(world, "pair_kernel") or getattr(world, "gap_k", None) is None:
+    if not has_theory(world):
         return None
     mods = [modality_of(n) for n in names]
     memo: dict[tuple[str, str], float] = {}

@@ -62,7 +62,7 @@ def theory_target(task: Any, cfg: TrainConfig) -> TheoryTarget | None:
     if not cfg.eval_theory:
         return None
     from prh.features import load_features
-    from prh.world import make_world
+    from prh.world import has_theory, make_world
 
     where = f"--eval-theory {cfg.eval_theory}"
     if cfg.world is None:
@@ -76,7 +76,7 @@ def theory_target(task: Any, cfg: TrainConfig) -> TheoryTarget | None:
     if bad.any():
         raise InputError(f"{where}: row {int(bad.argmax())} holds NaN or infinity")
     world = make_world(cfg.world, seed=cfg.world_seed)
-    if getattr(world, "gap_k", None) is None:  # the still cave: Pi = diag(p), no gap at any k
+    if not has_theory(world):  # the still cave: Pi = diag(p), no gap at any k
         raise InputError(
             f"{where}: world {cfg.world} has no theory embedding (its pair kernel has no gap); "
             "--eval-theory needs a world that moves (--world moving or moving-literal)"

@@ -7,7 +7,14 @@ prh builds one), :class:`World` (what a world provides), :func:`register_world`,
 """
 
 from prh.world.cave import CaveWorld, WorldConfig
-from prh.world.registry import World, make_world, register_world, world_names
+from prh.world.registry import (
+    SpectralWorld,
+    World,
+    has_theory,
+    make_world,
+    register_world,
+    world_names,
+)
 from prh.world.scenes import COLOURS, SHAPES, SIZES, Relation, Scene, SceneObject
 
 __all__ = [
@@ -18,8 +25,10 @@ __all__ = [
     "Relation",
     "Scene",
     "SceneObject",
+    "SpectralWorld",
     "World",
     "WorldConfig",
+    "has_theory",
     "make_world",
     "register_world",
     "world_names",

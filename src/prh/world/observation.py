@@ -61,7 +61,9 @@ class ModalityTheory:
 def _check(world: Any, modality: str) -> None:
     if modality not in MODALITIES:
         raise InputError(f"modality {modality!r}: expected one of {', '.join(MODALITIES)}")
-    if not hasattr(world, "pair_kernel") or getattr(world, "gap_k", None) is None:
+    from prh.world.registry import has_theory
+
+    if not has_theory(world):
         raise InputError("a modality's theory needs a world with a pair kernel (--world moving)")
 
 

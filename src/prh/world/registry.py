@@ -60,6 +60,32 @@ class World(Protocol):
         ...
 
 
+@runtime_checkable
+class SpectralWorld(Protocol):
+    """A world whose good views have a pair kernel with a gap (the moving cave): what the theory
+    steps need beyond :class:`World`. ``isinstance(world, SpectralWorld)`` is the one check."""
+
+    gap_k: int
+
+    def spectrum(self, m: int = 12, lag: int | None = None) -> Any:
+        """The constant and ``m`` largest other eigenpairs of the pair kernel."""
+        ...
+
+    def pair_kernel(self, lag: int | None = None) -> np.ndarray:
+        """The dense ``(N, N)`` pair law on states."""
+        ...
+
+    def theory_embedding(self, scene_ids: Any, k: int = 8) -> np.ndarray:
+        """``g*`` of the given states, ``(n, k)``."""
+        ...
+
+
+def has_theory(world: Any) -> bool:
+    """Whether ``world`` has a spectral gap to compare encoders with (a :class:`SpectralWorld`
+    whose ``gap_k`` is set)."""
+    return isinstance(world, SpectralWorld) and world.gap_k is not None
+
+
 def _cave(seed: int = 0, **options: Any) -> CaveWorld:
     try:
         return CaveWorld(WorldConfig(seed=seed, **options))
