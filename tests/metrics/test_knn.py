@@ -81,16 +81,15 @@ def test_errors():
 
 
 def test_torch_topk_path_gives_the_same_exact_lists(monkeypatch):
-    import sys
 
-    knn_module = sys.modules["prh.metrics.knn"]  # the package exports a function of that name
+    from prh.metrics import knn_tiles
 
     rng = np.random.default_rng(4)
     x = rng.integers(-1, 2, size=(50, 4)).astype(np.float32)
     x[np.abs(x).sum(1) == 0, 1] = 1.0
     x = np.concatenate([x, x[:12]])
     ref = brute_force_exact(x, 5)
-    monkeypatch.setattr(knn_module, "_TORCH_TOPK_MIN_N", 8)
+    monkeypatch.setattr(knn_tiles, "_TORCH_TOPK_MIN_N", 8)
     for bs in (1, 9, 100):
         assert knn(x, 5, block_size=bs).tolist() == ref
 
@@ -179,8 +178,10 @@ def test_symmetric_tiles_match_canonical_brute_force_on_near_ties(monkeypatch, s
 
 
 def test_tiles_wider_than_the_torch_topk_threshold(monkeypatch):
-    knn_module = _knn_module()
-    monkeypatch.setattr(knn_module, "_TORCH_TOPK_MIN_N", 8)  # diagonal tiles seeded by torch.topk
+    from prh.metrics import knn_tiles
+
+    monkeypatch.setattr(knn_tiles, "_TORCH_TOPK_MIN_N", 8)  # dense seeds by torch.topk
+    monkeypatch.setattr(knn_tiles, "_SEED_GROUP_MIN", 10**9)  # every diagonal tile seeded densely
     x = np.concatenate([near_ties(3, 200), near_ties(4, 40, noise=0.0)])  # exact duplicates too
     ref = brute_force_canonical(x, 7)
     for bs in (9, 50, 240):
@@ -209,10 +210,12 @@ def test_random_large_matches_canonical_brute_force(k):
 
 
 def test_row_value_key_orders_like_a_lexsort():
+    from prh.metrics import knn_tiles
+
     rng = np.random.default_rng(2)
     special = [-np.inf, np.inf, 0.0, -0.0, 1e-40, -1e-40, 3.4e38, -3.4e38]
     vals = np.concatenate([rng.standard_normal(500), special]).astype(np.float32)
     rows = rng.integers(0, 9, len(vals))
-    got = np.argsort(_knn_module()._row_value_key(rows, vals), kind="stable")
+    got = np.argsort(knn_tiles.row_value_key(rows, vals), kind="stable")
     want = np.lexsort((-vals, rows))
     assert np.array_equal(rows[got], rows[want]) and np.array_equal(vals[got], vals[want])

@@ -1,0 +1,238 @@
+"""The symmetric tile sweep of the exact kNN: float32 top-``c`` candidates of every row of
+``X X^T`` from the tiles on and above its diagonal, each computed once.
+
+A diagonal tile ``(I, I)`` seeds the running top-``c`` lists of its rows; an off-diagonal tile
+``(I, J)``, ``J > I``, is folded into the lists of its rows (``S_IJ``) and of its columns
+(``S_IJ^T``): about half the multiply-adds of two full Gram products. The exact order of the final
+lists is :mod:`prh.metrics.knn`'s business; this module only promises, for every row, ``c`` float32
+values that are the ``c`` largest of its row (ties in any order) with their columns.
+
+Where the time goes
+-------------------
+Each product runs on every BLAS thread (the whole machine, as the half-Gram floor does); right
+after it, while the tile is still warm, its row fold and its column fold run in two threads (numpy
+releases the GIL), each one pass over the tile. A fold touches a tile entry once: one comparison
+against the row's current ``c``-th value (the row's or the column's), then the few entries above it
+are found word by word (8 mask bytes at a time, :func:`hit_positions`) and merged into the lists
+with one integer sort (:func:`merge_hits`). A diagonal tile is seeded without a dense top-k: the
+smallest of ``m`` disjoint column-group maxima of a row is at most its ``m``-th largest value, so
+the entries at or above it (a few times ``m``) hold the row's top ``m`` (:func:`seed_tile`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+_TILE = 2048  # largest default tile side (16 MiB float32)
+_TORCH_TOPK_MIN_N = 768  # rows longer than this use torch.topk (argpartition copies the tile)
+_STRIP = 128  # rows per strip of a tile's comparison (one threshold bound per strip)
+_SEED_GROUPS = 4  # column groups per seeded candidate: more give a tighter bound, more maxima
+_SEED_GROUP_MIN = 4  # group maxima seed a diagonal tile only when each group has this many columns
+
+Product = Callable[[np.ndarray, np.ndarray, np.ndarray], None]
+
+
+def tile_side(n: int, threads: int | None = None) -> int:
+    """Default side of the square tiles: about ``N / 4`` rows (so the tiles on and above the
+    diagonal are near half of ``X X^T`` at small ``N``), 256 to 2048.
+
+    With more BLAS threads than 4 the tiles stay at least ``256 * threads / 2`` rows so that
+    each thread gets a panel of a few hundred rows (``threads``: default ``os.cpu_count()``).
+    """
+    t = threads or os.cpu_count() or 1
+    floor = int(np.clip(128 * t, 256, _TILE))
+    return int(np.clip(-(-n // 256) * 64, floor, _TILE))
+
+
+def numpy_product(xi: np.ndarray, xj: np.ndarray, out: np.ndarray) -> None:
+    """``out = xi xj^T`` by numpy's BLAS (``sgemm``)."""
+    np.matmul(xi, xj.T, out=out)
+
+
+def sweep(x: np.ndarray, c: int, block_size: int, product: Product = numpy_product):
+    """The float32 top-``c`` of every row of ``x x^T``, self excluded.
+
+    Parameters
+    ----------
+    x : np.ndarray
+        ``(N, D)`` float32, C-contiguous.
+    c : int
+        Candidates per row, ``1 <= c <= N - 1``.
+    block_size : int
+        Tile side.
+    product : callable
+        ``product(xi, xj, out)`` writes ``xi xj^T`` into ``out`` (numpy's BLAS or torch's).
+
+    Returns
+    -------
+    (np.ndarray, np.ndarray)
+        ``(N, c)`` float32 values, sorted descending per row, and their ``(N, c)`` int64 columns.
+    """
+    n = x.shape[0]
+    bs = max(1, min(block_size, n))
+    blocks = [(s, min(s + bs, n)) for s in range(0, n, bs)]
+    best_v = np.full((n, c), -np.inf, dtype=np.float32)
+    best_i = np.zeros((n, c), dtype=np.int64)
+    buf = np.empty(bs * bs, dtype=np.float32)  # reused: fresh tiles cost page faults
+    mask = np.empty(bs * bs, dtype=bool)
+    tiles = [(b, b) for b in blocks] + [
+        (bi, bj) for t, bi in enumerate(blocks) for bj in blocks[t + 1 :]
+    ]  # diagonal seeds first: they write whole lists, later tiles merge into them
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        for (i0, i1), (j0, j1) in tiles:
+            s = buf[: (i1 - i0) * (j1 - j0)].reshape(i1 - i0, j1 - j0)
+            product(x[i0:i1], x[j0:j1], s)
+            if i0 == j0:
+                seed_tile(s, i0, best_v, best_i, mask)
+                continue
+            fold_tile(best_v, best_i, s, i0, j0, mask, pool)
+    return best_v, best_i
+
+
+def seed_tile(
+    s: np.ndarray, i0: int, best_v: np.ndarray, best_i: np.ndarray, mask: np.ndarray
+) -> None:
+    """Fill the lists of rows ``i0 : i0 + b`` with the top entries of the diagonal tile ``s``
+    ``(b, b)`` (self excluded; ``s`` is overwritten on its diagonal).
+
+    The maxima of disjoint column groups are distinct entries of the row, so the ``m``-th largest
+    of ``4 m`` group maxima, ``lb``, is at most the row's ``m``-th largest value: the entries
+    ``>= lb`` (little more than ``m``) contain the top ``m``, and sorting those alone replaces a
+    dense top-k of the tile.
+    """
+    b = s.shape[0]
+    m = min(best_v.shape[1], b - 1)
+    if m < 1:
+        return
+    np.fill_diagonal(s, -np.inf)  # self is never a neighbour
+    w = _SEED_GROUPS * m  # column groups per row
+    if b < _SEED_GROUP_MIN * w:  # groups too narrow to bound anything: a dense top-k
+        vals, idx = top(s, m)
+        best_v[i0 : i0 + b, :m], best_i[i0 : i0 + b, :m] = vals, idx + i0
+        return
+    q = b // w  # group j holds columns j, j + w, ..., j + (q - 1) w: (b, q, w) max over q
+    gmax = s[:, : q * w].reshape(b, q, w).max(axis=1)  # (b, w) maxima of disjoint groups
+    lb = np.partition(gmax, w - m, axis=1)[:, w - m]  # (b,) their m-th largest
+    flat = hit_positions(s, lb[:, None], mask, np.greater_equal)
+    r, j = np.divmod(flat, b)
+    vals = s.ravel()[flat]
+    order = np.argsort(row_value_key(r, vals), kind="stable")  # by row, then value descending
+    start = np.searchsorted(r[order], np.arange(b))  # each row has >= m entries
+    take = order[(start[:, None] + np.arange(m)).ravel()]  # (b * m,)
+    best_v[i0 : i0 + b, :m] = vals[take].reshape(b, m)
+    best_i[i0 : i0 + b, :m] = (j[take] + i0).reshape(b, m)
+
+
+def fold_tile(
+    best_v: np.ndarray,
+    best_i: np.ndarray,
+    s: np.ndarray,
+    i0: int,
+    j0: int,
+    mask: np.ndarray,
+    pool: ThreadPoolExecutor,
+) -> None:
+    """Merge an off-diagonal tile ``s = S_IJ`` into the lists of its rows ``i0 + r`` (columns
+    ``j0 + j``) and of its columns ``j0 + j`` (columns ``i0 + r``).
+
+    An entry can enter a list only if it beats the list's current ``c``-th value: ``thr_r[r]``
+    for its row, ``thr_c[j]`` for its column. One comparison per entry, against
+    ``min(thr_c[j], min of thr_r over a strip of rows)``, finds every such entry (and a few that
+    enter neither, dropped by the merges); the two halves of the tile are scanned by two threads,
+    then the row merges and the column merges (disjoint rows of the lists) run side by side.
+    """
+    b, w = s.shape
+    thr_r = best_v[i0 : i0 + b, -1].copy()  # (b,) current c-th values of the rows
+    thr_c = best_v[j0 : j0 + w, -1].copy()  # (w,) and of the columns
+    mid = b // 2
+    other = pool.submit(union_hits, s, thr_r, thr_c, mask, mid, b)
+    flat = np.concatenate([union_hits(s, thr_r, thr_c, mask, 0, mid), other.result()])
+    if flat.size == 0:
+        return
+    r, j = np.divmod(flat, w)
+    vals = s.ravel()[flat]
+    by_col = vals > thr_c[j]
+    other = pool.submit(merge_hits, best_v, best_i, j0, j[by_col], vals[by_col], r[by_col] + i0)
+    by_row = vals > thr_r[r]
+    merge_hits(best_v, best_i, i0, r[by_row], vals[by_row], j[by_row] + j0)
+    other.result()
+
+
+def union_hits(
+    s: np.ndarray, thr_r: np.ndarray, thr_c: np.ndarray, mask: np.ndarray, r0: int, r1: int
+) -> np.ndarray:
+    """Flat positions in rows ``r0 : r1`` of ``s`` ``(b, w)`` of the entries above
+    ``min(thr_r[i], thr_c[j])``, and some more: each strip of :data:`_STRIP` rows is compared
+    once, with ``thr_r`` replaced by its minimum over the strip (a vector comparison, no
+    ``(b, w)`` threshold matrix)."""
+    w = s.shape[1]
+    out = [np.zeros(0, dtype=np.int64)]
+    for a in range(r0, r1, _STRIP):
+        e = min(a + _STRIP, r1)
+        t = np.minimum(thr_c, thr_r[a:e].min())  # (w,)
+        flat = hit_positions(s[a:e], t[None, :], mask[a * w : e * w], np.greater)
+        out.append(flat + a * w)
+    return np.concatenate(out)
+
+
+def hit_positions(s: np.ndarray, thr: np.ndarray, mask: np.ndarray, cmp) -> np.ndarray:
+    """Flat positions (ascending) of the entries of ``s`` with ``cmp(s, thr)`` true: one pass of
+    the comparison into the bool scratch ``mask`` (at least ``s.size``), one 1-D
+    :func:`np.flatnonzero` (far faster than a 2-D ``nonzero``)."""
+    m = mask[: s.size]
+    cmp(s, thr, out=m.reshape(s.shape))
+    return np.flatnonzero(m)
+
+
+def merge_hits(
+    best_v: np.ndarray,
+    best_i: np.ndarray,
+    row0: int,
+    rows: np.ndarray,
+    vals: np.ndarray,
+    cols: np.ndarray,
+) -> None:
+    """Fold hits ``(row0 + rows, vals, cols)`` into the running top-``c`` lists."""
+    c = best_v.shape[1]
+    hit, pos = np.unique(rows, return_inverse=True)  # rows to update; each hit's row among them
+    h, g = len(hit), row0 + hit
+    # old lists of the hit rows and the new entries, as (row, value, column) triplets
+    rr = np.concatenate([np.repeat(np.arange(h), c), pos])
+    vv = np.concatenate([best_v[g].ravel(), vals])
+    ii = np.concatenate([best_i[g].ravel(), cols])
+    order = np.argsort(row_value_key(rr, vv), kind="stable")  # by row, then value descending
+    start = np.searchsorted(rr[order], np.arange(h))  # first triplet of each row
+    take = order[(start[:, None] + np.arange(c)).ravel()]  # (h * c,) the c best of each row
+    best_v[g] = vv[take].reshape(h, c)
+    best_i[g] = ii[take].reshape(h, c)
+
+
+def row_value_key(rows: np.ndarray, vals: np.ndarray) -> np.ndarray:
+    """int64 keys that sort by ``rows`` ascending, then float32 ``vals`` descending, exactly.
+
+    The float32 bit pattern, its magnitude bits flipped for negatives, orders like the value
+    (``-inf`` first, ``-0.0`` just below ``0.0``); one integer sort replaces a two-key lexsort.
+    """
+    b = vals.astype(np.float32).view(np.int32).astype(np.int64)
+    ordered = np.where(b < 0, b ^ 0x7FFFFFFF, b)  # in [-2^31, 2^31): increasing with the value
+    return (rows.astype(np.int64) << 32) + (2**31 - 1 - ordered)
+
+
+def top(s: np.ndarray, c: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``c`` largest entries of each row of ``s`` ``(b, N)``, sorted descending (any ties)."""
+    if s.shape[1] > _TORCH_TOPK_MIN_N:  # torch.topk is one pass; argpartition slower on long rows
+        try:
+            import torch
+        except ImportError:  # pragma: no cover - torch is an optional extra
+            torch = None
+        if torch is not None:
+            vals, idx = torch.topk(torch.from_numpy(s), c, dim=1)
+            return vals.numpy(), idx.numpy()
+    idx = np.argpartition(-s, c - 1, axis=1)[:, :c]  # (b, c) unsorted
+    vals = np.take_along_axis(s, idx, axis=1)
+    order = np.argsort(-vals, axis=1, kind="stable")
+    return np.take_along_axis(vals, order, axis=1), np.take_along_axis(idx, order, axis=1)
