@@ -219,3 +219,34 @@ def test_row_value_key_orders_like_a_lexsort():
     got = np.argsort(knn_tiles.row_value_key(rows, vals), kind="stable")
     want = np.lexsort((-vals, rows))
     assert np.array_equal(rows[got], rows[want]) and np.array_equal(vals[got], vals[want])
+
+
+def test_torch_device_branch_mocked_on_cpu_gives_the_same_lists(monkeypatch):
+    """The CUDA branch (row blocks, ``torch.topk`` on the device) run on the CPU: the lists equal
+    the canonical brute force and the CPU sweep's, ties and near ties included."""
+    knn_module = _knn_module()
+    monkeypatch.setattr(knn_module, "device_topk", lambda dev: True)
+    sweeps = []
+    sweep = knn_module.sweep
+    monkeypatch.setattr(knn_module, "sweep", lambda *a: sweeps.append(1) or sweep(*a))
+    x = np.concatenate([near_ties(5, 120), near_ties(6, 20, noise=0.0)])
+    ref = brute_force_canonical(x, 6)
+    for bs in (None, 7, 64):
+        assert knn(x, 6, block_size=bs, backend="torch", device="cpu").tolist() == ref
+    assert not sweeps  # the device branch ran, not the tile sweep
+    monkeypatch.setattr(knn_module, "device_topk", lambda dev: False)
+    assert knn(x, 6, backend="torch", device="cpu").tolist() == ref
+    assert sweeps
+
+
+def test_torch_backend_restores_the_callers_matmul_precision():
+    import torch
+
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("medium")  # would allow reduced-precision products
+    try:
+        x = near_ties(7, 80)
+        assert knn(x, 5, backend="torch", device="cpu").tolist() == brute_force_canonical(x, 5)
+        assert torch.get_float32_matmul_precision() == "medium"
+    finally:
+        torch.set_float32_matmul_precision(before)

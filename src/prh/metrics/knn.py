@@ -23,19 +23,20 @@ so ties from duplicated rows are resolved by index, exactly. Rows whose ``k + ma
 candidates do not reach below the threshold (heavy near-ties) are re-scored over all their
 candidates.
 
-Each tile ``(I, J)``, ``J >= I``, of the symmetric ``X X^T`` is computed once: a diagonal tile
-seeds the running float32 top candidates of its rows (a dense top-k), an off-diagonal tile updates
-those of both its row block and its column block (the few entries above a row's current ``c``-th
-value, merged sparsely): about half the multiply-adds of two full Gram products. The merging runs
-in one helper thread, one tile behind the products. Only candidates in a *cluster* (float32 values
-closer than the error bound to a neighbour in the list) get the float64 canonical score; the others
-are already in canonical order. Memory: ``N (k + 6)`` candidates plus two ``block x block``
-float32 tiles and one boolean mask.
+Each tile ``(I, J)``, ``J >= I``, of the symmetric ``X X^T`` is computed once
+(:mod:`prh.metrics.knn_tiles`): a diagonal tile seeds the running float32 top candidates of its
+rows, an off-diagonal tile updates those of both its row block and its column block (the few
+entries above a row's current ``c``-th value, merged sparsely): about half the multiply-adds of
+two full Gram products. Only candidates in a *cluster* (float32 values closer than the error bound
+to a neighbour in the list) get the float64 canonical score; the others are already in canonical
+order. Memory: ``N (k + 6)`` candidates plus one ``block x block`` float32 tile and one boolean
+mask.
 
 Backends only differ in who computes the float32 candidates: ``numpy`` (the symmetric tile sweep
-above, BLAS), ``torch`` (row blocks ``X_b X^T`` and ``torch.topk`` on a torch device, CUDA when
-present, TF32 switched off so the error bound holds) and ``faiss`` (``IndexFlatIP``). The exact
-float64 re-scoring is the same numpy code for all three, so their neighbour lists are identical.
+above, BLAS), ``torch`` (on the CPU the same sweep with torch's products; on CUDA row blocks
+``X_b X^T`` and ``torch.topk`` on the device; full float32 products, no TF32, so the error bound
+holds) and ``faiss`` (``IndexFlatIP``). The exact float64 re-scoring is the same numpy code for
+all three, so their neighbour lists are identical.
 
 References
 ----------
@@ -44,6 +45,8 @@ References
 """
 
 from __future__ import annotations
+
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -220,32 +223,69 @@ def _knn_torch(
     block_size: int | None,
     device: str,
 ) -> np.ndarray:
-    """Float32 candidates from row blocks of ``X X^T`` and ``torch.topk`` on a torch device.
+    """Float32 candidates from torch: on the CPU the symmetric tile sweep with torch's products
+    (:func:`torch_product`); on an accelerator (:func:`device_topk`) row blocks ``X_b X^T`` and
+    ``torch.topk`` on the device, where only ``(b, c)`` candidates per block come back.
 
-    Only ``(b, c)`` candidates per block leave the device; :func:`_select` re-scores them exactly
-    on the CPU (the rare unsettled row is recomputed there in full).
+    :func:`_select` re-scores them exactly on the CPU (the rare unsettled row is recomputed there
+    in full), so every path gives the numpy path's lists.
     """
+    dev = torch_device(device)
+    with _full_float32():
+        if not device_topk(dev):
+            return _knn_symmetric(x, k, c, slack, block_size, torch_product)
+        return _knn_torch_rows(x, k, c, slack, block_size, dev)
+
+
+@contextmanager
+def _full_float32():
+    """Full float32 products inside (no TF32 on CUDA, no reduced-precision float32 matmul
+    anywhere: the error bound assumes IEEE float32 products); the caller's settings after."""
     import torch
 
-    dev = torch_device(device)
+    tf32, precision = torch.backends.cuda.matmul.allow_tf32, torch.get_float32_matmul_precision()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.set_float32_matmul_precision("highest")
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        torch.set_float32_matmul_precision(precision)
+
+
+def device_topk(dev) -> bool:
+    """Whether the torch backend selects candidates on ``dev`` (row blocks and ``torch.topk``:
+    CUDA) rather than sweeping the symmetric tiles on the CPU."""
+    return dev.type != "cpu"
+
+
+def torch_product(xi: np.ndarray, xj: np.ndarray, out: np.ndarray) -> None:
+    """``out = xi xj^T`` by torch's CPU matrix multiply, in place on the numpy buffers."""
+    import torch
+
+    torch.matmul(torch.from_numpy(xi), torch.from_numpy(xj).T, out=torch.from_numpy(out))
+
+
+def _knn_torch_rows(
+    x: np.ndarray, k: int, c: int, slack: np.ndarray, block_size: int | None, dev
+) -> np.ndarray:
+    """Candidates from row blocks ``X_b X^T`` (``(b, N)`` float32, TF32 off) and ``torch.topk``
+    on the torch device ``dev``; exact selection on the CPU (TF32 off: :func:`_full_float32`)."""
+    import torch
+
     n = x.shape[0]
     bs = block_size or default_block_size(n)
     out = np.empty((n, k), dtype=np.int64)
-    tf32 = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = False  # TF32 products would break the error bound
-    try:
-        xt = torch.from_numpy(x).to(dev)  # (N, D) float32
-        for start in range(0, n, bs):
-            q = np.arange(start, min(start + bs, n))
-            s = xt[start : start + len(q)] @ xt.T  # (b, N) float32
-            s[
-                torch.arange(len(q), device=dev), torch.arange(start, start + len(q), device=dev)
-            ] = -torch.inf  # self is never a neighbour
-            vals, idx = torch.topk(s, c, dim=1)  # (b, c) sorted descending
-            del s
-            out[q] = _select(x, q, vals.cpu().numpy(), idx.cpu().numpy(), k, slack, None, n)
-    finally:
-        torch.backends.cuda.matmul.allow_tf32 = tf32
+    xt = torch.from_numpy(x).to(dev)  # (N, D) float32
+    for start in range(0, n, bs):
+        q = np.arange(start, min(start + bs, n))
+        s = xt[start : start + len(q)] @ xt.T  # (b, N) float32
+        s[
+            torch.arange(len(q), device=dev), torch.arange(start, start + len(q), device=dev)
+        ] = -torch.inf  # self is never a neighbour
+        vals, idx = torch.topk(s, c, dim=1)  # (b, c) sorted descending
+        del s
+        out[q] = _select(x, q, vals.cpu().numpy(), idx.cpu().numpy(), k, slack, None, n)
     return out
 
 
