@@ -129,9 +129,11 @@ def _floor(a: np.ndarray, b: np.ndarray) -> float:
     return float("nan")
 
 
-def _half_floor(a: np.ndarray, b: np.ndarray) -> float:
-    from prh.metrics.knn import tile_side
+def _half_floor(a: np.ndarray, b: np.ndarray, library: str = "numpy") -> float:
+    """The two half Grams at prh's tile side, by numpy's BLAS or (``"torch"``) torch's."""
+    from prh.metrics.knn import numpy_product, tile_side, torch_product
 
+    product = torch_product if library == "torch" else numpy_product
     n = a.shape[0]
     bs = tile_side(n)
     buf = np.empty(bs * bs, dtype=np.float32)
@@ -139,7 +141,7 @@ def _half_floor(a: np.ndarray, b: np.ndarray) -> float:
         for i0 in range(0, n, bs):
             for j0 in range(i0, n, bs):
                 xi, xj = x[i0 : i0 + bs], x[j0 : j0 + bs]
-                np.matmul(xi, xj.T, out=buf[: len(xi) * len(xj)].reshape(len(xi), len(xj)))
+                product(xi, xj, buf[: len(xi) * len(xj)].reshape(len(xi), len(xj)))
     return float("nan")
 
 
@@ -174,8 +176,11 @@ def worker(method: str, n: int, d: int, k: int, seed: int) -> None:
         call = lambda: mutual_knn(a, b, k, backend=backend)  # noqa: E731
     elif method == "baseline":
         call = lambda: _baseline(a, b, k)  # noqa: E731
-    elif method == "half":
-        call = lambda: _half_floor(a, b)  # noqa: E731
+    elif method in ("half", "thalf"):
+        import torch
+
+        lib = "torch" if method == "thalf" else "numpy"
+        call = lambda: _half_floor(a, b, lib)  # noqa: E731
     else:
         call = lambda: _floor(a, b)  # noqa: E731
     with open("/proc/self/clear_refs", "w") as f:
@@ -239,8 +244,9 @@ def _parser() -> argparse.ArgumentParser:
 def _header(gpu: bool) -> str:
     head = f"{'N':>7} | {'prh s':>8} {'prh MiB':>8} | {'torch s':>8} {'torch MiB':>9} {'dev':>4}"
     head += f" {'same':>4} | {'base s':>8} {'base MiB':>9} | {'floor s':>8} {'half s':>8}"
-    head += f" {'gpu fl s':>8}" if gpu else ""
-    return head + f" | {'prh/floor':>9} {'prh/half':>8} {'base/prh':>8} | |score diff|"
+    head += f" {'t-half s':>8}" + (f" {'gpu fl s':>8}" if gpu else "")
+    head += f" | {'prh/floor':>9} {'prh/half':>8} {'t/t-half':>8} {'base/prh':>8}"
+    return head + f" | {'|score diff|':>12} {'load':>4}"
 
 
 def _ratio(num: dict, den: dict) -> float:
@@ -251,6 +257,7 @@ def _row(n: int, args: argparse.Namespace, with_baseline: bool, budget: float) -
     """Run every cell of size ``n`` (each in its own subprocess) and format the table line."""
     cell = lambda m: _run_cell(m, n, args.dim, args.k, args.seed)  # noqa: E731
     prh, tch, floor, half = cell("prh"), cell("torch"), cell("floor"), cell("half")
+    thalf = cell("thalf")
     need = 28 * n * n / 2**30
     if not with_baseline:
         base = {"skip": "not run"}
@@ -267,10 +274,12 @@ def _row(n: int, args: argparse.Namespace, with_baseline: bool, budget: float) -
     else:
         line += f"{_cell(base, 'time', 1, 8)} {_cell(base, 'peak_kib', 1024, 9)}"
     line += f" | {_cell(floor, 'time', 1, 8)} {_cell(half, 'time', 1, 8)}"
+    line += f" {_cell(thalf, 'time', 1, 8)}"
     line += f" {_cell(cell('gpu_floor'), 'time', 1, 8)}" if args.gpu else ""
-    line += f" | {_ratio(prh, floor):>9.2f} {_ratio(prh, half):>8.2f}"
+    line += f" | {_ratio(prh, floor):>9.2f} {_ratio(prh, half):>8.2f} {_ratio(tch, thalf):>8.2f}"
     diff = abs(base["score"] - prh["score"]) if "score" in base and "score" in prh else None
-    return line + f" {_ratio(base, prh):>8.1f} | " + ("-" if diff is None else f"{diff:.1e}")
+    line += f" {_ratio(base, prh):>8.1f} | " + f"{'-' if diff is None else f'{diff:.1e}':>12}"
+    return line + f" {os.getloadavg()[0]:>4.1f}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -292,7 +301,8 @@ def main(argv: list[str] | None = None) -> int:
     default = "16000,64000,100000" if args.gpu else "1000,4000,16000,64000"
     sizes = [int(s) for s in (args.sizes or default).split(",") if s]
     print(
-        f"mutual_knn, D = {args.dim}, k = {args.k}, {os.cpu_count()} CPUs, budget {budget:.1f} GiB"
+        f"mutual_knn, D = {args.dim}, k = {args.k}, {os.cpu_count()} CPUs, budget {budget:.1f} GiB,"
+        f" load average {_load()} at the start"
     )
     head = _header(args.gpu)
     print(head)
@@ -301,7 +311,12 @@ def main(argv: list[str] | None = None) -> int:
     rows += [(100_000, False)] if args.with_100k else []
     for n, with_baseline in rows:
         print(_row(n, args, with_baseline, budget), flush=True)
+    print(f"load average {_load()} at the end (1, 5, 15 min)")
     return 0
+
+
+def _load() -> str:
+    return " ".join(f"{v:.1f}" for v in os.getloadavg())
 
 
 if __name__ == "__main__":

@@ -250,3 +250,47 @@ def test_torch_backend_restores_the_callers_matmul_precision():
         assert torch.get_float32_matmul_precision() == "medium"
     finally:
         torch.set_float32_matmul_precision(before)
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_tile_threads_give_the_canonical_lists_every_time(monkeypatch, workers):
+    """Tiles taken by several threads at once (merges under block locks, thresholds read while
+    other threads raise them): the lists equal the canonical brute force, ties and near ties
+    included, and repeated runs agree."""
+    from prh.metrics import knn_tiles
+
+    monkeypatch.setattr(knn_tiles, "blas_threads", lambda: workers)
+    x = np.concatenate([near_ties(9, 260), near_ties(10, 30, noise=0.0), x_ternary(11)])
+    for normalize in (True, False):
+        ref = brute_force_canonical(x, 8, normalize)
+        for bs in (7, 29, 64):
+            runs = [knn(x, 8, normalize=normalize, block_size=bs).tolist() for _ in range(2)]
+            assert runs[0] == ref and runs[1] == ref, (normalize, bs)
+    assert knn(x, 8, block_size=40, backend="torch", device="cpu").tolist() == (
+        brute_force_canonical(x, 8)
+    )
+
+
+def x_ternary(seed: int, n: int = 40) -> np.ndarray:
+    """Rows in {-1, 0, 1}^4 (many exactly equal cosines), no zero row."""
+    x = np.random.default_rng(seed).integers(-1, 2, size=(n, 4)).astype(np.float32)
+    x[np.abs(x).sum(1) == 0, 0] = 1.0
+    return np.pad(x, ((0, 0), (0, 44)))  # the width of near_ties' rows
+
+
+def test_sweep_candidates_are_each_rows_float32_top_c():
+    """The sweep's promise, against a dense float32 Gram: each row's ``c`` values are its ``c``
+    largest (self excluded), the columns hold those values, sorted descending."""
+    from prh.metrics import knn_tiles
+
+    x = l2_normalize(near_ties(12, 150))
+    c = 9
+    for bs, workers in ((16, 1), (16, 3), (150, 2)):
+        v, i = knn_tiles.sweep(x, c, bs, workers=workers)
+        g = (x.astype(np.float64) @ x.T.astype(np.float64)).astype(np.float32)  # any order: tol
+        np.fill_diagonal(g, -np.inf)
+        want = -np.sort(-g, axis=1)[:, :c]
+        assert np.all(np.diff(v, axis=1) <= 0)
+        assert np.allclose(v, want, atol=1e-5)
+        assert np.all(i != np.arange(len(x))[:, None])
+        assert np.allclose(g[np.arange(len(x))[:, None], i], v, atol=1e-5)

@@ -59,7 +59,7 @@ _U32 = 2.0**-24
 _U64 = 2.0**-53
 _MARGIN = 6  # extra float32 candidates per row beyond k
 _BLOCK_BYTES = 256 * 2**20  # default budget for one (block, N) float32 similarity block
-_RESCORE_BYTES = 4 * 2**20  # budget for the float64 (rows, candidates, D) re-scoring buffer
+_RESCORE_BYTES = 2**18  # float64 re-scoring buffer: small, so reused (4 MiB ones cost page faults)
 
 
 def default_block_size(n: int) -> int:
@@ -157,12 +157,19 @@ def _knn_blocks(
 
 
 def _knn_symmetric(
-    x: np.ndarray, k: int, c: int, slack: np.ndarray, block_size: int | None, product=None
+    x: np.ndarray,
+    k: int,
+    c: int,
+    slack: np.ndarray,
+    block_size: int | None,
+    product=None,
+    workers: int | None = None,
 ) -> np.ndarray:
     """Exact top-k of every row from the float32 candidates of the symmetric tile sweep
-    (:func:`prh.metrics.knn_tiles.sweep`: each tile of ``X X^T`` on or above the diagonal once)."""
+    (:func:`prh.metrics.knn_tiles.sweep`: each tile of ``X X^T`` on or above the diagonal once,
+    ``workers`` threads, default as many as BLAS has)."""
     n = x.shape[0]
-    best_v, best_i = sweep(x, c, block_size or tile_side(n), product or numpy_product)
+    best_v, best_i = sweep(x, c, block_size or tile_side(n), product or numpy_product, workers)
     out = np.empty((n, k), dtype=np.int64)
     step = 1 << 14
     for s0 in range(0, n, step):
@@ -233,8 +240,23 @@ def _knn_torch(
     dev = torch_device(device)
     with _full_float32():
         if not device_topk(dev):
-            return _knn_symmetric(x, k, c, slack, block_size, torch_product)
+            return _knn_torch_sweep(x, k, c, slack, block_size)
         return _knn_torch_rows(x, k, c, slack, block_size, dev)
+
+
+def _knn_torch_sweep(
+    x: np.ndarray, k: int, c: int, slack: np.ndarray, block_size: int | None
+) -> np.ndarray:
+    """The symmetric tile sweep with torch's CPU products, torch's threads as its workers (each
+    product then on one thread, restored after)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _knn_symmetric(x, k, c, slack, block_size, torch_product, threads)
+    finally:
+        torch.set_num_threads(threads)
 
 
 @contextmanager

@@ -9,21 +9,31 @@ values that are the ``c`` largest of its row (ties in any order) with their colu
 
 Where the time goes
 -------------------
-Each product runs on every BLAS thread (the whole machine, as the half-Gram floor does); right
-after it, while the tile is still warm, its row fold and its column fold run in two threads (numpy
-releases the GIL), each one pass over the tile. A fold touches a tile entry once: one comparison
-against the row's current ``c``-th value (the row's or the column's), then the few entries above it
-are found word by word (8 mask bytes at a time, :func:`hit_positions`) and merged into the lists
-with one integer sort (:func:`merge_hits`). A diagonal tile is seeded without a dense top-k: the
-smallest of ``m`` disjoint column-group maxima of a row is at most its ``m``-th largest value, so
-the entries at or above it (a few times ``m``) hold the row's top ``m`` (:func:`seed_tile`).
+A tile is one unit of work for one of ``workers`` threads (as many as BLAS had): its product on
+one BLAS thread, then, while the tile is still in cache, one comparison per entry against the
+current ``c``-th values of its row and of its column, and the sparse merge of the few entries
+above them, under the lock of the row block merged into. Threads never wait for each other inside
+a product (a multi-threaded BLAS product of a small tile waits for its slowest thread: on a
+shared machine, for the scheduler), and one thread's merges overlap the other's products. A
+diagonal tile is seeded without a dense top-k: the ``m``-th largest of ``4 m`` disjoint
+column-group maxima of a row is at most its ``m``-th largest value, so the entries at or above it
+(little more than ``m``) hold the row's top ``m`` (:func:`seed_tile`).
+
+Thresholds are read without a lock: a row's ``c``-th value only rises, and any value it has had
+is a valid bar (the list then held ``c`` entries at least that large), so a stale read only lets a
+few more entries reach the merge, which keeps the ``c`` best. The candidates may then differ in
+ties at the ``c``-th value from run to run; the exact selection in :mod:`prh.metrics.knn` does not
+depend on them.
 """
 
 from __future__ import annotations
 
 import os
+import queue
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import NamedTuple
 
 import numpy as np
 
@@ -53,7 +63,13 @@ def numpy_product(xi: np.ndarray, xj: np.ndarray, out: np.ndarray) -> None:
     np.matmul(xi, xj.T, out=out)
 
 
-def sweep(x: np.ndarray, c: int, block_size: int, product: Product = numpy_product):
+def sweep(
+    x: np.ndarray,
+    c: int,
+    block_size: int,
+    product: Product = numpy_product,
+    workers: int | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """The float32 top-``c`` of every row of ``x x^T``, self excluded.
 
     Parameters
@@ -65,101 +81,144 @@ def sweep(x: np.ndarray, c: int, block_size: int, product: Product = numpy_produ
     block_size : int
         Tile side.
     product : callable
-        ``product(xi, xj, out)`` writes ``xi xj^T`` into ``out`` (numpy's BLAS or torch's).
+        ``product(xi, xj, out)`` writes ``xi xj^T`` into ``out`` (numpy's BLAS or torch's); it is
+        called from ``workers`` threads at once and should run on one thread itself.
+    workers : int, optional
+        Threads, each taking whole tiles (default :func:`blas_threads`).
 
     Returns
     -------
     (np.ndarray, np.ndarray)
-        ``(N, c)`` float32 values, sorted descending per row, and their ``(N, c)`` int64 columns.
+        ``(N, c)`` float32 values (a row's ``c`` largest, ties in any order), sorted descending,
+        and their ``(N, c)`` int64 columns.
     """
     n = x.shape[0]
     bs = max(1, min(block_size, n))
     blocks = [(s, min(s + bs, n)) for s in range(0, n, bs)]
-    best_v = np.full((n, c), -np.inf, dtype=np.float32)
-    best_i = np.zeros((n, c), dtype=np.int64)
-    buf = np.empty(bs * bs, dtype=np.float32)  # reused: fresh tiles cost page faults
-    mask = np.empty(bs * bs, dtype=bool)
+    lists = Lists(
+        np.full((n, c), -np.inf, dtype=np.float32),
+        np.zeros((n, c), dtype=np.int64),
+        {s: threading.Lock() for s, _ in blocks},
+    )
     tiles = [(b, b) for b in blocks] + [
         (bi, bj) for t, bi in enumerate(blocks) for bj in blocks[t + 1 :]
-    ]  # diagonal seeds first: they write whole lists, later tiles merge into them
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        for (i0, i1), (j0, j1) in tiles:
-            s = buf[: (i1 - i0) * (j1 - j0)].reshape(i1 - i0, j1 - j0)
-            product(x[i0:i1], x[j0:j1], s)
-            if i0 == j0:
-                seed_tile(s, i0, best_v, best_i, mask)
-                continue
-            fold_tile(best_v, best_i, s, i0, j0, mask, pool)
-    return best_v, best_i
+    ]  # diagonal seeds first: their thresholds keep the later merges sparse
+    workers = max(1, min(workers or blas_threads(), len(tiles)))
+    scratch: queue.SimpleQueue = queue.SimpleQueue()  # reused: fresh tiles cost page faults
+    for _ in range(workers):
+        scratch.put((np.empty(bs * bs, dtype=np.float32), np.empty(bs * bs, dtype=bool)))
+
+    def run(tile: tuple[tuple[int, int], tuple[int, int]]) -> None:
+        buf, mask = scratch.get()
+        try:
+            do_tile(x, tile, buf, mask, lists, product)
+        finally:
+            scratch.put((buf, mask))
+
+    with _one_blas_thread():
+        if workers == 1:
+            for tile in tiles:
+                run(tile)
+        else:
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                for _ in pool.map(run, tiles):  # in order; errors surface here
+                    pass
+    return lists.v, lists.i
 
 
-def seed_tile(
-    s: np.ndarray, i0: int, best_v: np.ndarray, best_i: np.ndarray, mask: np.ndarray
+class Lists(NamedTuple):
+    """The running candidate lists: values ``v`` ``(N, c)``, columns ``i`` ``(N, c)``, and one
+    lock per row block (its start row), held while a merge writes that block's rows."""
+
+    v: np.ndarray
+    i: np.ndarray
+    locks: dict[int, threading.Lock]
+
+
+def blas_threads() -> int:
+    """Threads of the loaded BLAS (the most among them; 1 when none is found)."""
+    from threadpoolctl import threadpool_info
+
+    return max([i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"] or [1])
+
+
+def _one_blas_thread():
+    """BLAS on one thread inside (the sweep's threads are its parallelism)."""
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=1, user_api="blas")
+
+
+def do_tile(
+    x: np.ndarray,
+    tile: tuple[tuple[int, int], tuple[int, int]],
+    buf: np.ndarray,
+    mask: np.ndarray,
+    lists: Lists,
+    product: Product,
 ) -> None:
-    """Fill the lists of rows ``i0 : i0 + b`` with the top entries of the diagonal tile ``s``
-    ``(b, b)`` (self excluded; ``s`` is overwritten on its diagonal).
+    """Compute one tile ``S_IJ`` into ``buf`` and seed (``I = J``) or fold it into ``lists``."""
+    (i0, i1), (j0, j1) = tile
+    s = buf[: (i1 - i0) * (j1 - j0)].reshape(i1 - i0, j1 - j0)
+    product(x[i0:i1], x[j0:j1], s)
+    if i0 == j0:
+        seed_tile(s, i0, lists, mask)
+    else:
+        fold_tile(s, i0, j0, lists, mask)
+
+
+def seed_tile(s: np.ndarray, i0: int, lists: Lists, mask: np.ndarray) -> None:
+    """Merge the top entries of the diagonal tile ``s`` ``(b, b)`` into the lists of rows
+    ``i0 : i0 + b`` (self excluded; ``s`` is overwritten on its diagonal).
 
     The maxima of disjoint column groups are distinct entries of the row, so the ``m``-th largest
     of ``4 m`` group maxima, ``lb``, is at most the row's ``m``-th largest value: the entries
-    ``>= lb`` (little more than ``m``) contain the top ``m``, and sorting those alone replaces a
+    ``>= lb`` (little more than ``m``) contain the top ``m``, and merging those alone replaces a
     dense top-k of the tile.
     """
     b = s.shape[0]
-    m = min(best_v.shape[1], b - 1)
+    m = min(lists.v.shape[1], b - 1)
     if m < 1:
         return
     np.fill_diagonal(s, -np.inf)  # self is never a neighbour
     w = _SEED_GROUPS * m  # column groups per row
     if b < _SEED_GROUP_MIN * w:  # groups too narrow to bound anything: a dense top-k
-        vals, idx = top(s, m)
-        best_v[i0 : i0 + b, :m], best_i[i0 : i0 + b, :m] = vals, idx + i0
-        return
-    q = b // w  # group j holds columns j, j + w, ..., j + (q - 1) w: (b, q, w) max over q
-    gmax = s[:, : q * w].reshape(b, q, w).max(axis=1)  # (b, w) maxima of disjoint groups
-    lb = np.partition(gmax, w - m, axis=1)[:, w - m]  # (b,) their m-th largest
-    flat = hit_positions(s, lb[:, None], mask, np.greater_equal)
-    r, j = np.divmod(flat, b)
-    vals = s.ravel()[flat]
-    order = np.argsort(row_value_key(r, vals), kind="stable")  # by row, then value descending
-    start = np.searchsorted(r[order], np.arange(b))  # each row has >= m entries
-    take = order[(start[:, None] + np.arange(m)).ravel()]  # (b * m,)
-    best_v[i0 : i0 + b, :m] = vals[take].reshape(b, m)
-    best_i[i0 : i0 + b, :m] = (j[take] + i0).reshape(b, m)
+        vals, idx = top(s, m)  # (b, m)
+        r, j, vals = np.repeat(np.arange(b), m), idx.ravel(), vals.ravel()
+    else:
+        q = b // w  # group j holds columns j, j + w, ..., j + (q - 1) w: (b, q, w) max over q
+        gmax = s[:, : q * w].reshape(b, q, w).max(axis=1)  # (b, w) maxima of disjoint groups
+        lb = np.partition(gmax, w - m, axis=1)[:, w - m]  # (b,) their m-th largest
+        flat = hit_positions(s, lb[:, None], mask, np.greater_equal)
+        r, j = np.divmod(flat, b)
+        vals = s.ravel()[flat]
+    with lists.locks[i0]:
+        merge_hits(lists.v, lists.i, i0, r, vals, j + i0)
 
 
-def fold_tile(
-    best_v: np.ndarray,
-    best_i: np.ndarray,
-    s: np.ndarray,
-    i0: int,
-    j0: int,
-    mask: np.ndarray,
-    pool: ThreadPoolExecutor,
-) -> None:
+def fold_tile(s: np.ndarray, i0: int, j0: int, lists: Lists, mask: np.ndarray) -> None:
     """Merge an off-diagonal tile ``s = S_IJ`` into the lists of its rows ``i0 + r`` (columns
     ``j0 + j``) and of its columns ``j0 + j`` (columns ``i0 + r``).
 
     An entry can enter a list only if it beats the list's current ``c``-th value: ``thr_r[r]``
     for its row, ``thr_c[j]`` for its column. One comparison per entry, against
     ``min(thr_c[j], min of thr_r over a strip of rows)``, finds every such entry (and a few that
-    enter neither, dropped by the merges); the two halves of the tile are scanned by two threads,
-    then the row merges and the column merges (disjoint rows of the lists) run side by side.
+    enter neither, which the merges drop).
     """
     b, w = s.shape
-    thr_r = best_v[i0 : i0 + b, -1].copy()  # (b,) current c-th values of the rows
-    thr_c = best_v[j0 : j0 + w, -1].copy()  # (w,) and of the columns
-    mid = b // 2
-    other = pool.submit(union_hits, s, thr_r, thr_c, mask, mid, b)
-    flat = np.concatenate([union_hits(s, thr_r, thr_c, mask, 0, mid), other.result()])
+    thr_r = lists.v[i0 : i0 + b, -1].copy()  # (b,) current c-th values of the rows
+    thr_c = lists.v[j0 : j0 + w, -1].copy()  # (w,) and of the columns
+    flat = union_hits(s, thr_r, thr_c, mask, 0, b)
     if flat.size == 0:
         return
     r, j = np.divmod(flat, w)
     vals = s.ravel()[flat]
-    by_col = vals > thr_c[j]
-    other = pool.submit(merge_hits, best_v, best_i, j0, j[by_col], vals[by_col], r[by_col] + i0)
     by_row = vals > thr_r[r]
-    merge_hits(best_v, best_i, i0, r[by_row], vals[by_row], j[by_row] + j0)
-    other.result()
+    by_col = vals > thr_c[j]
+    with lists.locks[i0]:
+        merge_hits(lists.v, lists.i, i0, r[by_row], vals[by_row], j[by_row] + j0)
+    with lists.locks[j0]:
+        merge_hits(lists.v, lists.i, j0, j[by_col], vals[by_col], r[by_col] + i0)
 
 
 def union_hits(
