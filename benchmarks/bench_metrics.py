@@ -39,6 +39,7 @@ correlation; re-written here) for seeds ``0..S-1`` against prh's exact SVCCA, on
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import subprocess
@@ -145,6 +146,31 @@ def _half_floor(a: np.ndarray, b: np.ndarray, library: str = "numpy") -> float:
     return float("nan")
 
 
+def _tile_half_floor(a: np.ndarray, b: np.ndarray) -> float:
+    """The two half Grams as prh's sweep schedules them: whole tiles shared among as many threads
+    as BLAS has, each product on one BLAS thread (its own output buffer), results dropped."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from threadpoolctl import threadpool_limits
+
+    from prh.metrics.knn import tile_side
+    from prh.metrics.knn_tiles import blas_threads
+
+    n = a.shape[0]
+    bs, workers = tile_side(n), blas_threads()
+    tiles = [(x, i0, j0) for x in (a, b) for i0 in range(0, n, bs) for j0 in range(i0, n, bs)]
+    bufs = [np.empty((bs, bs), dtype=np.float32) for _ in range(workers)]
+
+    def run(w: int) -> None:
+        for x, i0, j0 in tiles[w::workers]:  # static split: no queue, no merges
+            xi, xj = x[i0 : i0 + bs], x[j0 : j0 + bs]
+            np.matmul(xi, xj.T, out=bufs[w][: len(xi), : len(xj)])
+
+    with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(workers) as pool:
+        list(pool.map(run, range(workers)))
+    return float("nan")
+
+
 def _gpu_floor(a: np.ndarray, b: np.ndarray) -> float:
     import torch
 
@@ -157,6 +183,63 @@ def _gpu_floor(a: np.ndarray, b: np.ndarray) -> float:
             _ = x[s : s + bs] @ x.T  # (b, N) on the GPU
     torch.cuda.synchronize()
     return float("nan")
+
+
+def profile_knn(n: int, d: int, k: int, seed: int, backend: str) -> None:
+    """Print where one ``knn(A, k)`` call's time goes, by phase, beside the half-Gram floor of
+    ``A`` alone (same process, same tiles).
+
+    Phases are timed around prh's own functions: the tile products, the seeds of the diagonal
+    tiles (bound and scan, without their merges), the scans of the off-diagonal tiles (one
+    comparison per entry), the merges into the lists, the exact selection (float64 re-scoring),
+    the normalisation. Thread-seconds: the tile phases run on several threads at once, so they
+    may add up to more than the wall time.
+    """
+    import threading
+    from collections import defaultdict
+
+    import torch  # noqa: F401  (imported before timing, as in the table's cells)
+
+    from prh.metrics import knn_tiles
+
+    knn_module = importlib.import_module("prh.metrics.knn")  # the package exports a function
+
+    a, _ = _inputs(n, d, seed)
+    spent: dict[str, float] = defaultdict(float)
+    calls: dict[str, int] = defaultdict(int)
+    lock = threading.Lock()
+
+    def timed(mod, name: str, phase: str) -> None:
+        fn = getattr(mod, name)
+
+        def wrapper(*args, **kwargs):
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                with lock:
+                    spent[phase] += time.perf_counter() - t0
+                    calls[phase] += 1
+
+        setattr(mod, name, wrapper)
+
+    knn_module.knn(a[:512], k, backend=backend, device="cpu")  # warm-up: threads, imports
+    t0 = time.perf_counter()
+    _half_floor(a, a, backend)
+    half = (time.perf_counter() - t0) / 2  # _half_floor does two matrices: A, then A again
+    timed(knn_module, "torch_product" if backend == "torch" else "numpy_product", "products")
+    timed(knn_tiles, "seed_tile", "seeds (with their merges)")
+    timed(knn_tiles, "union_hits", "scans")
+    timed(knn_tiles, "merge_hits", "merges (seeds' too)")
+    timed(knn_module, "_select", "exact selection")
+    timed(knn_module, "l2_normalize", "normalisation")
+    t0 = time.perf_counter()
+    knn_module.knn(a, k, backend=backend, device="cpu")
+    wall = time.perf_counter() - t0
+    print(f"knn({n} x {d}, k = {k}), backend {backend}: {wall:.3f} s wall, half-Gram of A"
+          f" {half:.3f} s ({wall / half:.2f}x), load average {_load()}")  # fmt: skip
+    for phase, sec in sorted(spent.items(), key=lambda kv: -kv[1]):
+        print(f"  {phase:<24} {sec:8.3f} thread-s  {calls[phase]:>5} calls")
 
 
 def worker(method: str, n: int, d: int, k: int, seed: int) -> None:
@@ -176,6 +259,8 @@ def worker(method: str, n: int, d: int, k: int, seed: int) -> None:
         call = lambda: mutual_knn(a, b, k, backend=backend)  # noqa: E731
     elif method == "baseline":
         call = lambda: _baseline(a, b, k)  # noqa: E731
+    elif method == "tphalf":
+        call = lambda: _tile_half_floor(a, b)  # noqa: E731
     elif method in ("half", "thalf"):
         import torch
 
@@ -220,6 +305,9 @@ def _mem_available_gib() -> float:
     return 0.0
 
 
+CELLS = ("prh", "torch", "floor", "half", "tphalf", "thalf")
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", default=None, help="comma-separated N (default 1k,4k,16k,64k)")
@@ -237,6 +325,13 @@ def _parser() -> argparse.ArgumentParser:
         " 64k, 100k, a gpu floor column"
     )  # fmt: skip
     p.add_argument("--svcca-seeds", type=int, default=0, help="SVCCA spread over seeds instead")
+    p.add_argument(
+        "--cells", default=",".join(CELLS), help=f"cells to run (default all: {','.join(CELLS)})"
+    )
+    p.add_argument(
+        "--profile", type=int, default=0, metavar="N", help="instead: where one kNN's time goes"
+        " at N rows (numpy and torch backends), by phase"
+    )  # fmt: skip
     p.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
     return p
 
@@ -244,8 +339,9 @@ def _parser() -> argparse.ArgumentParser:
 def _header(gpu: bool) -> str:
     head = f"{'N':>7} | {'prh s':>8} {'prh MiB':>8} | {'torch s':>8} {'torch MiB':>9} {'dev':>4}"
     head += f" {'same':>4} | {'base s':>8} {'base MiB':>9} | {'floor s':>8} {'half s':>8}"
-    head += f" {'t-half s':>8}" + (f" {'gpu fl s':>8}" if gpu else "")
-    head += f" | {'prh/floor':>9} {'prh/half':>8} {'t/t-half':>8} {'base/prh':>8}"
+    head += f" {'tp-half s':>9} {'t-half s':>8}" + (f" {'gpu fl s':>8}" if gpu else "")
+    head += f" | {'prh/floor':>9} {'prh/half':>8} {'prh/tp-half':>11} {'t/t-half':>8}"
+    head += f" {'base/prh':>8}"
     return head + f" | {'|score diff|':>12} {'load':>4}"
 
 
@@ -255,9 +351,15 @@ def _ratio(num: dict, den: dict) -> float:
 
 def _row(n: int, args: argparse.Namespace, with_baseline: bool, budget: float) -> str:
     """Run every cell of size ``n`` (each in its own subprocess) and format the table line."""
-    cell = lambda m: _run_cell(m, n, args.dim, args.k, args.seed)  # noqa: E731
+    cells = set(args.cells.split(","))
+
+    def cell(m: str) -> dict:
+        if m not in cells:
+            return {"skip": "-"}
+        return _run_cell(m, n, args.dim, args.k, args.seed)
+
     prh, tch, floor, half = cell("prh"), cell("torch"), cell("floor"), cell("half")
-    thalf = cell("thalf")
+    thalf, tphalf = cell("thalf"), cell("tphalf")
     need = 28 * n * n / 2**30
     if not with_baseline:
         base = {"skip": "not run"}
@@ -267,6 +369,7 @@ def _row(n: int, args: argparse.Namespace, with_baseline: bool, budget: float) -
         base = cell("baseline")
     line = f"{n:>7} | {_cell(prh, 'time', 1, 8)} {_cell(prh, 'peak_kib', 1024, 8)} | "
     same = "yes" if tch.get("score", 0) == prh.get("score", 1) else "NO"
+    same = same if "score" in tch and "score" in prh else "-"
     line += f"{_cell(tch, 'time', 1, 8)} {_cell(tch, 'peak_kib', 1024, 9)} "
     line += f"{tch.get('device', '?'):>4} {same:>4} | "
     if "skip" in base and base["skip"].startswith("OOM"):
@@ -274,9 +377,10 @@ def _row(n: int, args: argparse.Namespace, with_baseline: bool, budget: float) -
     else:
         line += f"{_cell(base, 'time', 1, 8)} {_cell(base, 'peak_kib', 1024, 9)}"
     line += f" | {_cell(floor, 'time', 1, 8)} {_cell(half, 'time', 1, 8)}"
-    line += f" {_cell(thalf, 'time', 1, 8)}"
+    line += f" {_cell(tphalf, 'time', 1, 9)} {_cell(thalf, 'time', 1, 8)}"
     line += f" {_cell(cell('gpu_floor'), 'time', 1, 8)}" if args.gpu else ""
-    line += f" | {_ratio(prh, floor):>9.2f} {_ratio(prh, half):>8.2f} {_ratio(tch, thalf):>8.2f}"
+    line += f" | {_ratio(prh, floor):>9.2f} {_ratio(prh, half):>8.2f}"
+    line += f" {_ratio(prh, tphalf):>11.2f} {_ratio(tch, thalf):>8.2f}"
     diff = abs(base["score"] - prh["score"]) if "score" in base and "score" in prh else None
     line += f" {_ratio(base, prh):>8.1f} | " + f"{'-' if diff is None else f'{diff:.1e}':>12}"
     return line + f" {os.getloadavg()[0]:>4.1f}"
@@ -290,6 +394,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.svcca_seeds:
         svcca_seed_spread(args.svcca_seeds)
+        return 0
+    if args.profile:
+        for backend in ("numpy", "torch"):
+            profile_knn(args.profile, args.dim, args.k, args.seed, backend)
         return 0
     if args.gpu:
         import torch
