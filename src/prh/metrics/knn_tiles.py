@@ -255,16 +255,23 @@ def merge_hits(
     vals: np.ndarray,
     cols: np.ndarray,
 ) -> None:
-    """Fold hits ``(row0 + rows, vals, cols)`` into the running top-``c`` lists."""
+    """Fold hits ``(row0 + rows, vals, cols)`` into the running top-``c`` lists (each list
+    sorted descending, before and after)."""
+    if rows.size == 0:
+        return
     c = best_v.shape[1]
-    hit, pos = np.unique(rows, return_inverse=True)  # rows to update; each hit's row among them
+    seen = np.bincount(rows) > 0  # no sort: the hit rows, and each hit's rank among them
+    hit = np.flatnonzero(seen)
+    pos = (np.cumsum(seen) - 1)[rows]
     h, g = len(hit), row0 + hit
-    # old lists of the hit rows and the new entries, as (row, value, column) triplets
+    # old lists of the hit rows and the new entries, as (row, value, column) triplets; the old
+    # part is already in key order, so the stable sort (timsort) mostly merges runs
     rr = np.concatenate([np.repeat(np.arange(h), c), pos])
     vv = np.concatenate([best_v[g].ravel(), vals])
     ii = np.concatenate([best_i[g].ravel(), cols])
     order = np.argsort(row_value_key(rr, vv), kind="stable")  # by row, then value descending
-    start = np.searchsorted(rr[order], np.arange(h))  # first triplet of each row
+    new = np.bincount(pos, minlength=h)  # (h,) hits per row
+    start = np.arange(h) * c + np.cumsum(new) - new  # first triplet of each row in key order
     take = order[(start[:, None] + np.arange(c)).ravel()]  # (h * c,) the c best of each row
     best_v[g] = vv[take].reshape(h, c)
     best_i[g] = ii[take].reshape(h, c)
@@ -276,9 +283,9 @@ def row_value_key(rows: np.ndarray, vals: np.ndarray) -> np.ndarray:
     The float32 bit pattern, its magnitude bits flipped for negatives, orders like the value
     (``-inf`` first, ``-0.0`` just below ``0.0``); one integer sort replaces a two-key lexsort.
     """
-    b = vals.astype(np.float32).view(np.int32).astype(np.int64)
-    ordered = np.where(b < 0, b ^ 0x7FFFFFFF, b)  # in [-2^31, 2^31): increasing with the value
-    return (rows.astype(np.int64) << 32) + (2**31 - 1 - ordered)
+    b = np.ascontiguousarray(vals, dtype=np.float32).view(np.int32)
+    ordered = b ^ ((b >> 31) & 0x7FFFFFFF)  # int32, increasing with the value
+    return (rows.astype(np.int64) << 32) + (2**31 - 1 - ordered.astype(np.int64))
 
 
 def top(s: np.ndarray, c: int) -> tuple[np.ndarray, np.ndarray]:
