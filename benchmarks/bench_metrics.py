@@ -305,7 +305,7 @@ def _mem_available_gib() -> float:
     return 0.0
 
 
-CELLS = ("prh", "torch", "floor", "half", "tphalf", "thalf")
+CELLS = ("prh", "torch", "floor", "half", "tphalf", "thalf", "baseline", "gpu_floor")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -326,7 +326,10 @@ def _parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     p.add_argument("--svcca-seeds", type=int, default=0, help="SVCCA spread over seeds instead")
     p.add_argument(
-        "--cells", default=",".join(CELLS), help=f"cells to run (default all: {','.join(CELLS)})"
+        "--cells",
+        default=",".join(CELLS),
+        help=f"cells to run (default all: {','.join(CELLS)};"
+        " baseline and gpu_floor only where the table has them)",
     )
     p.add_argument(
         "--profile", type=int, default=0, metavar="N", help="instead: where one kNN's time goes"
