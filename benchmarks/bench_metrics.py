@@ -2,11 +2,12 @@
 
 One table, one run. For each N (default 1k, 4k, 16k, 64k) at D = 768, k = 10:
 
-* ``prh``: :func:`prh.metrics.mutual_knn` (exact blockwise top-k, memory ``N k + block N``);
-* ``torch``: the same with ``backend="torch"`` (float32 candidates from row blocks and
-  ``torch.topk`` on the torch device: CUDA when present, else the CPU; exact float64 re-scoring
-  as numpy). ``same`` says whether its score equals prh's exactly (identical neighbour lists give
-  identical scores);
+* ``prh``: :func:`prh.metrics.mutual_knn` (exact symmetric tile sweep, memory ``N (k + 6)``
+  candidates plus one tile per thread);
+* ``torch``: the same with ``backend="torch"`` (on the CPU the same sweep with torch's products;
+  on CUDA row blocks and ``torch.topk`` on the device; exact float64 re-scoring as numpy).
+  ``same`` says whether its score equals prh's exactly (identical neighbour lists give identical
+  scores);
 * ``baseline``: the reference protocol as ``minyoungg/platonic-rep`` codes it (float32, in numpy
   on the CPU, the same BLAS as prh): dense Gram ``A A^T``, diagonal ``-1e8``, full descending
   ``argsort`` of every row, the first ``k`` columns (a view that keeps the whole index matrix
@@ -17,13 +18,22 @@ One table, one run. For each N (default 1k, 4k, 16k, 64k) at D = 768, k = 10:
 * ``half``: the two *half* Grams, the tiles on and above the diagonal of each (prh's tile side,
   one reused output buffer, results dropped): what an exact method that uses the symmetry of
   ``A A^T`` pays, the floor of prh's tile sweep. ``prh/floor`` and ``prh/half`` are prh's time
-  over each.
+  over each;
+* ``tp-half``: the same half Grams scheduled as prh's sweep schedules them (whole tiles shared
+  among as many threads as BLAS has, each product on one BLAS thread), and ``prh/tp-half``;
+* ``t-half``: the half Grams by torch's CPU products (torch's own floor), and ``t/t-half``:
+  the torch cell's time over it;
+* ``load``: the 1-minute load average when the row finished (also printed at the start and end).
 
 Every cell runs in a fresh subprocess. Time is wall-clock of the call. Peak memory is the growth
 of the resident set during the call: the peak RSS counter is reset (``/proc/self/clear_refs``)
 just before the call, and ``VmHWM - VmRSS(before)`` is reported (inputs, 2 x N x D float32, are
 allocated before and not counted; so is importing torch, which prh uses for ``topk``).
-Run with ``python benchmarks/bench_metrics.py [--sizes ...] [--with-100k] [--no-baseline]``.
+Run with ``python benchmarks/bench_metrics.py [--sizes ...] [--with-100k] [--no-baseline]
+[--cells prh,half,...]``.
+
+``--profile N`` prints instead where one kNN's time goes at N rows, by phase (products, seeds,
+scans, merges, exact selection, normalisation), beside the half-Gram of the same matrix.
 
 ``--gpu`` is the prepared GPU run (needs CUDA; refused in one line without it): the torch cell
 runs on ``cuda`` (TF32 off), sizes default to 16k, 64k and 100k, the dense baseline is skipped
@@ -333,8 +343,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--profile", type=int, default=0, metavar="N", help="instead: where one kNN's time goes"
-        " at N rows (numpy and torch backends), by phase"
+        " at N rows (each of --backends), by phase"
     )  # fmt: skip
+    p.add_argument("--backends", default="numpy,torch", help="backends for --profile")
     p.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
     return p
 
@@ -399,7 +410,7 @@ def main(argv: list[str] | None = None) -> int:
         svcca_seed_spread(args.svcca_seeds)
         return 0
     if args.profile:
-        for backend in ("numpy", "torch"):
+        for backend in args.backends.split(","):
             profile_knn(args.profile, args.dim, args.k, args.seed, backend)
         return 0
     if args.gpu:
