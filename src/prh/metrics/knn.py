@@ -90,8 +90,8 @@ def knn(
         raw inner product.
     block_size : int, optional
         Side of the square tiles of ``X X^T`` (default :func:`tile_side`: about ``N / 4``, 256 to
-        2048); memory is about ``9 block_size^2 + 12 N (k + 6)`` bytes. The result does not
-        depend on it.
+        2048); memory is about ``5 T block_size^2 + 12 N (k + 6)`` bytes with ``T`` the BLAS
+        threads (one tile and one mask per thread). The result does not depend on it.
     backend : {"numpy", "torch", "faiss"}
         Who computes the float32 candidate similarities; ``"torch"`` runs on ``device``,
         ``"faiss"`` uses ``faiss.IndexFlatIP`` (needs ``faiss-cpu``). The exact re-scoring makes
