@@ -294,3 +294,21 @@ def test_sweep_candidates_are_each_rows_float32_top_c():
         assert np.allclose(v, want, atol=1e-5)
         assert np.all(i != np.arange(len(x))[:, None])
         assert np.allclose(g[np.arange(len(x))[:, None], i], v, atol=1e-5)
+
+
+def test_tile_side_from_rows_threads_and_cache():
+    from prh.metrics.knn_tiles import _tiles, tile_side
+
+    mib = 2**20
+    # 2 threads, 32 MiB: about N / 4, 256 to 2048 (the sizes the benchmark table used)
+    assert [tile_side(n, 2, 32 * mib) for n in (100, 1000, 4000, 16000, 10**5)] == [
+        256, 256, 1024, 2048, 2048,
+    ]  # fmt: skip
+    # one tile per thread must stay in the cache: 16 threads x 704^2 x 4 B <= 32 MiB
+    assert tile_side(10**5, 16, 32 * mib) == 704
+    assert 16 * 704**2 * 4 <= 32 * mib < 16 * 768**2 * 4
+    # at least two tiles per thread, not below 256
+    for n, t in ((4000, 16), (3000, 8), (600, 8)):
+        side = tile_side(n, t, 0)
+        assert side == 256 or _tiles(n, side) >= 2 * t
+    assert tile_side(10**5, 2, 0) == 2048  # unknown cache: no bound

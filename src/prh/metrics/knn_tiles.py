@@ -28,16 +28,17 @@ depend on them.
 
 from __future__ import annotations
 
-import os
 import queue
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
 _TILE = 2048  # largest default tile side (16 MiB float32)
+_MIN_TILE = 256  # smallest default tile side (smaller products lose BLAS efficiency)
 _TORCH_TOPK_MIN_N = 768  # rows longer than this use torch.topk (argpartition copies the tile)
 _STRIP = 128  # rows per strip of a tile's comparison (one threshold bound per strip)
 _SEED_GROUPS = 4  # column groups per seeded candidate: more give a tighter bound, more maxima
@@ -46,16 +47,49 @@ _SEED_GROUP_MIN = 4  # group maxima seed a diagonal tile only when each group ha
 Product = Callable[[np.ndarray, np.ndarray, np.ndarray], None]
 
 
-def tile_side(n: int, threads: int | None = None) -> int:
-    """Default side of the square tiles: about ``N / 4`` rows (so the tiles on and above the
-    diagonal are near half of ``X X^T`` at small ``N``), 256 to 2048.
+def tile_side(n: int, threads: int | None = None, cache_bytes: int | None = None) -> int:
+    """Default side of the square tiles, from ``N``, the thread count and the last-level cache.
 
-    With more BLAS threads than 4 the tiles stay at least ``256 * threads / 2`` rows so that
-    each thread gets a panel of a few hundred rows (``threads``: default ``os.cpu_count()``).
+    About ``N / 4`` rows (so the tiles on and above the diagonal are near half of ``X X^T`` at
+    small ``N``), 256 to 2048; no larger than lets one float32 tile per thread stay in the cache
+    (``threads x side^2 x 4 <= cache_bytes``: a tile is scanned right after its product); and
+    halved (not below 256) until there are at least two tiles per thread to share.
+
+    Parameters
+    ----------
+    n : int
+        Rows.
+    threads : int, optional
+        Sweep threads (default :func:`blas_threads`).
+    cache_bytes : int, optional
+        Last-level cache (default: read from ``/sys``; no bound when unknown).
     """
-    t = threads or os.cpu_count() or 1
-    floor = int(np.clip(128 * t, 256, _TILE))
-    return int(np.clip(-(-n // 256) * 64, floor, _TILE))
+    t = threads or blas_threads()
+    side = int(np.clip(-(-n // 256) * 64, _MIN_TILE, _TILE))
+    cache = cache_bytes if cache_bytes is not None else _last_level_cache()
+    if cache:
+        side = min(side, max(_MIN_TILE, int(np.sqrt(cache / (4 * t))) // 64 * 64))
+    while side > _MIN_TILE and _tiles(n, side) < 2 * t:
+        side = max(_MIN_TILE, side // 128 * 64)
+    return side
+
+
+def _tiles(n: int, side: int) -> int:
+    """Tiles on and above the diagonal of an ``N x N`` matrix cut in ``side`` blocks."""
+    nb = -(-n // side)
+    return nb * (nb + 1) // 2
+
+
+def _last_level_cache() -> int | None:
+    """Bytes of the largest CPU cache listed under ``/sys`` (Linux), else None."""
+    sizes = []
+    for f in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
+        text = f.read_text().strip()
+        scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
+        digits = text.rstrip("KMG")
+        if digits.isdigit():
+            sizes.append(int(digits) * scale)
+    return max(sizes) if sizes else None
 
 
 def numpy_product(xi: np.ndarray, xj: np.ndarray, out: np.ndarray) -> None:
