@@ -312,3 +312,18 @@ def test_tile_side_from_rows_threads_and_cache():
         side = tile_side(n, t, 0)
         assert side == 256 or _tiles(n, side) >= 2 * t
     assert tile_side(10**5, 2, 0) == 2048  # unknown cache: no bound
+
+
+def test_an_error_in_a_tile_thread_surfaces_and_stops_the_sweep(monkeypatch):
+    from prh.metrics import knn_tiles
+
+    calls = []
+
+    def failing(xi, xj, out):
+        calls.append(1)
+        raise MemoryError("tile")
+
+    x = l2_normalize(near_ties(13, 200))
+    with pytest.raises(MemoryError, match="tile"):
+        knn_tiles.sweep(x, 5, 10, failing, workers=2)
+    assert len(calls) < 20  # of 210 tiles: the rest were cancelled

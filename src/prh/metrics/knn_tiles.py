@@ -155,8 +155,12 @@ def sweep(
                 run(tile)
         else:
             with ThreadPoolExecutor(max_workers=workers) as pool:
-                for _ in pool.map(run, tiles):  # in order; errors surface here
-                    pass
+                try:
+                    for _ in pool.map(run, tiles):  # in order; errors surface here
+                        pass
+                except BaseException:
+                    pool.shutdown(cancel_futures=True)  # the tiles not yet started: dropped
+                    raise
     return lists.v, lists.i
 
 
