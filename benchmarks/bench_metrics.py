@@ -386,7 +386,7 @@ def _row(n: int, args: argparse.Namespace, with_baseline: bool, budget: float) -
     same = "yes" if tch.get("score", 0) == prh.get("score", 1) else "NO"
     same = same if "score" in tch and "score" in prh else "-"
     line += f"{_cell(tch, 'time', 1, 8)} {_cell(tch, 'peak_kib', 1024, 9)} "
-    line += f"{tch.get('device', '?'):>4} {same:>4} | "
+    line += f"{tch.get('device', '-' if 'skip' in tch else '?'):>4} {same:>4} | "
     if "skip" in base and base["skip"].startswith("OOM"):
         line += f"{base['skip']:>18}"
     else:
