@@ -2,11 +2,12 @@
 
 One table, one run. For each N (default 1k, 4k, 16k, 64k) at D = 768, k = 10:
 
-* ``prh``: :func:`prh.metrics.mutual_knn` (exact blockwise top-k, memory ``N k + block N``);
-* ``torch``: the same with ``backend="torch"`` (float32 candidates from row blocks and
-  ``torch.topk`` on the torch device: CUDA when present, else the CPU; exact float64 re-scoring
-  as numpy). ``same`` says whether its score equals prh's exactly (identical neighbour lists give
-  identical scores);
+* ``prh``: :func:`prh.metrics.mutual_knn` (exact symmetric tile sweep, memory ``N (k + 6)``
+  candidates plus one tile per thread);
+* ``torch``: the same with ``backend="torch"`` (on the CPU the same sweep with torch's products;
+  on CUDA row blocks and ``torch.topk`` on the device; exact float64 re-scoring as numpy).
+  ``same`` says whether its score equals prh's exactly (identical neighbour lists give identical
+  scores);
 * ``baseline``: the reference protocol as ``minyoungg/platonic-rep`` codes it (float32, in numpy
   on the CPU, the same BLAS as prh): dense Gram ``A A^T``, diagonal ``-1e8``, full descending
   ``argsort`` of every row, the first ``k`` columns (a view that keeps the whole index matrix
@@ -17,13 +18,22 @@ One table, one run. For each N (default 1k, 4k, 16k, 64k) at D = 768, k = 10:
 * ``half``: the two *half* Grams, the tiles on and above the diagonal of each (prh's tile side,
   one reused output buffer, results dropped): what an exact method that uses the symmetry of
   ``A A^T`` pays, the floor of prh's tile sweep. ``prh/floor`` and ``prh/half`` are prh's time
-  over each.
+  over each;
+* ``tp-half``: the same half Grams scheduled as prh's sweep schedules them (whole tiles shared
+  among as many threads as BLAS has, each product on one BLAS thread), and ``prh/tp-half``;
+* ``t-half``: the half Grams by torch's CPU products (torch's own floor), and ``t/t-half``:
+  the torch cell's time over it;
+* ``load``: the 1-minute load average when the row finished (also printed at the start and end).
 
 Every cell runs in a fresh subprocess. Time is wall-clock of the call. Peak memory is the growth
 of the resident set during the call: the peak RSS counter is reset (``/proc/self/clear_refs``)
 just before the call, and ``VmHWM - VmRSS(before)`` is reported (inputs, 2 x N x D float32, are
 allocated before and not counted; so is importing torch, which prh uses for ``topk``).
-Run with ``python benchmarks/bench_metrics.py [--sizes ...] [--with-100k] [--no-baseline]``.
+Run with ``python benchmarks/bench_metrics.py [--sizes ...] [--with-100k] [--no-baseline]
+[--cells prh,half,...]``.
+
+``--profile N`` prints instead where one kNN's time goes at N rows, by phase (products, seeds,
+scans, merges, exact selection, normalisation), beside the half-Gram of the same matrix.
 
 ``--gpu`` is the prepared GPU run (needs CUDA; refused in one line without it): the torch cell
 runs on ``cuda`` (TF32 off), sizes default to 16k, 64k and 100k, the dense baseline is skipped
@@ -39,6 +49,7 @@ correlation; re-written here) for seeds ``0..S-1`` against prh's exact SVCCA, on
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import subprocess
@@ -129,17 +140,45 @@ def _floor(a: np.ndarray, b: np.ndarray) -> float:
     return float("nan")
 
 
-def _half_floor(a: np.ndarray, b: np.ndarray) -> float:
-    from prh.metrics.knn import tile_side
+def _half_floor(a: np.ndarray, b: np.ndarray | None, library: str = "numpy") -> float:
+    """The two half Grams (``b`` None: the one of ``a``) at prh's tile side, by numpy's BLAS or
+    (``"torch"``) torch's."""
+    from prh.metrics.knn import numpy_product, tile_side, torch_product
 
+    product = torch_product if library == "torch" else numpy_product
     n = a.shape[0]
     bs = tile_side(n)
     buf = np.empty(bs * bs, dtype=np.float32)
-    for x in (a, b):
+    for x in (a,) if b is None else (a, b):
         for i0 in range(0, n, bs):
             for j0 in range(i0, n, bs):
                 xi, xj = x[i0 : i0 + bs], x[j0 : j0 + bs]
-                np.matmul(xi, xj.T, out=buf[: len(xi) * len(xj)].reshape(len(xi), len(xj)))
+                product(xi, xj, buf[: len(xi) * len(xj)].reshape(len(xi), len(xj)))
+    return float("nan")
+
+
+def _tile_half_floor(a: np.ndarray, b: np.ndarray) -> float:
+    """The two half Grams as prh's sweep schedules them: whole tiles shared among as many threads
+    as BLAS has, each product on one BLAS thread (its own output buffer), results dropped."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from threadpoolctl import threadpool_limits
+
+    from prh.metrics.knn import tile_side
+    from prh.metrics.knn_tiles import blas_threads
+
+    n = a.shape[0]
+    bs, workers = tile_side(n), blas_threads()
+    tiles = [(x, i0, j0) for x in (a, b) for i0 in range(0, n, bs) for j0 in range(i0, n, bs)]
+    bufs = [np.empty((bs, bs), dtype=np.float32) for _ in range(workers)]
+
+    def run(w: int) -> None:
+        for x, i0, j0 in tiles[w::workers]:  # static split: no queue, no merges
+            xi, xj = x[i0 : i0 + bs], x[j0 : j0 + bs]
+            np.matmul(xi, xj.T, out=bufs[w][: len(xi), : len(xj)])
+
+    with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(workers) as pool:
+        list(pool.map(run, range(workers)))
     return float("nan")
 
 
@@ -155,6 +194,63 @@ def _gpu_floor(a: np.ndarray, b: np.ndarray) -> float:
             _ = x[s : s + bs] @ x.T  # (b, N) on the GPU
     torch.cuda.synchronize()
     return float("nan")
+
+
+def profile_knn(n: int, d: int, k: int, seed: int, backend: str) -> None:
+    """Print where one ``knn(A, k)`` call's time goes, by phase, beside the half-Gram floor of
+    ``A`` alone (same process, same tiles).
+
+    Phases are timed around prh's own functions: the tile products, the seeds of the diagonal
+    tiles (bound and scan, without their merges), the scans of the off-diagonal tiles (one
+    comparison per entry), the merges into the lists, the exact selection (float64 re-scoring),
+    the normalisation. Thread-seconds: the tile phases run on several threads at once, so they
+    may add up to more than the wall time.
+    """
+    import threading
+    from collections import defaultdict
+
+    import torch  # noqa: F401  (imported before timing, as in the table's cells)
+
+    from prh.metrics import knn_tiles
+
+    knn_module = importlib.import_module("prh.metrics.knn")  # the package exports a function
+
+    a, _ = _inputs(n, d, seed)
+    spent: dict[str, float] = defaultdict(float)
+    calls: dict[str, int] = defaultdict(int)
+    lock = threading.Lock()
+
+    def timed(mod, name: str, phase: str) -> None:
+        fn = getattr(mod, name)
+
+        def wrapper(*args, **kwargs):
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                with lock:
+                    spent[phase] += time.perf_counter() - t0
+                    calls[phase] += 1
+
+        setattr(mod, name, wrapper)
+
+    knn_module.knn(a[:512], k, backend=backend, device="cpu")  # warm-up: threads, imports
+    t0 = time.perf_counter()
+    _half_floor(a, None, backend)
+    half = time.perf_counter() - t0
+    timed(knn_module, "torch_product" if backend == "torch" else "numpy_product", "products")
+    timed(knn_tiles, "seed_tile", "seeds (with their merges)")
+    timed(knn_tiles, "union_hits", "scans")
+    timed(knn_tiles, "merge_hits", "merges (seeds' too)")
+    timed(knn_module, "_select", "exact selection")
+    timed(knn_module, "l2_normalize", "normalisation")
+    t0 = time.perf_counter()
+    knn_module.knn(a, k, backend=backend, device="cpu")
+    wall = time.perf_counter() - t0
+    print(f"knn({n} x {d}, k = {k}), backend {backend}: {wall:.3f} s wall, half-Gram of A"
+          f" {half:.3f} s ({wall / half:.2f}x), load average {_load()}")  # fmt: skip
+    for phase, sec in sorted(spent.items(), key=lambda kv: -kv[1]):
+        print(f"  {phase:<24} {sec:8.3f} thread-s  {calls[phase]:>5} calls")
 
 
 def worker(method: str, n: int, d: int, k: int, seed: int) -> None:
@@ -174,8 +270,13 @@ def worker(method: str, n: int, d: int, k: int, seed: int) -> None:
         call = lambda: mutual_knn(a, b, k, backend=backend)  # noqa: E731
     elif method == "baseline":
         call = lambda: _baseline(a, b, k)  # noqa: E731
-    elif method == "half":
-        call = lambda: _half_floor(a, b)  # noqa: E731
+    elif method == "tphalf":
+        call = lambda: _tile_half_floor(a, b)  # noqa: E731
+    elif method in ("half", "thalf"):
+        import torch
+
+        lib = "torch" if method == "thalf" else "numpy"
+        call = lambda: _half_floor(a, b, lib)  # noqa: E731
     else:
         call = lambda: _floor(a, b)  # noqa: E731
     with open("/proc/self/clear_refs", "w") as f:
@@ -215,6 +316,9 @@ def _mem_available_gib() -> float:
     return 0.0
 
 
+CELLS = ("prh", "torch", "floor", "half", "tphalf", "thalf", "baseline", "gpu_floor")
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", default=None, help="comma-separated N (default 1k,4k,16k,64k)")
@@ -232,6 +336,17 @@ def _parser() -> argparse.ArgumentParser:
         " 64k, 100k, a gpu floor column"
     )  # fmt: skip
     p.add_argument("--svcca-seeds", type=int, default=0, help="SVCCA spread over seeds instead")
+    p.add_argument(
+        "--cells",
+        default=",".join(CELLS),
+        help=f"cells to run (default all: {','.join(CELLS)};"
+        " baseline and gpu_floor only where the table has them)",
+    )
+    p.add_argument(
+        "--profile", type=int, default=0, metavar="N", help="instead: where one kNN's time goes"
+        " at N rows (each of --backends), by phase"
+    )  # fmt: skip
+    p.add_argument("--backends", default="numpy,torch", help="backends for --profile")
     p.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
     return p
 
@@ -239,8 +354,10 @@ def _parser() -> argparse.ArgumentParser:
 def _header(gpu: bool) -> str:
     head = f"{'N':>7} | {'prh s':>8} {'prh MiB':>8} | {'torch s':>8} {'torch MiB':>9} {'dev':>4}"
     head += f" {'same':>4} | {'base s':>8} {'base MiB':>9} | {'floor s':>8} {'half s':>8}"
-    head += f" {'gpu fl s':>8}" if gpu else ""
-    return head + f" | {'prh/floor':>9} {'prh/half':>8} {'base/prh':>8} | |score diff|"
+    head += f" {'tp-half s':>9} {'t-half s':>8}" + (f" {'gpu fl s':>8}" if gpu else "")
+    head += f" | {'prh/floor':>9} {'prh/half':>8} {'prh/tp-half':>11} {'t/t-half':>8}"
+    head += f" {'base/prh':>8}"
+    return head + f" | {'|score diff|':>12} {'load':>4}"
 
 
 def _ratio(num: dict, den: dict) -> float:
@@ -249,8 +366,15 @@ def _ratio(num: dict, den: dict) -> float:
 
 def _row(n: int, args: argparse.Namespace, with_baseline: bool, budget: float) -> str:
     """Run every cell of size ``n`` (each in its own subprocess) and format the table line."""
-    cell = lambda m: _run_cell(m, n, args.dim, args.k, args.seed)  # noqa: E731
+    cells = set(args.cells.split(","))
+
+    def cell(m: str) -> dict:
+        if m not in cells:
+            return {"skip": "-"}
+        return _run_cell(m, n, args.dim, args.k, args.seed)
+
     prh, tch, floor, half = cell("prh"), cell("torch"), cell("floor"), cell("half")
+    thalf, tphalf = cell("thalf"), cell("tphalf")
     need = 28 * n * n / 2**30
     if not with_baseline:
         base = {"skip": "not run"}
@@ -260,17 +384,21 @@ def _row(n: int, args: argparse.Namespace, with_baseline: bool, budget: float) -
         base = cell("baseline")
     line = f"{n:>7} | {_cell(prh, 'time', 1, 8)} {_cell(prh, 'peak_kib', 1024, 8)} | "
     same = "yes" if tch.get("score", 0) == prh.get("score", 1) else "NO"
+    same = same if "score" in tch and "score" in prh else "-"
     line += f"{_cell(tch, 'time', 1, 8)} {_cell(tch, 'peak_kib', 1024, 9)} "
-    line += f"{tch.get('device', '?'):>4} {same:>4} | "
+    line += f"{tch.get('device', '-' if 'skip' in tch else '?'):>4} {same:>4} | "
     if "skip" in base and base["skip"].startswith("OOM"):
         line += f"{base['skip']:>18}"
     else:
         line += f"{_cell(base, 'time', 1, 8)} {_cell(base, 'peak_kib', 1024, 9)}"
     line += f" | {_cell(floor, 'time', 1, 8)} {_cell(half, 'time', 1, 8)}"
+    line += f" {_cell(tphalf, 'time', 1, 9)} {_cell(thalf, 'time', 1, 8)}"
     line += f" {_cell(cell('gpu_floor'), 'time', 1, 8)}" if args.gpu else ""
     line += f" | {_ratio(prh, floor):>9.2f} {_ratio(prh, half):>8.2f}"
+    line += f" {_ratio(prh, tphalf):>11.2f} {_ratio(tch, thalf):>8.2f}"
     diff = abs(base["score"] - prh["score"]) if "score" in base and "score" in prh else None
-    return line + f" {_ratio(base, prh):>8.1f} | " + ("-" if diff is None else f"{diff:.1e}")
+    line += f" {_ratio(base, prh):>8.1f} | " + f"{'-' if diff is None else f'{diff:.1e}':>12}"
+    return line + f" {os.getloadavg()[0]:>4.1f}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -282,6 +410,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.svcca_seeds:
         svcca_seed_spread(args.svcca_seeds)
         return 0
+    if args.profile:
+        for backend in args.backends.split(","):
+            profile_knn(args.profile, args.dim, args.k, args.seed, backend)
+        return 0
     if args.gpu:
         import torch
 
@@ -292,7 +424,8 @@ def main(argv: list[str] | None = None) -> int:
     default = "16000,64000,100000" if args.gpu else "1000,4000,16000,64000"
     sizes = [int(s) for s in (args.sizes or default).split(",") if s]
     print(
-        f"mutual_knn, D = {args.dim}, k = {args.k}, {os.cpu_count()} CPUs, budget {budget:.1f} GiB"
+        f"mutual_knn, D = {args.dim}, k = {args.k}, {os.cpu_count()} CPUs, budget {budget:.1f} GiB,"
+        f" load average {_load()} at the start"
     )
     head = _header(args.gpu)
     print(head)
@@ -301,7 +434,12 @@ def main(argv: list[str] | None = None) -> int:
     rows += [(100_000, False)] if args.with_100k else []
     for n, with_baseline in rows:
         print(_row(n, args, with_baseline, budget), flush=True)
+    print(f"load average {_load()} at the end (1, 5, 15 min)")
     return 0
+
+
+def _load() -> str:
+    return " ".join(f"{v:.1f}" for v in os.getloadavg())
 
 
 if __name__ == "__main__":

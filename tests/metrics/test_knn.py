@@ -81,16 +81,15 @@ def test_errors():
 
 
 def test_torch_topk_path_gives_the_same_exact_lists(monkeypatch):
-    import sys
 
-    knn_module = sys.modules["prh.metrics.knn"]  # the package exports a function of that name
+    from prh.metrics import knn_tiles
 
     rng = np.random.default_rng(4)
     x = rng.integers(-1, 2, size=(50, 4)).astype(np.float32)
     x[np.abs(x).sum(1) == 0, 1] = 1.0
     x = np.concatenate([x, x[:12]])
     ref = brute_force_exact(x, 5)
-    monkeypatch.setattr(knn_module, "_TORCH_TOPK_MIN_N", 8)
+    monkeypatch.setattr(knn_tiles, "_TORCH_TOPK_MIN_N", 8)
     for bs in (1, 9, 100):
         assert knn(x, 5, block_size=bs).tolist() == ref
 
@@ -179,8 +178,10 @@ def test_symmetric_tiles_match_canonical_brute_force_on_near_ties(monkeypatch, s
 
 
 def test_tiles_wider_than_the_torch_topk_threshold(monkeypatch):
-    knn_module = _knn_module()
-    monkeypatch.setattr(knn_module, "_TORCH_TOPK_MIN_N", 8)  # diagonal tiles seeded by torch.topk
+    from prh.metrics import knn_tiles
+
+    monkeypatch.setattr(knn_tiles, "_TORCH_TOPK_MIN_N", 8)  # dense seeds by torch.topk
+    monkeypatch.setattr(knn_tiles, "_SEED_GROUP_MIN", 10**9)  # every diagonal tile seeded densely
     x = np.concatenate([near_ties(3, 200), near_ties(4, 40, noise=0.0)])  # exact duplicates too
     ref = brute_force_canonical(x, 7)
     for bs in (9, 50, 240):
@@ -209,10 +210,120 @@ def test_random_large_matches_canonical_brute_force(k):
 
 
 def test_row_value_key_orders_like_a_lexsort():
+    from prh.metrics import knn_tiles
+
     rng = np.random.default_rng(2)
     special = [-np.inf, np.inf, 0.0, -0.0, 1e-40, -1e-40, 3.4e38, -3.4e38]
     vals = np.concatenate([rng.standard_normal(500), special]).astype(np.float32)
     rows = rng.integers(0, 9, len(vals))
-    got = np.argsort(_knn_module()._row_value_key(rows, vals), kind="stable")
+    got = np.argsort(knn_tiles.row_value_key(rows, vals), kind="stable")
     want = np.lexsort((-vals, rows))
     assert np.array_equal(rows[got], rows[want]) and np.array_equal(vals[got], vals[want])
+
+
+def test_torch_device_branch_mocked_on_cpu_gives_the_same_lists(monkeypatch):
+    """The CUDA branch (row blocks, ``torch.topk`` on the device) run on the CPU: the lists equal
+    the canonical brute force and the CPU sweep's, ties and near ties included."""
+    knn_module = _knn_module()
+    monkeypatch.setattr(knn_module, "device_topk", lambda dev: True)
+    sweeps = []
+    sweep = knn_module.sweep
+    monkeypatch.setattr(knn_module, "sweep", lambda *a: sweeps.append(1) or sweep(*a))
+    x = np.concatenate([near_ties(5, 120), near_ties(6, 20, noise=0.0)])
+    ref = brute_force_canonical(x, 6)
+    for bs in (None, 7, 64):
+        assert knn(x, 6, block_size=bs, backend="torch", device="cpu").tolist() == ref
+    assert not sweeps  # the device branch ran, not the tile sweep
+    monkeypatch.setattr(knn_module, "device_topk", lambda dev: False)
+    assert knn(x, 6, backend="torch", device="cpu").tolist() == ref
+    assert sweeps
+
+
+def test_torch_backend_restores_the_callers_matmul_precision():
+    import torch
+
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("medium")  # would allow reduced-precision products
+    try:
+        x = near_ties(7, 80)
+        assert knn(x, 5, backend="torch", device="cpu").tolist() == brute_force_canonical(x, 5)
+        assert torch.get_float32_matmul_precision() == "medium"
+    finally:
+        torch.set_float32_matmul_precision(before)
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_tile_threads_give_the_canonical_lists_every_time(monkeypatch, workers):
+    """Tiles taken by several threads at once (merges under block locks, thresholds read while
+    other threads raise them): the lists equal the canonical brute force, ties and near ties
+    included, and repeated runs agree."""
+    from prh.metrics import knn_tiles
+
+    monkeypatch.setattr(knn_tiles, "blas_threads", lambda: workers)
+    x = np.concatenate([near_ties(9, 260), near_ties(10, 30, noise=0.0), x_ternary(11)])
+    for normalize in (True, False):
+        ref = brute_force_canonical(x, 8, normalize)
+        for bs in (7, 29, 64):
+            runs = [knn(x, 8, normalize=normalize, block_size=bs).tolist() for _ in range(2)]
+            assert runs[0] == ref and runs[1] == ref, (normalize, bs)
+    assert knn(x, 8, block_size=40, backend="torch", device="cpu").tolist() == (
+        brute_force_canonical(x, 8)
+    )
+
+
+def x_ternary(seed: int, n: int = 40) -> np.ndarray:
+    """Rows in {-1, 0, 1}^4 (many exactly equal cosines), no zero row."""
+    x = np.random.default_rng(seed).integers(-1, 2, size=(n, 4)).astype(np.float32)
+    x[np.abs(x).sum(1) == 0, 0] = 1.0
+    return np.pad(x, ((0, 0), (0, 44)))  # the width of near_ties' rows
+
+
+def test_sweep_candidates_are_each_rows_float32_top_c():
+    """The sweep's promise, against a dense float32 Gram: each row's ``c`` values are its ``c``
+    largest (self excluded), the columns hold those values, sorted descending."""
+    from prh.metrics import knn_tiles
+
+    x = l2_normalize(near_ties(12, 150))
+    c = 9
+    for bs, workers in ((16, 1), (16, 3), (150, 2)):
+        v, i = knn_tiles.sweep(x, c, bs, workers=workers)
+        g = (x.astype(np.float64) @ x.T.astype(np.float64)).astype(np.float32)  # any order: tol
+        np.fill_diagonal(g, -np.inf)
+        want = -np.sort(-g, axis=1)[:, :c]
+        assert np.all(np.diff(v, axis=1) <= 0)
+        assert np.allclose(v, want, atol=1e-5)
+        assert np.all(i != np.arange(len(x))[:, None])
+        assert np.allclose(g[np.arange(len(x))[:, None], i], v, atol=1e-5)
+
+
+def test_tile_side_from_rows_threads_and_cache():
+    from prh.metrics.knn_tiles import _tiles, tile_side
+
+    mib = 2**20
+    # 2 threads, 32 MiB: about N / 4, 256 to 2048 (the sizes the benchmark table used)
+    assert [tile_side(n, 2, 32 * mib) for n in (100, 1000, 4000, 16000, 10**5)] == [
+        256, 256, 1024, 2048, 2048,
+    ]  # fmt: skip
+    # one tile per thread must stay in the cache: 16 threads x 704^2 x 4 B <= 32 MiB
+    assert tile_side(10**5, 16, 32 * mib) == 704
+    assert 16 * 704**2 * 4 <= 32 * mib < 16 * 768**2 * 4
+    # at least two tiles per thread, not below 256
+    for n, t in ((4000, 16), (3000, 8), (600, 8)):
+        side = tile_side(n, t, 0)
+        assert side == 256 or _tiles(n, side) >= 2 * t
+    assert tile_side(10**5, 2, 0) == 2048  # unknown cache: no bound
+
+
+def test_an_error_in_a_tile_thread_surfaces_and_stops_the_sweep(monkeypatch):
+    from prh.metrics import knn_tiles
+
+    calls = []
+
+    def failing(xi, xj, out):
+        calls.append(1)
+        raise MemoryError("tile")
+
+    x = l2_normalize(near_ties(13, 200))
+    with pytest.raises(MemoryError, match="tile"):
+        knn_tiles.sweep(x, 5, 10, failing, workers=2)
+    assert len(calls) < 20  # of 210 tiles: the rest were cancelled
