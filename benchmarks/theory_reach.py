@@ -46,7 +46,8 @@ def _scores(world, x_fit, x_test, ids, k):
     ev = np.linalg.eigvalsh(np.cov(np.concatenate([x_fit, x_test]), rowvar=False))
     return {
         "vs_gstar": fair.mean, "vs_gstar_ci": list(fair.ci), "vs_gstar_raw": raw.mean,
-        "vs_own": mine.mean, "vs_own_ci": list(mine.ci), "vs_own_min": float(mine.correlations.min()),
+        "vs_own": mine.mean, "vs_own_ci": list(mine.ci),
+        "vs_own_min": float(mine.correlations.min()),
         "min_var": float(ev.min() / ev.mean()),
     }  # fmt: skip
 
