@@ -211,11 +211,15 @@ def test_build_refuses_a_vision_run_of_another_world(text_run, tmp_path):
     cfg = load_run(text_run, device="cpu").config
     vision = tmp_path / "vision"
     vision.mkdir()
-    (vision / "config.json").write_text(json.dumps({"world": "moving", "world_seed": 0}))
+
+    def stored(world, seed):  # a run's config.json: its training settings under "train"
+        return json.dumps({"modality": "image", "train": {"world": world, "world_seed": seed}})
+
+    (vision / "config.json").write_text(stored("moving", 0))
     with pytest.raises(InputError, match=r"--vision .*vision: a run of world 'moving' \(seed 0\)"):
         check_build_worlds(text_run, cfg, str(vision), cfg.world_seed)
-    (vision / "config.json").write_text(json.dumps({"world": "cave", "world_seed": 99}))
+    (vision / "config.json").write_text(stored("cave", 99))
     with pytest.raises(InputError, match=r"seed 99\), but --text-run"):
         check_build_worlds(text_run, cfg, str(vision), cfg.world_seed)
-    (vision / "config.json").write_text(json.dumps({"world": "cave", "world_seed": 3}))
+    (vision / "config.json").write_text(stored("cave", 3))
     assert check_build_worlds(text_run, cfg, str(vision), 3) == "cave"

@@ -256,5 +256,8 @@ def test_eval_hook_measures_an_image_run_against_the_theory(tmp_path, cache):
     # the 16 training-split states, scored on the 8 test-split ones
     x = encode_images(model, draw_scenes(cfg, image, ids), 16)[:, -1].astype(np.float64)
     g = world.theory_embedding(ids, 8)
-    want = heldout_cc(x[:16], g[:16], x[16:], g[16:], components=8, n_boot=1).mean
+    # width-fair (each side through its top 8 principal directions), the raw read-out beside it
+    want = heldout_cc(x[:16], g[:16], x[16:], g[16:], components=8, max_dim=8, n_boot=1).mean
     assert evals[-1]["eval_theory_cc"] == pytest.approx(want, abs=1e-6)
+    raw = heldout_cc(x[:16], g[:16], x[16:], g[16:], components=8, max_dim=64, n_boot=1).mean
+    assert evals[-1]["eval_theory_cc_raw"] == pytest.approx(raw, abs=1e-6)

@@ -269,7 +269,9 @@ def check_build_worlds(text_run: Path, config: Any, vision: str, world_seed: int
     stored = read_json(side, "--vision")
     if not isinstance(stored, dict):
         raise InputError(f"--vision {vision}: config.json is not a JSON object")
-    v_world, v_seed = stored.get("world") or "cave", stored.get("world_seed", 0)
+    # a run's config.json nests its training settings under "train" (image and text runs alike)
+    train = stored.get("train") if isinstance(stored.get("train"), dict) else stored
+    v_world, v_seed = train.get("world") or "cave", train.get("world_seed", 0)
     if (v_world, v_seed) != (world, world_seed):
         raise InputError(
             f"--vision {vision}: a run of world {v_world!r} (seed {v_seed}), but --text-run "

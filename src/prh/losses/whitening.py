@@ -38,6 +38,11 @@ def batch_covariance(
     return mu, zc.T @ zc / max(z.shape[0] - 1, 1)  # (E, E)
 
 
+def _ridge(cov: torch.Tensor, eps: float) -> torch.Tensor:
+    """``eps`` times the mean variance (detached; floored at the dtype's tiniest number)."""
+    return eps * torch.diagonal(cov).mean().detach().clamp_min(torch.finfo(cov.dtype).tiny)
+
+
 def whitening_matrix(
     cov: torch.Tensor, eps: float = 1e-4, method: str = "cholesky"
 ) -> torch.Tensor:
@@ -54,7 +59,7 @@ def whitening_matrix(
     if method not in METHODS:
         raise ValueError(f"unknown whitening method {method!r}; expected one of {METHODS}")
     E = cov.shape[0]
-    ridge = eps * torch.diagonal(cov).mean().detach().clamp_min(torch.finfo(cov.dtype).tiny)
+    ridge = _ridge(cov, eps)
     reg = cov + ridge * torch.eye(E, dtype=cov.dtype, device=cov.device)  # (E, E)
     if method == "cholesky":
         L = torch.linalg.cholesky(reg)  # (E, E) lower
@@ -114,14 +119,17 @@ def whitened_jepa_loss(
     """
     if za.shape != zb.shape or za.ndim != 2:
         raise ValueError(f"za and zb must both be (B, E); got {tuple(za.shape)}, {tuple(zb.shape)}")
-    B, E = za.shape
+    B = za.shape[0]
     z = torch.cat([za, zb]).float()  # (2B, E)
     mu, cov = batch_covariance(z)
     W = whitening_matrix(cov, eps, method)  # (E, E)
     w = (z - mu) @ W.T  # (2B, E)
     pair = (w[:B] - w[B:]).square().sum(1).mean()
-    kept = torch.trace(W @ cov @ W.T)  # sum of the whitened variances u_j, each <= 1
-    return pair + 2 * (E - kept)
+    # E - tr(W C W^T) = r tr((C + r I)^-1) = r ||W||_F^2 (W^T W = (C + r I)^-1 for either method):
+    # the shortfall computed directly, not as a difference of two numbers near E (in float32 that
+    # difference loses the digits its gradient needs).
+    shortfall = _ridge(cov, eps) * W.square().sum()
+    return pair + 2 * shortfall
 
 
 def soft_whitening_loss(
