@@ -186,7 +186,9 @@ def _check_theory_curves(on_disk: dict, rows: list, out: Path, sweep: Path, html
     x = {n: run.encode_texts([world.captions(i, 1, 1)[0] for i in ids])[:, -1]
          for n, ids in (("fit", fit_ids), ("test", test_ids))}  # fmt: skip
     g = {"fit": world.theory_embedding(fit_ids, 8), "test": world.theory_embedding(test_ids, 8)}
-    want = heldout_cc(x["fit"], g["fit"], x["test"], g["test"], components=8, n_boot=1).mean
+    want = heldout_cc(
+        x["fit"], g["fit"], x["test"], g["test"], components=8, max_dim=8, n_boot=1
+    ).mean  # width-fair: each side through its top 8 directions
     assert good["theory_evals"][-1][1] == pytest.approx(want, abs=1e-5)
     assert theory.is_file()
     tcur = on_disk["theory_curves"]
