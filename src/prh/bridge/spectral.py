@@ -625,6 +625,15 @@ def _reason(specs: dict[str, SideSpectrum], sign_z: np.ndarray, k: int, sep_z: f
     return "cannot pin the rotation: " + "; ".join(parts) if parts else ""
 
 
+def _matched_separations(sx: SideSpectrum, sy: SideSpectrum, k: int) -> tuple:
+    """``(match, agree, (sep_x, rel_x), (sep_y, rel_y))``: the eigenvalue match
+    (:func:`match_components`) and each side's separations (:func:`_separation`), Y's at the
+    components matched to X's top ``k``."""
+    match, agree = match_components(sx, sy, k)
+    sep_y, rel_y = (v[match] for v in _separation(sy, len(sy.mixing_se)))
+    return match, agree, _separation(sx, k), (sep_y, rel_y)
+
+
 def _matched_signs(
     sx: SideSpectrum,
     sy: SideSpectrum,
@@ -764,12 +773,10 @@ def spectral_align(
             raise InputError(f"truth: entries must be -1 or 0..{len(uy) - 1}")
     sx_spec = cross_view_spectrum(ax, bx, eps, top=k + 1)
     sy_spec = cross_view_spectrum(ay, by, eps, top=k + 1)
-    match, agree = match_components(sx_spec, sy_spec, k)
+    match, agree, (sep_x, rel_x), (sep_y, rel_y) = _matched_separations(sx_spec, sy_spec, k)
     signs = _matched_signs(sx_spec, sy_spec, match, k, sign_from, (ux, ax), (uy, ay))
     s = signs.sx * signs.sy
     w = (sy_spec.vectors[:, match] * s) @ sx_spec.vectors[:, :k].T  # (d_y, d_x)
-    sep_x, rel_x = _separation(sx_spec, k)
-    sep_y, rel_y = (v[match] for v in _separation(sy_spec, len(sy_spec.mixing_se)))
     comp = (rel_x >= separation_z) & (rel_y >= separation_z) & (signs.z >= sign_z)
     comp &= agree < AGREE_Z
     reason = _reason({"x": sx_spec, "y": sy_spec}, signs.z, k, separation_z, sign_z)
@@ -839,6 +846,7 @@ def spectral_align_until_separated(
             f"{cap!r} (the method needs more pairs than components to whiten a side)"
         )
     sep_z = float(options.get("separation_z", SEPARATION_Z))
+    eps = float(options.get("eps", 1e-6))
     held_x: list[Pair] = []
     held_y: list[Pair] = []
     n, rnd = 0, 0
@@ -849,11 +857,14 @@ def spectral_align_until_separated(
         n, rnd = n + want, rnd + 1
         px = (np.concatenate([h[0] for h in held_x]), np.concatenate([h[1] for h in held_x]))
         py = (np.concatenate([h[0] for h in held_y]), np.concatenate([h[1] for h in held_y]))
-        res = spectral_align(px, py, unpaired_x, unpaired_y, k, **options)
-        separated = bool(
-            np.all(res.relative_separation_x >= sep_z)
-            and np.all(res.relative_separation_y >= sep_z)
-        )
+        # the stopping rule needs the two spectra only; signs and the assignment once, at the end
+        px, py, _, _, kk = check_spectral_inputs(px, py, unpaired_x, unpaired_y, k,
+                                                 options.get("names"), rank_tol=eps)  # fmt: skip
+        sx = cross_view_spectrum(*px, eps, top=kk + 1)
+        sy = cross_view_spectrum(*py, eps, top=kk + 1)
+        _, _, (_, rel_x), (_, rel_y) = _matched_separations(sx, sy, kk)
+        separated = bool(np.all(rel_x >= sep_z) and np.all(rel_y >= sep_z))
         if separated or n >= cap:
+            res = spectral_align(px, py, unpaired_x, unpaired_y, k, **options)
             res.info.update(pairs_drawn=n, rounds=rnd, stopped="separated" if separated else "cap")
             return res

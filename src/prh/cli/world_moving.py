@@ -121,7 +121,7 @@ def _spectrum(world, args: argparse.Namespace) -> int:
 
     ids = _scene_ids(world, args.scenes) if args.out is not None else None  # refused first
     if args.modality is not None:
-        return _modality(world, args)
+        return _modality(world, args, ids)
     spec = world.spectrum(args.eigs)
     ev = spec.nontrivial()
     print(f"moving world: {world.num_scenes} states, lag D = {spec.lag}")
@@ -143,7 +143,7 @@ def _spectrum(world, args: argparse.Namespace) -> int:
     return 0
 
 
-def _modality(world, args: argparse.Namespace) -> int:
+def _modality(world, args: argparse.Namespace, ids: np.ndarray | None) -> int:
     """``--modality``: the modality's own spectrum, ceilings and predicted correlations."""
     from prh.world.observation import MODALITIES, modality_theory, predicted_cc
 
@@ -156,16 +156,15 @@ def _modality(world, args: argparse.Namespace) -> int:
         cc = predicted_cc(world, m, other, k)["observation"]
         print(f"predicted cc with {other}: mean {np.mean(cc):.3f} | " +
               " ".join(f"{v:.3f}" for v in cc))  # fmt: skip
-    if args.out is not None:
-        _write_modality(world, args, th)
+    if ids is not None:  # --out given: its states were checked before any work
+        _write_modality(world, args, th, ids)
     return 0
 
 
-def _write_modality(world, args: argparse.Namespace, th) -> None:
+def _write_modality(world, args: argparse.Namespace, th, ids: np.ndarray) -> None:
     from prh.features import save_features
     from prh.world.observation import theory_of_captions, theory_of_observations
 
-    ids = _scene_ids(world, args.scenes)
     if args.modality == "text":  # the caption prh train --eval-theory embeds for each state
         texts = [world.captions(int(i), 1, seed=args.seed + 1)[0] for i in ids]
         G = theory_of_captions(world, ids, texts, args.k)
