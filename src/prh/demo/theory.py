@@ -33,7 +33,6 @@ from typing import Any
 
 import numpy as np
 
-MAX_DIM = 64  # principal directions kept per side before the raw canonical fit
 STILL_REASON = (
     "the still world's pair kernel is diag(p): every eigenvalue is 1, no gap at any k, so the "
     "theorem fixes no embedding to compare with"
@@ -89,10 +88,14 @@ def theory_scores(
     k = world.gap_k
     g_fit, g_test = world.theory_embedding(fit_ids, k), world.theory_embedding(test_ids, k)
     out: dict[str, Any] = {}
+    own: dict[str, tuple] = {}  # modality -> its theory of the fit and test states, and ceiling
     for name in train:
         a, b = embedding(train[name], dims[name]), embedding(test[name], dims[name])
         out[name] = two_readouts(a, g_fit, b, g_test, k, n_boot=n_boot, seed=seed)
-        out[name].update(own_scores(world, name, (a, b), (fit_ids, test_ids), k, n_boot, seed))
+        m = modality_of(name)
+        if m not in own:
+            own[m] = own_targets(world, m, (fit_ids, test_ids), k)
+        out[name].update(own_scores(m, own[m], (a, b), k, n_boot, seed))
     return out
 
 
@@ -118,31 +121,39 @@ def own_theory(
 
     if modality != "text":
         return theory_of_observations(world, modality, ids, k)
-    rows = [theory_of_captions(world, [i] * len(c), list(c), k).mean(0)
-            for i, c in zip(ids, captions or [], strict=True)]  # fmt: skip
-    return np.asarray(rows)
+    captions = list(captions or [])
+    if len(captions) != len(ids):
+        raise ValueError(f"{len(ids)} states but {len(captions)} caption lists")
+    counts = [len(c) for c in captions]
+    rows = theory_of_captions(world, np.repeat(np.asarray(ids), counts),
+                              [t for c in captions for t in c], k)  # fmt: skip
+    starts = np.cumsum([0, *counts[:-1]])
+    return np.add.reduceat(rows, starts, axis=0) / np.asarray(counts)[:, None]
 
 
-def own_scores(world: Any, name: str, feats: tuple, ids: tuple, k: int, n_boot: int,
-               seed: int) -> dict[str, Any]:  # fmt: skip
-    """``{"modality", "own", "ceiling"}`` of one encoder (module docstring); ``{}`` for a world
-    whose modalities have no theory. The captions are the demo's: 5 per fitting state (wording
-    seed = world seed), 1 per held-out state (world seed + 1)."""
-    from prh.metrics.theory_cca import width_fair_cc
-    from prh.world import has_theory
+def own_targets(world: Any, modality: str, ids: tuple, k: int) -> tuple:
+    """``(theory of the fit states, of the test states, ceiling correlations)`` of one modality
+    (module docstring): the captions are the demo's, 5 per fitting state (wording seed = world
+    seed) and 1 per held-out state (world seed + 1)."""
     from prh.world.observation import predicted_cc
 
-    if not has_theory(world):
-        return {}
-    m, (fit_ids, test_ids) = modality_of(name), ids
-    ws = int(world.config.seed)
+    (fit_ids, test_ids), ws = ids, int(world.config.seed)
     caps = ([world.captions(int(i), 5, ws) for i in fit_ids],
             [world.captions(int(i), 1, ws + 1) for i in test_ids])  # fmt: skip
-    o_fit = own_theory(world, m, fit_ids, k, caps[0])
-    o_test = own_theory(world, m, test_ids, k, caps[1])
+    return (own_theory(world, modality, fit_ids, k, caps[0]),
+            own_theory(world, modality, test_ids, k, caps[1]),
+            predicted_cc(world, modality, "g*", k)["observation"])  # fmt: skip
+
+
+def own_scores(modality: str, targets: tuple, feats: tuple, k: int, n_boot: int,
+               seed: int) -> dict[str, Any]:  # fmt: skip
+    """``{"modality", "own", "ceiling", "ceiling_correlations"}`` of one encoder's features
+    against its modality's :func:`own_targets`."""
+    from prh.metrics.theory_cca import width_fair_cc
+
+    o_fit, o_test, ceiling = targets
     r = width_fair_cc(feats[0], o_fit, feats[1], o_test, components=k, n_boot=n_boot, seed=seed)
-    ceiling = predicted_cc(world, m, "g*", k)["observation"]
-    return {"modality": m, "own": r.to_dict(), "ceiling": float(np.mean(ceiling)),
+    return {"modality": modality, "own": r.to_dict(), "ceiling": float(np.mean(ceiling)),
             "ceiling_correlations": ceiling}  # fmt: skip
 
 
@@ -157,12 +168,12 @@ def two_readouts(
     seed: int = 0,
 ) -> dict[str, Any]:
     """The width-fair held-out cc (the headline: ``mean``, ``ci``, ``correlations``, ...) with
-    the raw one (top :data:`MAX_DIM` directions) under ``raw``, ``k`` and ``a``'s width."""
-    from prh.metrics.theory_cca import heldout_cc, width_fair_cc
+    the raw one (:func:`prh.metrics.theory_cca.fair_and_raw_cc`) under ``raw``, ``k`` and
+    ``a``'s width."""
+    from prh.metrics.theory_cca import fair_and_raw_cc
 
-    fair = width_fair_cc(a_fit, b_fit, a_test, b_test, components=k, n_boot=n_boot, seed=seed)
-    raw = heldout_cc(a_fit, b_fit, a_test, b_test, components=k, max_dim=MAX_DIM,
-                     n_boot=n_boot, seed=seed)  # fmt: skip
+    fair, raw = fair_and_raw_cc(a_fit, b_fit, a_test, b_test, components=k, n_boot=n_boot,
+                                seed=seed)  # fmt: skip
     return {**fair.to_dict(), "readout": f"width-fair (top {k} directions)",
             "raw": raw.to_dict(), "k": int(k), "width": int(a_fit.shape[1])}  # fmt: skip
 

@@ -201,3 +201,25 @@ def width_fair_cc(
     """
     return heldout_cc(a_fit, b_fit, a_test, b_test, components=components,
                       max_dim=components, n_boot=n_boot, seed=seed)  # fmt: skip
+
+
+RAW_DIM = 64  # principal directions per side of the raw read-out (the one before issue 31)
+
+
+def fair_and_raw_cc(
+    a_fit: np.ndarray,
+    b_fit: np.ndarray,
+    a_test: np.ndarray,
+    b_test: np.ndarray,
+    *,
+    components: int = 8,
+    n_boot: int = 200,
+    seed: int = 0,
+) -> tuple[TheoryCCA, TheoryCCA]:
+    """``(width_fair_cc, heldout_cc at RAW_DIM)`` of the same features: the headline read-out and
+    the raw one every report shows beside it."""
+    fair = width_fair_cc(a_fit, b_fit, a_test, b_test, components=components, n_boot=n_boot,
+                         seed=seed)  # fmt: skip
+    raw = heldout_cc(a_fit, b_fit, a_test, b_test, components=components, max_dim=RAW_DIM,
+                     n_boot=n_boot, seed=seed)  # fmt: skip
+    return fair, raw

@@ -26,7 +26,6 @@ from prh.errors import InputError
 from prh.training.config import TrainConfig
 from prh.training.distributed import DistInfo
 
-MAX_DIM = 64  # principal directions kept per side before the canonical fit (as the demo's)
 N_BOOT = 1  # the curve needs the point only (its interval comes from seeds)
 
 
@@ -109,15 +108,12 @@ def theory_point(features: np.ndarray, target: TheoryTarget, seed: int = 0) -> d
     """``{"eval_theory_cc", "eval_theory_cc_raw"}`` of ``features`` (one row per state of
     ``target``) against ``g*``: the mean held-out canonical correlation, width-fair (each side
     read through its top ``k`` principal directions; the headline) and raw (top
-    :data:`MAX_DIM`) (module docstring)."""
-    from prh.metrics.theory_cca import heldout_cc, width_fair_cc
+    :data:`prh.metrics.theory_cca.RAW_DIM`) (module docstring)."""
+    from prh.metrics.theory_cca import fair_and_raw_cc
 
     x, g, fit = last_layer(features), target.g, target.fit
-    k = g.shape[1]
-    fair = width_fair_cc(x[fit], g[fit], x[~fit], g[~fit], components=k, n_boot=N_BOOT,
-                         seed=seed)  # fmt: skip
-    raw = heldout_cc(x[fit], g[fit], x[~fit], g[~fit], components=k, max_dim=MAX_DIM,
-                     n_boot=N_BOOT, seed=seed)  # fmt: skip
+    fair, raw = fair_and_raw_cc(x[fit], g[fit], x[~fit], g[~fit], components=g.shape[1],
+                                n_boot=N_BOOT, seed=seed)  # fmt: skip
     return {"eval_theory_cc": float(fair.mean), "eval_theory_cc_raw": float(raw.mean)}
 
 
