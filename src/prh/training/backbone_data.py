@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -71,8 +72,10 @@ def load_or_build_maps(path: Path, trunk: nn.Module, views: np.ndarray, build: b
 
 class MapCachedDataset:
     """Pairs of cached views with their trunk maps: ``batch(i)`` is
-    :meth:`CachedViewDataset.batch` (good pairs: two distinct cached views) plus ``ma``, ``mb``
-    ``(b, C, h, w)`` float32 maps of ``a`` and ``b``; a pure function of ``(seed, i)``."""
+    :meth:`CachedViewDataset.batch` (good pairs: two distinct cached views; with ``pairs``, a
+    :class:`~prh.views.lag.LagPairs` of a moving world, views of two states the lag apart) plus
+    ``ma``, ``mb`` ``(b, C, h, w)`` float32 maps of ``a`` and ``b``; a pure function of
+    ``(seed, i)``."""
 
     def __init__(
         self,
@@ -84,17 +87,20 @@ class MapCachedDataset:
         *,
         rank: int = 0,
         world_size: int = 1,
+        pairs: Any = None,
     ) -> None:
         self.pairs = CachedViewDataset(
-            views, scene_ids, "good", batch_size, seed, rank=rank, world_size=world_size
-        )
+            views, scene_ids, "good", batch_size, seed, rank=rank, world_size=world_size,
+            pairs=pairs,
+        )  # fmt: skip
         self.maps = maps
         self.row = {int(s): j for j, s in enumerate(scene_ids)}
 
     def batch(self, i: int) -> dict:
         out = self.pairs.batch(i)
-        rows = np.array([self.row[int(s)] for s in out["state"]])
         for side, key in (("a", "ma"), ("b", "mb")):
+            states = out["state_b"] if side == "b" and "state_b" in out else out["state"]
+            rows = np.array([self.row[int(s)] for s in states])
             cols = out[f"nuisance_{side}"].numpy()
             out[key] = torch.from_numpy(np.asarray(self.maps[rows, cols], dtype=np.float32))
         return out

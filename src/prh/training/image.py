@@ -111,9 +111,10 @@ def image_dataset(
     barrier()
     cache = load_or_build(folder, key, ids, workers)
     if isinstance(model, BackboneEncoder):
-        if pairs is not None:
-            raise InputError(f"--backbone {image.backbone}: no lag pairs on world {train.world}")
-        return backbone_dataset(train, image, model, cache, folder / key.file_name, info, barrier)
+        lag = pairs if train.views == "good" else None  # bad views: two crops of one render
+        return backbone_dataset(
+            train, image, model, cache, folder / key.file_name, info, barrier, lag
+        )
     return CachedViewDataset(
         cache, ids, train.views, train.batch_size, train.seed, rho=train.rho,
         rank=info.rank, world_size=info.world_size, pairs=pairs,
@@ -128,9 +129,11 @@ def backbone_dataset(
     cache_file: Path,
     info: DistInfo,
     barrier: Callable[[], None],
+    pairs: Any = None,
 ) -> Any:
-    """Good pairs (distinct renders) or bad pairs (distinct crops of render 0) of the cache,
-    with the frozen trunk's maps, computed by rank 0 once and stored beside the cache."""
+    """Good pairs (distinct renders; with ``pairs``, renders of two states the world's lag
+    apart) or bad pairs (distinct crops of render 0) of the cache, with the frozen trunk's maps,
+    computed by rank 0 once and stored beside the cache."""
     from prh.training.backbone_data import MapCachedDataset, bad_view_pool, load_or_build_maps
 
     views = bad_view_pool(cache) if train.views == "bad" else cache
@@ -142,7 +145,7 @@ def backbone_dataset(
     maps = load_or_build_maps(path, model.trunk, views, build=False)
     return MapCachedDataset(
         views, maps, train_scene_ids(train), train.batch_size, train.seed,
-        rank=info.rank, world_size=info.world_size,
+        rank=info.rank, world_size=info.world_size, pairs=pairs,
     )  # fmt: skip
 
 
