@@ -25,9 +25,9 @@ and, with K, the K from there. Images are rendered at --image-size px and resize
 from __future__ import annotations
 
 import argparse
-from dataclasses import fields
 
 from prh.cli._args import (
+    as_request,
     device_name,
     nonnegative_float,
     nonnegative_int,
@@ -180,5 +180,5 @@ def run(args: argparse.Namespace) -> int:
     """The flags as an :class:`EmbedRequest`, embedded by :func:`embed_to_files`."""
     from prh.encoders.embed_files import embed_to_files
 
-    embed_to_files(EmbedRequest(**{f.name: getattr(args, f.name) for f in fields(EmbedRequest)}))
+    embed_to_files(as_request(EmbedRequest, args))
     return 0

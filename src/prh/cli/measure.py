@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import argparse
 import re
-from dataclasses import fields
 
 from prh.cli._args import (
     DEVICE_HELP,
+    as_request,
     device_name,
     nonnegative_float,
     nonnegative_int,
@@ -177,6 +177,5 @@ def run(args: argparse.Namespace) -> int:
     """The flags as a :class:`MeasureRequest`, measured by :func:`measure_files`."""
     from prh.metrics.matrix_files import measure_files
 
-    given = {f.name: getattr(args, f.name) for f in fields(MeasureRequest)}
-    measure_files(MeasureRequest(**given))
+    measure_files(as_request(MeasureRequest, args))
     return 0
