@@ -79,10 +79,10 @@ def test_caption_build_defaults_equal_the_config_defaults(monkeypatch, tmp_path,
 
 def test_caption_eval_defaults_equal_the_function_defaults(monkeypatch, caption_run) -> None:
     import prh.caption
-    import prh.cli.caption as cli_caption
+    import prh.caption.commands as caption_commands
 
     want = signature_defaults(prh.caption.evaluate_captioner)
-    monkeypatch.setattr(cli_caption, "_captioner", lambda args, beam=1: object())
+    monkeypatch.setattr(caption_commands, "load_request_captioner", lambda req, beam=1: object())
     seen = record(monkeypatch, prh.caption, "evaluate_captioner")
     run_until_called(["caption", "--eval", "--run", str(caption_run)])
     got = {k: v for k, v in seen["kwargs"].items() if k != "progress"}
