@@ -17,12 +17,9 @@ MAX_BOOT = 1_000_000  # bootstrap resamples: 8 MB of ratios; 10**12 asked numpy 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("results", help="results.jsonl written by `prh sweep`")
-    parser.add_argument(
-        "--target",
-        type=finite_float,
-        default=None,
-        help="alignment to reach (default: 0.95 x min of the two best means)",
-    )
+    parser.add_argument("--target", type=finite_float, default=None,
+                        help="alignment to reach (default: 0.95 x min of the "
+                        "two best means)")  # fmt: skip
     parser.add_argument("--x", default="good", help="reference views (default: good)")
     parser.add_argument("--y", default="next-token", help="compared views (default: next-token)")
     old_spelling(parser, "--a", "--x", "x")

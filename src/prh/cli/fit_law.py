@@ -21,9 +21,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from prh.scaling.laws import LAWS
 
     parser.add_argument("results", help="results.jsonl written by `prh sweep`")
-    parser.add_argument(
-        "--out", default=None, help="folder for law.json and law_fit.png (default: beside RESULTS)"
-    )
+    parser.add_argument("--out", default=None,
+                        help="folder for law.json and law_fit.png (default: "
+                        "beside RESULTS)")  # fmt: skip
     parser.add_argument("--forms", nargs="+", choices=sorted(LAWS), default=None,
                         help="law forms to fit (default: all)")  # fmt: skip
     parser.add_argument("--metric", choices=["score", "calibrated"], default="score",

@@ -17,30 +17,19 @@ MAX_WORLDS = 100_000  # the bound check's cost grows linearly: 300 worlds take s
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--worlds",
-        type=positive_int,
-        default=None,
-        metavar="N",
-        help=f"worlds for the bound check (1..{MAX_WORLDS}; default 300, or 60 with --quick)",
-    )
-    parser.add_argument(
-        "--seed", type=seed, default=0, help="base random seed (integer in [0, 2**32 - 1])"
-    )
-    parser.add_argument(
-        "--only",
-        default=None,
-        metavar="NAME[,NAME]",
-        help="run only these checks (comma-separated names, e.g. bound,views)",
-    )
-    parser.add_argument(
-        "--json", default=None, metavar="PATH", help="also write the results as JSON to PATH"
-    )
-    parser.add_argument(
-        "--quick",
-        action="store_true",
-        help="fewer worlds and training steps (for prh demo); the statements are unchanged",
-    )
+    parser.add_argument("--worlds", type=positive_int, default=None, metavar="N",
+                        help=f"worlds for the bound check (1..{MAX_WORLDS}; default 300, or 60 "
+                        "with --quick)")  # fmt: skip
+    parser.add_argument("--seed", type=seed, default=0,
+                        help="base random seed (integer in [0, 2**32 - 1])")  # fmt: skip
+    parser.add_argument("--only", default=None, metavar="NAME[,NAME]",
+                        help="run only these checks (comma-separated names, "
+                        "e.g. bound,views)")  # fmt: skip
+    parser.add_argument("--json", default=None, metavar="PATH",
+                        help="also write the results as JSON to PATH")  # fmt: skip
+    parser.add_argument("--quick", action="store_true",
+                        help="fewer worlds and training steps (for prh demo); the statements are "
+                        "unchanged")  # fmt: skip
 
 
 def _fmt(value: Any) -> str:

@@ -48,56 +48,32 @@ def host_name(text: str) -> str:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags of ``prh serve``."""
-    parser.add_argument(
-        "--run",
-        type=Path,
-        help="demo run folder from `prh demo`: encoder, rotation, decoder, summary.json",
-    )
-    parser.add_argument(
-        "--host",
-        type=host_name,
-        default="127.0.0.1",
-        help="interface to bind (default 127.0.0.1: this machine only)",
-    )
+    parser.add_argument("--run", type=Path,
+                        help="demo run folder from `prh demo`: encoder, rotation, decoder, "
+                        "summary.json")  # fmt: skip
+    parser.add_argument("--host", type=host_name, default="127.0.0.1",
+                        help="interface to bind (default 127.0.0.1: "
+                        "this machine only)")  # fmt: skip
     parser.add_argument("--port", type=port_number, default=8000, help="TCP port (default 8000)")
-    parser.add_argument(
-        "--max-queue",
-        type=bounded_int(MAX_QUEUE, "requests"),
-        default=64,
-        help="requests admitted at once, running or waiting; more get HTTP 503; default 64",
-    )
-    parser.add_argument(
-        "--workers",
-        type=bounded_int(MAX_WORKERS, "workers"),
-        default=1,
-        help="captions computed concurrently, each in its own thread (default 1)",
-    )
-    parser.add_argument(
-        "--threads",
-        type=bounded_int(MAX_THREADS, "threads"),
-        default=None,
-        help="torch threads of the vision encoder (default: torch's own choice)",
-    )
-    parser.add_argument(
-        "--max-upload-mb",
-        type=bounded_int(MAX_UPLOAD_MB, "MiB"),
-        default=10,
-        help=f"largest accepted upload in MiB (1 to {MAX_UPLOAD_MB}); larger gets HTTP 413 "
-        "(default 10)",
-    )
-    parser.add_argument(
-        "--world-seed",
-        type=seed,
-        default=None,
-        help="seed of the world that 'random scene' draws from (default: the run's, else 0)",
-    )
-    parser.add_argument(
-        "--captioner",
-        choices=("run", "colour"),
-        default="run",
-        help="'run': the run's model (default); 'colour': the model-free mean-colour control, "
-        "for trying the server without a trained run",
-    )
+    parser.add_argument("--max-queue", type=bounded_int(MAX_QUEUE, "requests"), default=64,
+                        help="requests admitted at once, running or waiting; more get HTTP 503; "
+                        "default 64")  # fmt: skip
+    parser.add_argument("--workers", type=bounded_int(MAX_WORKERS, "workers"), default=1,
+                        help="captions computed concurrently, each in its own "
+                        "thread (default 1)")  # fmt: skip
+    parser.add_argument("--threads", type=bounded_int(MAX_THREADS, "threads"), default=None,
+                        help="torch threads of the vision encoder (default: "
+                        "torch's own choice)")  # fmt: skip
+    parser.add_argument("--max-upload-mb", type=bounded_int(MAX_UPLOAD_MB, "MiB"), default=10,
+                        help=f"largest accepted upload in MiB (1 to {MAX_UPLOAD_MB}); larger gets "
+                        "HTTP 413 (default 10)")  # fmt: skip
+    parser.add_argument("--world-seed", type=seed, default=None,
+                        help="seed of the world that 'random scene' draws from (default: the "
+                        "run's, else 0)")  # fmt: skip
+    parser.add_argument("--captioner", choices=("run", "colour"), default="run",
+                        help="'run': the run's model (default); 'colour': the model-free "
+                        "mean-colour control, for trying the server "
+                        "without a trained run")  # fmt: skip
 
 
 def _check_port_free(host: str, port: int) -> None:

@@ -35,16 +35,11 @@ def _bounded(lo: int, hi: int, what: str):
 
 def _world_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=seed, default=0, help="world seed (scenes, splits, wordings)")
-    p.add_argument(
-        "--num-scenes",
-        type=positive_int,
-        default=20_000,
-        help="distinct scenes in the world (at least 2; bounded, as the scene table is held "
-        "in memory: prh.world.cave.MAX_SCENES)",
-    )
-    p.add_argument(
-        "--split", choices=("train", "test", "all"), default="test", help="scenes to draw from"
-    )
+    p.add_argument("--num-scenes", type=positive_int, default=20000,
+                   help="distinct scenes in the world (at least 2; bounded, as the scene table is "
+                   "held in memory: prh.world.cave.MAX_SCENES)")  # fmt: skip
+    p.add_argument("--split", choices=("train", "test", "all"), default="test",
+                   help="scenes to draw from")  # fmt: skip
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -62,23 +57,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     s.add_argument("--out", required=True, help="output folder (created if missing)")
     f = sub.add_parser("figure", help="draw a grid of sample scenes with their captions")
     _world_args(f)
-    f.add_argument(
-        "--scenes",
-        type=_bounded(1, MAX_FIGURE_SCENES, "scenes"),
-        default=6,
-        help=f"number of scenes (at most {MAX_FIGURE_SCENES})",
-    )
-    f.add_argument(
-        "--views",
-        type=_bounded(1, MAX_FIGURE_VIEWS, "views"),
-        default=2,
-        help=f"renders per scene (at most {MAX_FIGURE_VIEWS})",
-    )
+    f.add_argument("--scenes", type=_bounded(1, MAX_FIGURE_SCENES, "scenes"), default=6,
+                   help=f"number of scenes (at most {MAX_FIGURE_SCENES})")  # fmt: skip
+    f.add_argument("--views", type=_bounded(1, MAX_FIGURE_VIEWS, "views"), default=2,
+                   help=f"renders per scene (at most {MAX_FIGURE_VIEWS})")  # fmt: skip
     f.add_argument("--captions", type=captions, default=3, help="captions shown per scene")
     f.add_argument("--size", type=size, default=160, help="render side in pixels (16-1024)")
-    f.add_argument(
-        "--out", required=True, help="image file to write: .png, .jpg, .webp, .pdf or .svg"
-    )
+    f.add_argument("--out", required=True,
+                   help="image file to write: .png, .jpg, .webp, .pdf or .svg")  # fmt: skip
     i = sub.add_parser("info", help="print the world's size and splits as JSON")
     _world_args(i)
     from prh.cli import world_moving

@@ -28,12 +28,9 @@ def _moving_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=seed, default=0, help="world seed (split, renders, captions)")
     p.add_argument("--lag", type=nonnegative_int, default=None, help="steps D between views")
     p.add_argument("--chain-seed", type=nonnegative_int, default=0, help="seed of the chain")
-    p.add_argument(
-        "--world",
-        choices=("moving", "moving-literal"),
-        default="moving",
-        help="moving (partial captions) or moving-literal (all factors named)",
-    )
+    p.add_argument("--world", choices=("moving", "moving-literal"), default="moving",
+                   help="moving (partial captions) or moving-literal (all "
+                   "factors named)")  # fmt: skip
 
 
 def add_parsers(sub) -> None:
@@ -41,9 +38,8 @@ def add_parsers(sub) -> None:
     s = sub.add_parser("spectrum", help="the moving world's spectrum and theory embedding")
     _moving_args(s)
     s.add_argument("--k", type=positive_int, default=8, help="embedding dimension (default 8)")
-    s.add_argument(
-        "--eigs", type=positive_int, default=16, help=f"eigenvalues shown (<= {MAX_EIGS})"
-    )
+    s.add_argument("--eigs", type=positive_int, default=16,
+                   help=f"eigenvalues shown (<= {MAX_EIGS})")  # fmt: skip
     s.add_argument("--scenes", default="test", help="train, test, all, or ids like 0,5,17")
     s.add_argument("--plot", default=None, help="bar plot of the spectrum (.png, .pdf, .svg)")
     s.add_argument("--out", default=None, help="theory embedding feature file (.safetensors ...)")
