@@ -146,6 +146,7 @@ def device_name(text: str) -> str:
 
 def as_request(cls: type[T], args: argparse.Namespace) -> T:
     """The parsed flags as ``cls``, a frozen dataclass with one field per flag (its dest), the
-    config a command hands to its one library call; lists become tuples."""
-    given = {f.name: getattr(args, f.name) for f in fields(cls)}
+    config a command hands to its one library call; lists become tuples. A field without a flag
+    in this parser (another action's) keeps its default."""
+    given = {f.name: getattr(args, f.name) for f in fields(cls) if hasattr(args, f.name)}
     return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in given.items()})
