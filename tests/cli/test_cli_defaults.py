@@ -99,11 +99,11 @@ def test_prove_defaults_equal_the_config_defaults(monkeypatch) -> None:
 
 
 def test_serve_defaults_equal_the_app_defaults(monkeypatch) -> None:
-    import prh.cli.serve as cli_serve
     import prh.serve.app
+    import prh.serve.launch as launch
 
     want = signature_defaults(prh.serve.app.create_app)
-    monkeypatch.setattr(cli_serve, "_check_port_free", lambda host, port: None)
+    monkeypatch.setattr(launch, "check_port_free", lambda host, port: None)
     seen = record(monkeypatch, prh.serve.app, "create_app")
     run_until_called(["serve", "--captioner", "colour"])
     for name in ("max_upload_bytes", "max_queue", "workers"):

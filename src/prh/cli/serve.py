@@ -8,13 +8,9 @@ the run's alignment numbers and bound plot. Binds to 127.0.0.1 unless --host say
 from __future__ import annotations
 
 import argparse
-import socket
-import sys
-import time
 from pathlib import Path
 
-from prh.cli._args import MAX_THREADS, bounded_int, seed
-from prh.errors import InputError
+from prh.cli._args import MAX_THREADS, as_request, bounded_int, seed
 
 MAX_UPLOAD_MB = 1024  # an upload is held in memory while it is decoded
 MAX_WORKERS = 256
@@ -76,78 +72,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "without a trained run")  # fmt: skip
 
 
-def _check_port_free(host: str, port: int) -> None:
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except socket.gaierror as e:
-        raise InputError(f"--host {host}: cannot resolve ({e.strerror})") from None
-    except UnicodeError:
-        raise InputError(f"--host {host}: not a valid host name") from None
-    family, _, _, _, addr = infos[0]
-    with socket.socket(family, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(addr)
-        except OSError as e:
-            raise InputError(
-                f"--port {port}: cannot listen on {host}:{port} ({e.strerror}); pick another --port"
-            ) from None
-
-
 def run(args: argparse.Namespace) -> int:
-    """Load the models, then serve until interrupted."""
-    import numpy as np
-    import uvicorn
+    """The flags as a :class:`~prh.serve.launch.ServeRequest`, served by
+    :func:`~prh.serve.launch.serve` until interrupted."""
+    from prh.serve.launch import ServeRequest, serve
 
-    from prh.serve.app import create_app
-    from prh.serve.colour import ColourCaptioner
-    from prh.serve.limits import uvicorn_limits
-    from prh.serve.runinfo import captioner_name, load_run_captioner, run_world
-    from prh.serve.scenes import SceneSource
-    from prh.world.registry import world_names
-
-    if args.captioner == "run" and args.run is None:
-        raise InputError("--run RUN is required (a demo run folder), or use --captioner colour")
-    if args.run is not None and not args.run.exists():
-        raise InputError(f"--run {args.run}: no such folder; make one with `prh demo`")
-    if args.run is not None and not args.run.is_dir():
-        raise InputError(f"--run {args.run}: is a file, expected a demo run folder")
-    world_name, run_seed = run_world(args.run)
-    if world_name not in world_names():  # else every /api/scene would fail (issue 36)
-        raise InputError(
-            f"--run {args.run}: its manifest names world {world_name[:40]!r}; expected one of "
-            f"{', '.join(world_names())}"
-        )
-    _check_port_free(args.host, args.port)
-
-    t0 = time.perf_counter()
-    if args.captioner == "colour":
-        captioner, name = ColourCaptioner(), "mean-colour control (no model)"
-    else:
-        captioner = load_run_captioner(args.run, args.threads)
-        name = captioner_name(args.run, captioner)
-    # One warm-up call so the first visitor does not pay for lazy initialisation.
-    captioner.caption(np.full((224, 224, 3), 127, dtype=np.uint8))
-    load_s = time.perf_counter() - t0
-
-    world_seed = args.world_seed if args.world_seed is not None else run_seed
-    app = create_app(
-        captioner,
-        run_dir=args.run,
-        max_upload_bytes=args.max_upload_mb * 1024 * 1024,
-        max_queue=args.max_queue,
-        workers=args.workers,
-        scenes=SceneSource(world_seed=world_seed, world=world_name),
-        captioner_name=name,
-    )
-    host = f"[{args.host}]" if ":" in args.host else args.host
-    print(f"prh serve: {name} loaded in {load_s:.1f} s", file=sys.stderr)
-    print(f"prh serve: open http://{host}:{args.port}/  (Ctrl-C stops)", file=sys.stderr)
-    if args.host not in ("127.0.0.1", "localhost", "::1"):
-        print(
-            f"prh serve: warning: listening on {args.host}, reachable from other machines",
-            file=sys.stderr,
-        )
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False,
-                **uvicorn_limits())  # fmt: skip
+    serve(as_request(ServeRequest, args))
     return 0
