@@ -35,7 +35,6 @@ from prh.cli._args import (
     positive_int,
     seed,
 )
-from prh.encoders.embed_request import EmbedRequest
 from prh.world.registry import world_names
 
 
@@ -179,6 +178,7 @@ def _pool_flags(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """The flags as an :class:`EmbedRequest`, embedded by :func:`embed_to_files`."""
     from prh.encoders.embed_files import embed_to_files
+    from prh.encoders.embed_request import EmbedRequest
 
     embed_to_files(as_request(EmbedRequest, args))
     return 0

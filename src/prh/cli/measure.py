@@ -31,7 +31,6 @@ from prh.cli._args import (
     positive_int,
     seed,
 )
-from prh.metrics.matrix_request import MeasureRequest
 
 METRIC_CHOICES = (
     "mutual_knn",
@@ -176,6 +175,7 @@ def _compute_flags(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """The flags as a :class:`MeasureRequest`, measured by :func:`measure_files`."""
     from prh.metrics.matrix_files import measure_files
+    from prh.metrics.matrix_request import MeasureRequest
 
     measure_files(as_request(MeasureRequest, args))
     return 0
