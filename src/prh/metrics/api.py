@@ -362,10 +362,7 @@ def measure(
     >>> measure(x, x @ q, k=5, preprocessing=Preprocessing(clamp="none")).score
     1.0
     """
-    if not 0.0 < level < 1.0:
-        raise InputError(f"level must be in (0, 1), got {level}")
-    if null_stop not in NULL_STOPS:
-        raise InputError(f"unknown null stop {null_stop!r}, expected one of {NULL_STOPS}")
+    _check_settings(level, null_stop)
     prep = Preprocessing.from_keywords(preprocessing, **preprocess_keywords)
     options = MetricOptions(**{**(options or MetricOptions()).__dict__, "k": k})
     m = get_metric(metric, options)
@@ -374,29 +371,15 @@ def measure(
     pair = resolve_pair(layers, (a.shape[1], b.shape[1])) if layers is not None else None
     if cache is None:  # this call's own: X = Y computes each layer's state once
         cache, cache_keys = {}, (("a",), ("a",) if same else ("b",))
-    key_a, key_b = cache_keys or (name_a, name_b)
-    sa = _states(m, a, None, pair[0] if pair else None, key_a, cache)
-    sb = _states(m, b, None, pair[1] if pair else None, key_b, cache)
+    sa, sb = _observed_states(m, (a, b), pair, cache_keys or (name_a, name_b), cache)
     scores = layer_scores(m.score, sa, sb, None, pair)
     obs, best = best_pair(scores)[0], pair if pair is not None else best_pair(scores)[1]
     if not np.isfinite(obs):  # undefined score (a constant kernel): no null, no interval
         null = bootstrap = 0
-
-    def bar(what: str, total: int) -> Progress:
-        return Progress(total, f"{label} {metric} {what}".strip(), enabled=progress, unit="draw")
-
-    null_rng, boot_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2))
-    p = cal = crit = ci = None
-    if null > 0:
-        with bar("null", null) as pb:
-            draws = _null(m, (sa, sb), pair, obs, (n, null, null_rng), null_stop, level, pb)
-        null = len(draws)
-        p, crit = calibrate.p_value(obs, draws), calibrate.critical_value(draws, level)
-        cal = obs - crit
-    if bootstrap > 0:
-        with bar("bootstrap", bootstrap) as pb:
-            draws = _bootstrap(m, (a, b, same), (sa, sb), pair, bootstrap, boot_rng, pb)
-        ci = calibrate.basic_interval(obs, draws, level)
+    p, cal, crit, ci, null = _calibrate(
+        m, ((a, b, same), (sa, sb), pair, obs), (n, null, bootstrap), seed, null_stop, level,
+        (f"{label} {metric}".strip(), progress),
+    )  # fmt: skip
     return MeasureResult(
         metric=metric, k=k if m.uses_k else None, n=n, score=obs, ci=ci, p_value=p,
         calibrated=cal, layers=best, layer_search="fixed" if pair is not None else "max",
@@ -405,6 +388,46 @@ def measure(
         bootstrap_kind="queries" if m.rows else "distinct" if m.distinct_rows else "rows",
         layer_scores=scores,
     )  # fmt: skip
+
+
+def _check_settings(level: float, null_stop: str) -> None:
+    if not 0.0 < level < 1.0:
+        raise InputError(f"level must be in (0, 1), got {level}")
+    if null_stop not in NULL_STOPS:
+        raise InputError(f"unknown null stop {null_stop!r}, expected one of {NULL_STOPS}")
+
+
+def _observed_states(m, ab, pair, keys, cache: dict) -> tuple[list[Any], list[Any]]:
+    """Each side's per-layer states of the observed rows (only the fixed pair's layers when
+    ``pair`` is given), through ``cache`` under ``keys``."""
+    (a, b), (key_a, key_b) = ab, keys
+    sa = _states(m, a, None, pair[0] if pair else None, key_a, cache)
+    sb = _states(m, b, None, pair[1] if pair else None, key_b, cache)
+    return sa, sb
+
+
+def _calibrate(m, observed, counts, seed: int, stop: str, level: float, shown) -> tuple:
+    """``(p_value, calibrated, null_critical, ci, null draws made)`` of the observed score
+    (None where no null or no bootstrap was asked): the permutation null, then the bootstrap,
+    on independent streams of ``seed``; progress lines named ``shown[0]`` when ``shown[1]``."""
+    (sides, states, pair, obs), (n, null, bootstrap) = observed, counts
+    null_rng, boot_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2))
+
+    def bar(what: str, total: int) -> Progress:
+        return Progress(total, f"{shown[0]} {what}".strip(), enabled=shown[1], unit="draw")
+
+    p = cal = crit = ci = None
+    if null > 0:
+        with bar("null", null) as pb:
+            draws = _null(m, states, pair, obs, (n, null, null_rng), stop, level, pb)
+        null = len(draws)
+        p, crit = calibrate.p_value(obs, draws), calibrate.critical_value(draws, level)
+        cal = obs - crit
+    if bootstrap > 0:
+        with bar("bootstrap", bootstrap) as pb:
+            draws = _bootstrap(m, sides, states, pair, bootstrap, boot_rng, pb)
+        ci = calibrate.basic_interval(obs, draws, level)
+    return p, cal, crit, ci, null
 
 
 def _null(m, states, pair, obs: float, draw, stop: str, level: float, pb) -> np.ndarray:

@@ -281,15 +281,9 @@ def measure_files(req: MeasureRequest) -> MatrixResult:
 
         torch_device(req.device)  # refuse an absent CUDA before any work, whatever the backend
     options = MetricOptions(
-        k=req.k,
-        kernel=req.kernel,
-        sigma=req.rbf_sigma,
-        cca_dim=req.cca_dim,
-        eps=req.eps,
-        block_size=req.block_size,
-        backend=req.backend,
-        device=req.device,
-    )
+        k=req.k, kernel=req.kernel, sigma=req.rbf_sigma, cca_dim=req.cca_dim, eps=req.eps,
+        block_size=req.block_size, backend=req.backend, device=req.device,
+    )  # fmt: skip
     files = _Files(req)
     if req.x_models is not None:
         xs, x_names = _check_rows(files, xs, x_names, "--x", req, skipped)
@@ -305,9 +299,18 @@ def measure_files(req: MeasureRequest) -> MatrixResult:
     acc, results = _measure_all(req, xs, ys, x_names, y_names, names, options, files, lists)
     if len(xs) * len(ys) > 1:
         print_tables(req, acc, names, x_names, y_names)
+    _write(req, acc, (results, names, bpb, skipped), (xs, ys, x_names, y_names), (npy, stats))
+    return acc
+
+
+def _write(req: MeasureRequest, acc: MatrixResult, made, sides, paths) -> None:
+    """Every output asked for, as one result: all written, or none (a full disk names one)."""
+    from prh.io import write_all
+
+    (results, names, bpb, skipped), (npy, stats), x_names, y_names = made, paths, *sides[2:]
     out: dict[Any, bytes] = {}
     if req.json:
-        out[req.json] = json_file(req, acc, results, names, (xs, ys, x_names, y_names), skipped)
+        out[req.json] = json_file(req, acc, results, names, sides, skipped)
     out.update(npy_files(acc, npy, stats, x_names, y_names))
     if req.heatmap:
         out[req.heatmap] = heatmap_file(req, acc, names, x_names, y_names)
@@ -315,10 +318,7 @@ def measure_files(req: MeasureRequest) -> MatrixResult:
         from prh.metrics.quality_plot import alignment_vs_bpb_png
 
         out[req.bpb_plot] = alignment_vs_bpb_png(bpb, acc.scores[names[0]], x_names, names[0])
-    from prh.io import write_all
-
-    write_all(out)  # the outputs are one result: all written, or none (a full disk names one)
-    return acc
+    write_all(out)
 
 
 def _print_cost(req, files: _Files, sides, names, options, lists: dict) -> None:

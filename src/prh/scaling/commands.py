@@ -59,22 +59,10 @@ def _print_forms(report) -> None:
         print(f"note: {note}")
 
 
-def fit_law_files(req: FitLawRequest) -> bool:
-    """Fit every law form on a sweep's ``fit`` runs, judge them on its held-out runs, print the
-    table and write ``law.json`` (and the predicted-vs-measured plot); whether a form was
-    chosen (none converged: False)."""
+def _law_outputs(req: FitLawRequest) -> tuple[Path, dict]:
+    """The output folder and named outputs, refused (one line) before the rows are read."""
     from prh.errors import InputError
-    from prh.io import (
-        check_output_dir,
-        check_writable,
-        guard_outputs,
-        refuse_input_overwrite,
-        write_json,
-    )
-    from prh.provenance import stamped
-    from prh.scaling.fit import fit_laws, law_data_from_rows
-    from prh.scaling.plot import plot_predicted_vs_measured
-    from prh.scaling.rows import read_rows
+    from prh.io import check_output_dir, guard_outputs, refuse_input_overwrite
 
     if req.starts > MAX_STARTS:
         raise InputError(f"--starts must be 1 to {MAX_STARTS}, got {req.starts}")
@@ -89,6 +77,23 @@ def fit_law_files(req: FitLawRequest) -> bool:
     json_in_out = req.json and Path(req.json).parent.resolve() == out.resolve()
     if req.json and not json_in_out:  # else checked once the folder exists
         guard_outputs({"--json": req.json})
+    return out, outputs
+
+
+def fit_law_files(req: FitLawRequest) -> bool:
+    """Fit every law form on a sweep's ``fit`` runs, judge them on its held-out runs, print the
+    table and write ``law.json`` (and the predicted-vs-measured plot); whether a form was
+    chosen (none converged: False)."""
+    from prh.io import (
+        check_writable,
+        write_json,
+    )
+    from prh.provenance import stamped
+    from prh.scaling.fit import fit_laws, law_data_from_rows
+    from prh.scaling.plot import plot_predicted_vs_measured
+    from prh.scaling.rows import read_rows
+
+    out, outputs = _law_outputs(req)
     rows, places = read_rows(req.results)
     fit_data, heldout, pairs = law_data_from_rows(rows, req.metric, places)
     out.mkdir(parents=True, exist_ok=True)  # only once the rows are known to be good

@@ -48,17 +48,9 @@ def check_port_free(host: str, port: int) -> None:
             ) from None
 
 
-def serve(req: ServeRequest) -> None:
-    """Check the run, the world and the port, load the captioner once, then serve the page
-    until interrupted."""
-    import numpy as np
-    import uvicorn
-
-    from prh.serve.app import create_app
-    from prh.serve.colour import ColourCaptioner
-    from prh.serve.limits import uvicorn_limits
-    from prh.serve.runinfo import captioner_name, load_run_captioner, run_world
-    from prh.serve.scenes import SceneSource
+def _check_run(req: ServeRequest) -> tuple[str, int]:
+    """The run folder checked (one line each) and the world its manifest names, with its seed."""
+    from prh.serve.runinfo import run_world
     from prh.world.registry import world_names
 
     if req.captioner == "run" and req.run is None:
@@ -73,6 +65,22 @@ def serve(req: ServeRequest) -> None:
             f"--run {req.run}: its manifest names world {world_name[:40]!r}; expected one of "
             f"{', '.join(world_names())}"
         )
+    return world_name, run_seed
+
+
+def serve(req: ServeRequest) -> None:
+    """Check the run, the world and the port, load the captioner once, then serve the page
+    until interrupted."""
+    import numpy as np
+    import uvicorn
+
+    from prh.serve.app import create_app
+    from prh.serve.colour import ColourCaptioner
+    from prh.serve.limits import uvicorn_limits
+    from prh.serve.runinfo import captioner_name, load_run_captioner
+    from prh.serve.scenes import SceneSource
+
+    world_name, run_seed = _check_run(req)
     check_port_free(req.host, req.port)
 
     t0 = time.perf_counter()
