@@ -159,15 +159,9 @@ def _run_train_config(model: str) -> dict:
 
 def _run_world_seed(model: str) -> int:
     """The ``world_seed`` a ``prh train`` run was trained on (0 for any other MODEL)."""
-    from prh.encoders.stored import is_run_dir
-
-    path = Path(model).expanduser()
-    if not is_run_dir(path):
-        return 0
     try:
-        stored = read_json(path / "config.json")
-        return int(stored.get("train", stored).get("world_seed", 0))
-    except (OSError, ValueError, TypeError, AttributeError):
+        return int(_run_train_config(model).get("world_seed", 0))
+    except (ValueError, TypeError):
         return 0  # load_run reports a broken run directory with a clear message
 
 
