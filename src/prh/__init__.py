@@ -20,6 +20,9 @@ light)::
     text, _ = prh.embed_world(prh.load_encoder(str(run)), world, ids, prh.EmbedConfig("text"))
     prh.measure(text, image, metric="mutual_knn", k=10).score    # alignment
     prh.measure_matrix([text, caps], [image], null=1000, null_stop="adaptive")  # a score matrix
+
+Each command is one call on a frozen request whose fields are its flags (``prh embed`` is
+``prh.embed_to_files(prh.EmbedRequest(...))``, ``prh measure`` is ``prh.measure_files``, ...).
 """
 
 from __future__ import annotations
@@ -46,6 +49,21 @@ _API = {
     "make_map": "prh.bridge",
     "save_map": "prh.bridge",
     "load_map": "prh.bridge",
+    # what each command does, one call on a frozen request (a field per flag; issue 32)
+    "EmbedRequest": "prh.encoders.embed_request",
+    "embed_to_files": "prh.encoders.embed_files",
+    "MeasureRequest": "prh.metrics.matrix_request",
+    "measure_files": "prh.metrics.matrix_files",
+    "MatchRequest": "prh.bridge.match_files",
+    "match_files": "prh.bridge.match_files",
+    "MapFitRequest": "prh.bridge.files",
+    "fit_map_files": "prh.bridge.files",
+    "MapApplyRequest": "prh.bridge.files",
+    "apply_map_file": "prh.bridge.files",
+    "BridgeScoreRequest": "prh.bridge.score_files",
+    "score_bridge_files": "prh.bridge.score_files",
+    "CaptionRequest": "prh.caption.commands",
+    "caption_command": "prh.caption.commands",
 }
 
 __all__ = ["__version__", *_API]

@@ -79,10 +79,10 @@ def test_caption_build_defaults_equal_the_config_defaults(monkeypatch, tmp_path,
 
 def test_caption_eval_defaults_equal_the_function_defaults(monkeypatch, caption_run) -> None:
     import prh.caption
-    import prh.cli.caption as cli_caption
+    import prh.caption.commands as caption_commands
 
     want = signature_defaults(prh.caption.evaluate_captioner)
-    monkeypatch.setattr(cli_caption, "_captioner", lambda args, beam=1: object())
+    monkeypatch.setattr(caption_commands, "load_request_captioner", lambda req, beam=1: object())
     seen = record(monkeypatch, prh.caption, "evaluate_captioner")
     run_until_called(["caption", "--eval", "--run", str(caption_run)])
     got = {k: v for k, v in seen["kwargs"].items() if k != "progress"}
@@ -99,11 +99,11 @@ def test_prove_defaults_equal_the_config_defaults(monkeypatch) -> None:
 
 
 def test_serve_defaults_equal_the_app_defaults(monkeypatch) -> None:
-    import prh.cli.serve as cli_serve
     import prh.serve.app
+    import prh.serve.launch as launch
 
     want = signature_defaults(prh.serve.app.create_app)
-    monkeypatch.setattr(cli_serve, "_check_port_free", lambda host, port: None)
+    monkeypatch.setattr(launch, "check_port_free", lambda host, port: None)
     seen = record(monkeypatch, prh.serve.app, "create_app")
     run_until_called(["serve", "--captioner", "colour"])
     for name in ("max_upload_bytes", "max_queue", "workers"):

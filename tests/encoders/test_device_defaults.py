@@ -10,9 +10,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from prh.cli import build_parser  # noqa: E402
-from prh.cli.embed import _encoder_options  # noqa: E402
 from prh.device import resolve_device  # noqa: E402
 from prh.encoders import EncoderOptions  # noqa: E402
+from prh.encoders.embed_files import encoder_options as _encoder_options  # noqa: E402
 from prh.encoders.hf import load_kwargs  # noqa: E402
 
 

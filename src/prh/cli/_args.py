@@ -5,6 +5,10 @@ from __future__ import annotations
 import argparse
 import math
 import os
+from dataclasses import fields
+from typing import TypeVar
+
+T = TypeVar("T")
 
 # Seeds feed numpy's SeedSequence and torch.manual_seed; one range keeps them interchangeable.
 MAX_SEED = 2**32 - 1
@@ -138,3 +142,11 @@ def device_name(text: str) -> str:
     if name in ("cpu", "cuda", "auto") or (name.startswith("cuda:") and index.isdigit()):
         return name
     raise argparse.ArgumentTypeError(f"expected auto, cpu, cuda or cuda:N, got {text!r}")
+
+
+def as_request(cls: type[T], args: argparse.Namespace) -> T:
+    """The parsed flags as ``cls``, a frozen dataclass with one field per flag (its dest), the
+    config a command hands to its one library call; lists become tuples. A field without a flag
+    in this parser (another action's) keeps its default."""
+    given = {f.name: getattr(args, f.name) for f in fields(cls) if hasattr(args, f.name)}
+    return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in given.items()})

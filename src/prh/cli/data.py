@@ -20,15 +20,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub.required = True
     i = sub.add_parser("inspect", help="print image and caption counts of a corpus as JSON")
     i.add_argument("path", help="corpus file or folder")
-    i.add_argument(
-        "--format", choices=FORMATS, default=None, help="corpus format (default: detect)"
-    )
-    i.add_argument(
-        "--min-captions",
-        type=positive_int,
-        default=2,
-        help="captions an image needs (2 for good views); fewer is an error unless --drop-few",
-    )
+    i.add_argument("--format", choices=FORMATS, default=None,
+                   help="corpus format (default: detect)")  # fmt: skip
+    i.add_argument("--min-captions", type=positive_int, default=2,
+                   help="captions an image needs (2 for good views); fewer is an error unless "
+                   "--drop-few")  # fmt: skip
     i.add_argument("--drop-few", action="store_true", help="drop images below --min-captions")
 
 

@@ -14,11 +14,9 @@ from prh.jsonio import read_json
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("runs", nargs="+", metavar="RUN", help="text run folders (prh train)")
-    parser.add_argument(
-        "--probe-colours",
-        action="store_true",
-        help="the shared probe's 6 colour words instead of the world's 10",
-    )
+    parser.add_argument("--probe-colours", action="store_true",
+                        help="the shared probe's 6 colour words instead of "
+                        "the world's 10")  # fmt: skip
 
 
 def check_text_run(run_dir: Path) -> None:

@@ -6,7 +6,14 @@ search, a permutation null and a bootstrap interval. See ``docs/measure.md``.
 """
 
 from prh.linalg import l2_normalize
-from prh.metrics.api import METRICS, MeasureResult, MetricOptions, get_metric, measure
+from prh.metrics.api import (
+    METRICS,
+    MeasureResult,
+    MetricOptions,
+    Preprocessing,
+    get_metric,
+    measure,
+)
 from prh.metrics.cca import svcca
 from prh.metrics.kernel import cka, cknna
 from prh.metrics.knn import knn
@@ -26,6 +33,7 @@ __all__ = [
     "MatrixResult",
     "MeasureResult",
     "MetricOptions",
+    "Preprocessing",
     "TheoryCCA",
     "cka",
     "cknna",

@@ -8,7 +8,7 @@ the reported statistic (a p-value and a calibrated score), and a bootstrap inter
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
@@ -230,6 +230,50 @@ class MeasureResult:
         }
 
 
+@dataclass(frozen=True)
+class Preprocessing:
+    """How :func:`measure` prepares both sides before any score: the reference preprocessing
+    (clamp at the ``quantile`` of ``|x|``, L2-normalise rows) or none.
+
+    Attributes
+    ----------
+    enabled : bool
+        ``False``: the features are used as given (already preprocessed, say).
+    quantile : float
+        The clamp's quantile of ``|x|``.
+    clamp : {"mean", "exact", "none"}
+        The clamp threshold rule (see :mod:`prh.metrics.preprocess`): the reference CLI's default
+        ``mean``, its ``--precise``/``Alignment.score`` rule ``exact``, or no clamp (L2 only).
+    layer_dims_a, layer_dims_b : list of int, optional
+        True widths of zero-padded layers (``FeatureSet.layer_dims``): the clamp's quantile is
+        taken over real entries only.
+    per_layer_a, per_layer_b : bool
+        Clamp each layer on its own threshold (the reference's rule for a list of layers,
+        ``FeatureSet.per_layer``) rather than one threshold for the whole file.
+    """
+
+    enabled: bool = True
+    quantile: float = 0.95
+    clamp: str = "mean"
+    layer_dims_a: list[int] | None = None
+    layer_dims_b: list[int] | None = None
+    per_layer_a: bool = False
+    per_layer_b: bool = False
+
+    @classmethod
+    def from_keywords(cls, base: Preprocessing | None = None, **kw: Any) -> Preprocessing:
+        """``base`` (default: the reference's) with :func:`measure`'s older keywords applied:
+        ``preprocess_features`` (``enabled``), ``quantile``, ``clamp``, ``layer_dims_a``, ...;
+        any other keyword is a ``TypeError``, as for any function."""
+        names = {f.name for f in fields(cls)} - {"enabled"}
+        bad = [k for k in kw if k not in names and k != "preprocess_features"]
+        if bad:
+            raise TypeError(f"measure() got an unexpected keyword argument {bad[0]!r}")
+        if "preprocess_features" in kw:
+            kw["enabled"] = kw.pop("preprocess_features")
+        return replace(base or cls(), **kw)
+
+
 def measure(
     a: np.ndarray,
     b: np.ndarray,
@@ -240,22 +284,17 @@ def measure(
     seed: int = 0,
     layers: tuple[int, int] | None = None,
     *,
-    preprocess_features: bool = True,
-    quantile: float = 0.95,
+    preprocessing: Preprocessing | None = None,
     level: float = 0.95,
     options: MetricOptions | None = None,
     name_a: str = "A",
     name_b: str = "B",
-    layer_dims_a: list[int] | None = None,
-    layer_dims_b: list[int] | None = None,
-    clamp: str = "mean",
-    per_layer_a: bool = False,
-    per_layer_b: bool = False,
     cache: dict[Any, Any] | None = None,
     cache_keys: tuple[Any, Any] | None = None,
     progress: bool = False,
     label: str = "",
     null_stop: str = "fixed",
+    **preprocess_keywords: Any,
 ) -> MeasureResult:
     """Alignment of two representations of the same samples, with null and interval.
 
@@ -276,24 +315,15 @@ def measure(
         Seeds the null and the bootstrap (independent streams).
     layers : (int, int), optional
         A fixed layer pair (negative counts from the end); default: the maximum over all pairs.
-    preprocess_features : bool
-        The reference preprocessing: clamp at the ``quantile`` of ``|x|``, L2-normalise rows.
-        ``False``: the features are used as given (already preprocessed, say).
+    preprocessing : Preprocessing, optional
+        Clamp rule and quantile, true layer widths, per-layer clamping, or none at all (default:
+        the reference preprocessing, ``Preprocessing()``).
     level : float
         Null quantile subtracted for ``calibrated``, and bootstrap interval coverage.
     options : MetricOptions, optional
         Kernel, bandwidth, SVCCA dimension, kNN block size and backend.
     name_a, name_b : str
         How to name the inputs in error messages (file paths).
-    layer_dims_a, layer_dims_b : list of int, optional
-        True widths of zero-padded layers (``FeatureSet.layer_dims``): the clamp's quantile is
-        taken over real entries only.
-    clamp : {"mean", "exact", "none"}
-        The clamp threshold rule (see :mod:`prh.metrics.preprocess`): the reference CLI's default
-        ``mean``, its ``--precise``/``Alignment.score`` rule ``exact``, or no clamp (L2 only).
-    per_layer_a, per_layer_b : bool
-        Clamp each layer on its own threshold (the reference's rule for a list of layers,
-        ``FeatureSet.per_layer``) rather than one threshold for the whole file.
     cache : dict, optional
         Per-side states (neighbour lists, kernel statistics) of the observed features, keyed by
         ``(name, layer)``; a caller measuring one file against many passes one dict per metric
@@ -312,64 +342,92 @@ def measure(
         interval of the p-value lies wholly below or above ``1 - level``
         (:func:`prh.metrics.calibrate.decided`), ``null`` being the cap; the draws made are the
         first draws of the fixed run, so ``p_value`` is the fixed run's at that many draws.
+    **preprocess_keywords
+        The older spelling of ``preprocessing``'s fields, still read: ``preprocess_features``,
+        ``quantile``, ``clamp``, ``layer_dims_a``, ``layer_dims_b``, ``per_layer_a``,
+        ``per_layer_b`` (:meth:`Preprocessing.from_keywords`).
 
     Returns
     -------
     MeasureResult
+
+    Examples
+    --------
+    A rotation keeps every neighbour list; the reference clamp (per coordinate) does not
+    commute with it, so the rows are compared as given:
+
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.normal(size=(50, 8))
+    >>> q = np.linalg.qr(rng.normal(size=(8, 8)))[0]  # (8, 8) orthogonal
+    >>> measure(x, x @ q, k=5, preprocessing=Preprocessing(clamp="none")).score
+    1.0
     """
-    if not 0.0 < level < 1.0:
-        raise InputError(f"level must be in (0, 1), got {level}")
-    if null_stop not in NULL_STOPS:
-        raise InputError(f"unknown null stop {null_stop!r}, expected one of {NULL_STOPS}")
+    _check_settings(level, null_stop)
+    prep = Preprocessing.from_keywords(preprocessing, **preprocess_keywords)
     options = MetricOptions(**{**(options or MetricOptions()).__dict__, "k": k})
     m = get_metric(metric, options)
-    side_a, side_b = (name_a, layer_dims_a, per_layer_a), (name_b, layer_dims_b, per_layer_b)
-    a, b, same = _inputs(m, metric, a, b, k, preprocess_features, quantile, clamp, side_a, side_b)
+    a, b, same = _inputs(m, metric, (a, b), k, prep, (name_a, name_b))
     n = a.shape[0]
     pair = resolve_pair(layers, (a.shape[1], b.shape[1])) if layers is not None else None
     if cache is None:  # this call's own: X = Y computes each layer's state once
         cache, cache_keys = {}, (("a",), ("a",) if same else ("b",))
-    key_a, key_b = cache_keys or (name_a, name_b)
-    sa = _states(m, a, None, pair[0] if pair else None, key_a, cache)
-    sb = _states(m, b, None, pair[1] if pair else None, key_b, cache)
+    sa, sb = _observed_states(m, (a, b), pair, cache_keys or (name_a, name_b), cache)
     scores = layer_scores(m.score, sa, sb, None, pair)
     obs, best = best_pair(scores)[0], pair if pair is not None else best_pair(scores)[1]
-    null_rng, boot_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2))
     if not np.isfinite(obs):  # undefined score (a constant kernel): no null, no interval
         null = bootstrap = 0
+    p, cal, crit, ci, null = _calibrate(
+        m, ((a, b, same), (sa, sb), pair, obs), (n, null, bootstrap), seed, null_stop, level,
+        (f"{label} {metric}".strip(), progress),
+    )  # fmt: skip
+    return MeasureResult(
+        metric=metric, k=k if m.uses_k else None, n=n, score=obs, ci=ci, p_value=p,
+        calibrated=cal, layers=best, layer_search="fixed" if pair is not None else "max",
+        null_critical=crit, level=level, n_null=null,
+        null_stop=null_stop if null > 0 else None, n_bootstrap=bootstrap,
+        bootstrap_kind="queries" if m.rows else "distinct" if m.distinct_rows else "rows",
+        layer_scores=scores,
+    )  # fmt: skip
+
+
+def _check_settings(level: float, null_stop: str) -> None:
+    if not 0.0 < level < 1.0:
+        raise InputError(f"level must be in (0, 1), got {level}")
+    if null_stop not in NULL_STOPS:
+        raise InputError(f"unknown null stop {null_stop!r}, expected one of {NULL_STOPS}")
+
+
+def _observed_states(m, ab, pair, keys, cache: dict) -> tuple[list[Any], list[Any]]:
+    """Each side's per-layer states of the observed rows (only the fixed pair's layers when
+    ``pair`` is given), through ``cache`` under ``keys``."""
+    (a, b), (key_a, key_b) = ab, keys
+    sa = _states(m, a, None, pair[0] if pair else None, key_a, cache)
+    sb = _states(m, b, None, pair[1] if pair else None, key_b, cache)
+    return sa, sb
+
+
+def _calibrate(m, observed, counts, seed: int, stop: str, level: float, shown) -> tuple:
+    """``(p_value, calibrated, null_critical, ci, null draws made)`` of the observed score
+    (None where no null or no bootstrap was asked): the permutation null, then the bootstrap,
+    on independent streams of ``seed``; progress lines named ``shown[0]`` when ``shown[1]``."""
+    (sides, states, pair, obs), (n, null, bootstrap) = observed, counts
+    null_rng, boot_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2))
 
     def bar(what: str, total: int) -> Progress:
-        return Progress(total, f"{label} {metric} {what}".strip(), enabled=progress, unit="draw")
+        return Progress(total, f"{shown[0]} {what}".strip(), enabled=shown[1], unit="draw")
 
     p = cal = crit = ci = None
     if null > 0:
         with bar("null", null) as pb:
-            draws = _null(m, (sa, sb), pair, obs, (n, null, null_rng), null_stop, level, pb)
+            draws = _null(m, states, pair, obs, (n, null, null_rng), stop, level, pb)
         null = len(draws)
         p, crit = calibrate.p_value(obs, draws), calibrate.critical_value(draws, level)
         cal = obs - crit
     if bootstrap > 0:
         with bar("bootstrap", bootstrap) as pb:
-            draws = _bootstrap(m, (a, b, same), (sa, sb), pair, bootstrap, boot_rng, pb)
+            draws = _bootstrap(m, sides, states, pair, bootstrap, boot_rng, pb)
         ci = calibrate.basic_interval(obs, draws, level)
-    return MeasureResult(
-        metric=metric,
-        k=k if m.uses_k else None,
-        n=n,
-        score=obs,
-        ci=ci,
-        p_value=p,
-        calibrated=cal,
-        layers=best,
-        layer_search="fixed" if pair is not None else "max",
-        null_critical=crit,
-        level=level,
-        n_null=null,
-        null_stop=null_stop if null > 0 else None,
-        n_bootstrap=bootstrap,
-        bootstrap_kind="queries" if m.rows else "distinct" if m.distinct_rows else "rows",
-        layer_scores=scores,
-    )
+    return p, cal, crit, ci, null
 
 
 def _null(m, states, pair, obs: float, draw, stop: str, level: float, pb) -> np.ndarray:
@@ -406,10 +464,12 @@ def _counted(m, la: list, lb: list, n: int) -> Callable[[np.ndarray], float]:
     return statistic
 
 
-def _inputs(m, metric, a, b, k, preprocess_features, quantile, clamp, side_a, side_b):
+def _inputs(m, metric, ab, k, prep: Preprocessing, names):
     """``(a, b, same)``: both sides checked and preprocessed as :func:`measure` says; ``same``
     when ``b`` is ``a`` with the same preprocessing (``X = Y``: computed once)."""
-    (name_a, dims_a, per_a), (name_b, dims_b, per_b) = side_a, side_b
+    (a, b), (name_a, name_b), clamp = ab, names, prep.clamp
+    dims_a, per_a, dims_b, per_b = (prep.layer_dims_a, prep.per_layer_a, prep.layer_dims_b,
+                                    prep.per_layer_b)  # fmt: skip
     a, b = as_layers(a, name_a), as_layers(b, name_b)
     check_pair(a, b, name_a, name_b)
     n = a.shape[0]
@@ -418,8 +478,8 @@ def _inputs(m, metric, a, b, k, preprocess_features, quantile, clamp, side_a, si
     if clamp not in CLAMPS:
         raise InputError(f"unknown clamp rule {clamp!r}, expected one of {', '.join(CLAMPS)}")
     same = b is a and (dims_a, per_a) == (dims_b, per_b)
-    if preprocess_features:
-        q, exact = (1.0 if clamp == "none" else quantile), clamp == "exact"
+    if prep.enabled:
+        q, exact = (1.0 if clamp == "none" else prep.quantile), clamp == "exact"
         a = preprocess(a, q, exact, name_a, dims_a, per_a)
         b = a if same else preprocess(b, q, exact, name_b, dims_b, per_b)
     elif metric in KNN_METRICS:
