@@ -116,10 +116,15 @@ def test_a_run_stopped_mid_way_resumes_to_the_same_weights(tmp_path):
     assert train_or_resume(train, image, tmp_path / "killed", 1) == "reused"
     whole, killed = (tmp_path / d / "model.safetensors" for d in ("whole", "killed"))
     assert killed.read_bytes() == whole.read_bytes()
-    (tmp_path / "early").mkdir()  # killed before its config: started again
-    (tmp_path / "early" / "stray").write_text("x")
+    (tmp_path / "early").mkdir()  # killed before its config: fit clears it, started again
+    (tmp_path / "early" / ".config.json.x1y2.tmp").write_text("{")
     assert train_or_resume(train, image, tmp_path / "early", 1) == "trained"
     assert (tmp_path / "early" / "model.safetensors").read_bytes() == whole.read_bytes()
+    (tmp_path / "foreign").mkdir()  # not a run's files: refused by fit's rule, never deleted
+    (tmp_path / "foreign" / "notes.txt").write_text("mine")
+    with pytest.raises(InputError, match="not a prh run"):
+        train_or_resume(train, image, tmp_path / "foreign", 1)
+    assert (tmp_path / "foreign" / "notes.txt").read_text() == "mine"
 
 
 @pytest.mark.parametrize("modality", ["image", "sketch"])

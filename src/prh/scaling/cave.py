@@ -21,15 +21,16 @@ measures its held-out canonical correlation with the theory embedding ``g*`` at 
 the last ones, scored on the held-out scenes), and the row records
 ``extra["theory_curve"] = [[samples, cc], ...]``.
 
-A run folder left by a killed sweep without its final weights is removed and retrained (cells are
-whole or absent). torch uses ``threads`` intra-op threads per worker.
+A run folder left by a killed sweep without its final weights is trained again by
+:func:`prh.training.lifecycle.fit`'s one rule (``resume="auto"``: the cells keep no checkpoint,
+so fit clears what the killed start left; cells are whole or absent). torch uses ``threads``
+intra-op threads per worker.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -305,12 +306,12 @@ class CaveBackend:
         vision = load_features(self._vision_path(out_dir))
         cfg = self.train_config(cell, out_dir)
         run_dir = out_dir / "runs" / cell.cell_id(self.name, self.options())
-        if run_dir.exists() and not (run_dir / "model.safetensors").exists():
-            shutil.rmtree(run_dir)  # a run killed mid-training: start the cell again
         t0 = time.perf_counter()
-        if not run_dir.exists():
+        if not (run_dir / "model.safetensors").is_file():  # else a finished cell: reused
             run_dir.parent.mkdir(parents=True, exist_ok=True)
-            train(cfg, run_dir, progress=False, threads=max(1, self.threads))
+            # fit's one rule for what a killed sweep left: a start without a checkpoint (the
+            # cells keep none) is cleared and trained again
+            train(cfg, run_dir, progress=False, threads=max(1, self.threads), resume="auto")
         train_seconds = time.perf_counter() - t0
         world = self._world()
         ids = self._scene_ids(world)

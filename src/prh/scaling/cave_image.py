@@ -11,15 +11,14 @@ scene) are drawn once, by :meth:`CaveImageBackend.prepare` in the sweep's driver
 starts, into ``render_cache`` (default ``OUT/render_cache``), so that parallel cells never draw
 one cache twice.
 
-A cell's run folder left by a killed sweep resumes from its latest checkpoint (bitwise identical
-to an uninterrupted run on CPU: the run keeps the thread count it started with); a folder without
-its ``config.json`` (killed before its first write) is removed and the run starts again; a
-finished run (its ``model.safetensors`` written) is reused.
+What a killed sweep left in a cell's run folder is :func:`prh.training.lifecycle.fit`'s to judge
+(``resume="auto"``): a run with checkpoints resumes from its latest one (bitwise identical to an
+uninterrupted run on CPU: the run keeps the thread count it started with), a start killed before
+its first checkpoint is cleared and started again, a finished run is reused.
 """
 
 from __future__ import annotations
 
-import shutil
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -171,18 +170,14 @@ class CaveImageBackend:
 
 
 def train_or_resume(train: Any, image: Any, run_dir: Path, threads: int) -> str:
-    """Finish the image run in ``run_dir``; return what was done: ``reused`` (its weights are
-    there), ``resumed`` (from its config and latest checkpoint, with its own thread count) or
-    ``trained`` (from scratch; a folder killed before its config was written is removed)."""
+    """Finish the image run in ``run_dir`` by :func:`~prh.training.lifecycle.fit`'s one rule
+    (``resume="auto"``); return what it did: ``reused`` (its weights are there), ``resumed``
+    (from its stored config and latest checkpoint, with its own thread count) or ``trained``
+    (from scratch; what a start killed before its first checkpoint left is cleared by fit)."""
     from prh.training.image import train_image
+    from prh.training.rundir import run_state
 
-    if (run_dir / "model.safetensors").is_file():
-        return "reused"
-    if (run_dir / "config.json").is_file():
-        train_image(None, None, run_dir, False, resume=True, workers=1)
-        return "resumed"
-    if run_dir.exists():
-        shutil.rmtree(run_dir)
+    state = run_state(run_dir)
     run_dir.parent.mkdir(parents=True, exist_ok=True)
-    train_image(train, image, run_dir, False, threads=max(1, threads), workers=1)
-    return "trained"
+    train_image(train, image, run_dir, False, resume="auto", threads=max(1, threads), workers=1)
+    return {"finished": "reused", "started": "resumed"}.get(state, "trained")
