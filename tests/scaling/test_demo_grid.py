@@ -44,8 +44,9 @@ def test_new_fields_at_their_defaults_keep_old_descriptions_and_cell_ids():
 
 def test_cave_train_config_curves_and_warmup_cap(tmp_path):
     from prh.scaling.grid import Cell
+    from prh.training.config import train_config
 
-    b = CaveBackend(train_overrides=(("batch_size", 64),), curve_every=128, warmup_max_batches=8)
+    b = CaveBackend(train=train_config(batch_size=64), curve_every=128, warmup_max_batches=8)
     long, short = Cell("curve", "good", None, 64 * 400, 0), Cell("curve", "good", None, 640, 0)
     cfg = b.train_config(long, tmp_path)
     assert (cfg.eval_every, cfg.checkpoint_every) == (2, 0)

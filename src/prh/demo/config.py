@@ -461,6 +461,7 @@ def demo_config(preset: str = "default", **overrides: Any) -> DemoConfig:
     base = PRESETS[preset]
     _refuse_unknown(overrides)
     given = {k: v for k, v in overrides.items() if v is not None}
-    if given.get("world") == base.control and "control" not in given:
+    world = given.get("world")
+    if world is not None and world == base.control and "control" not in given:
         given["control"] = ""  # the preset's control world is now the world: no control
     return base.with_settings(**given)
