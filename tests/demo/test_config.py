@@ -110,9 +110,9 @@ RECORDED = {  # preset: backend options, grid, image options, sweep, image sweep
     ),
 }  # fmt: skip
 RECORDED_RUNNERS = {  # preset: sha256 of repr(backend), repr(image backend), control's sweeps
-    "default": ("3ad7732bdc30740a", "36d919fd8776df71", "sweep-716755b48b", "sweep-cc54c0e5fc"),
-    "full": ("3ad7732bdc30740a", "27a8e1e63f11bf4f", "sweep-3557cb984a", "sweep-cc54c0e5fc"),
-    "quick": ("c826a16255b6bbe9", "95753ba19538ac30", "sweep-5a66204069", "sweep-cc54c0e5fc"),
+    "default": ("3ad7732bdc30740a", "06674ef10121607f", "sweep-716755b48b", "sweep-cc54c0e5fc"),
+    "full": ("3ad7732bdc30740a", "9c99b11f1370392b", "sweep-3557cb984a", "sweep-cc54c0e5fc"),
+    "quick": ("c826a16255b6bbe9", "63f5ef360b098d39", "sweep-5a66204069", "sweep-cc54c0e5fc"),
 }
 RECORDED_DIGESTS = {  # the cache names' digests, for the field names their callers pass
     "default": ("86877a53d1", "fd6c6ee01f", "128de28a9f"),

@@ -29,6 +29,7 @@ from prh.scaling.cave import CaveBackend
 from prh.scaling.cave_image import CaveImageBackend
 from prh.scaling.grid import Cell, Grid, RunSet, demo_grid
 from prh.training.config import TrainConfig, train_config
+from prh.training.image_config import ImageConfig
 
 _ORDER = {"curve": 0, "fit": 1, "heldout": 2, "repeat": 2}
 
@@ -190,23 +191,30 @@ def image_backend(cfg: DemoConfig, render_cache: Path) -> CaveImageBackend:
     image = cfg.image
     n = len(image.modalities)
     return CaveImageBackend(
-        batch_size=cfg.text.batch_size,
-        lr=image.lr,
-        train_scenes=image.train_scenes,
-        world=cfg.world,
-        world_seed=cfg.world_seed,
-        image_size=image.size,
-        render_views=2,
-        backbone=image.backbone,
-        freeze_until=image.freeze_until,
-        backbone_size=image.backbone_size,
-        scratch_branch=image.scratch_branch,
-        checkpoint_every=20,
+        train=train_config(
+            cfg.text.preset,
+            world=cfg.world,
+            world_seed=cfg.world_seed,
+            lr=image.lr,
+            batch_size=cfg.text.batch_size,
+            train_scenes=image.train_scenes,
+            checkpoint_every=20,
+        ),
+        image=image_config(cfg),
         threads=cfg.threads if n > 1 else cfg.workers * cfg.threads,
         render_cache=str(render_cache),
         modalities=tuple(sorted({IMAGE_RUNS[m][0] for m in image.modalities})),
         cache_workers=cfg.workers,
     )
+
+
+def image_config(cfg: DemoConfig) -> ImageConfig:
+    """The :class:`~prh.training.ImageConfig` of the demo's image runs: renders of
+    ``image.size`` pixels, two cached views per training scene, the recipe's backbone."""
+    image = cfg.image
+    return ImageConfig(image_size=image.size, render_views=2, backbone=image.backbone,
+                       freeze_until=image.freeze_until, backbone_size=image.backbone_size,
+                       scratch_branch=image.scratch_branch)  # fmt: skip
 
 
 def image_sweep_dir(out: Path, cfg: DemoConfig) -> Path:
