@@ -266,14 +266,16 @@ TEXT_FLAGS = ("preset", "max_len", "world_themes", "theme_strength", "doc_captio
 def config_from_args(args: argparse.Namespace) -> TrainConfig:
     """The :class:`TrainConfig` a fresh ``prh train`` runs, key by key the last of: config
     defaults, the preset's, ``--config FILE``, ``--set`` (in order), the flags given."""
-    from prh.cli.train_checks import check_layer, flag_rules
+    from prh.cli.train_checks import check_config_kind, check_layer, check_set_kinds, flag_rules
     from prh.training.config_layers import layered_config, merge, parse_sets, read_config_file
 
     # each layer's values pass the rules of the flags that set the same keys (issue 36)
     lower, rules = [], flag_rules(add_arguments)
     if args.config:
-        lower.append(check_layer(read_config_file(args.config), f"--config {args.config}", rules))
+        read = read_config_file(args.config, check_config_kind)
+        lower.append(check_layer(read, f"--config {args.config}", rules))
     if args.set:
+        check_set_kinds(args.set)
         lower.append(check_layer(parse_sets(args.set), "--set", rules))
     return layered_config([*lower, flag_layer(args, merge(lower))])
 

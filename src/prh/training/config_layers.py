@@ -16,7 +16,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -100,8 +100,12 @@ def flatten(d: Mapping[str, Any], where: str) -> dict[str, Any]:
     return out
 
 
-def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """The flat keys of a JSON or YAML (``.yaml``, ``.yml``) config file (``--config FILE``)."""
+def read_config_file(
+    path: str | os.PathLike[str], check: Callable[[dict[str, Any], str], None] | None = None
+) -> dict[str, Any]:
+    """The flat keys of a JSON or YAML (``.yaml``, ``.yml``) config file (``--config FILE``);
+    ``check(mapping, where)`` sees the file's mapping first (the command line refuses a config
+    of another run kind there, naming the kind)."""
     where = f"--config {path}"
     p = Path(path)
     if not p.is_file():
@@ -114,6 +118,8 @@ def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     if not isinstance(d, dict):
         kind = "a YAML mapping" if yaml else "a JSON object"
         raise InputError(f"{where}: expected {kind}, got {type(d).__name__}")
+    if check is not None:
+        check(d, where)
     return flatten(d, where)
 
 
