@@ -12,7 +12,7 @@ from torch import nn
 from prh.caption.decoder import DecoderTrainConfig
 from prh.caption.decoder import lr_at as decoder_lr_at
 from prh.optim import adamw, warmup_cosine_lr, warmup_steps
-from prh.training.config import TrainConfig
+from prh.training.config import OptimConfig, TrainConfig
 from prh.training.loop import lr_at as train_lr_at
 
 
@@ -28,11 +28,11 @@ def old_train_lr(step: int, cfg: TrainConfig) -> float:
 
 
 def old_decoder_lr(step: int, cfg: DecoderTrainConfig) -> float:
-    warm = max(1, round(cfg.warmup_frac * cfg.steps))
+    warm = max(1, round(cfg.optim.warmup_frac * cfg.steps))
     if step < warm:
-        return cfg.lr * (step + 1) / warm
+        return cfg.optim.lr * (step + 1) / warm
     frac = (step - warm) / max(1, cfg.steps - warm)
-    return cfg.lr * (0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * frac)))
+    return cfg.optim.lr * (0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * frac)))
 
 
 def old_learner_factor(t: int, total: int, ratio: float) -> float:
@@ -55,7 +55,11 @@ def test_train_schedule_equals_the_old_one_bitwise(cfg: TrainConfig) -> None:
 
 
 @pytest.mark.parametrize(
-    "cfg", [DecoderTrainConfig(), DecoderTrainConfig(steps=41, lr=2e-3, warmup_frac=0.2)]
+    "cfg",
+    [
+        DecoderTrainConfig(),
+        DecoderTrainConfig(steps=41, optim=OptimConfig(lr=2e-3, warmup_frac=0.2)),
+    ],
 )
 def test_decoder_schedule_equals_the_old_one(cfg: DecoderTrainConfig) -> None:
     for step in range(cfg.steps):
@@ -119,3 +123,14 @@ def test_adamw_steps_like_torch_adamw_with_the_same_groups() -> None:
             opt.step()
     for pa, pb in zip(a.parameters(), b.parameters()):
         torch.testing.assert_close(pa, pb, rtol=0, atol=0)
+
+
+def test_the_decoder_records_its_optimiser_flat_as_before() -> None:
+    """A caption run's ``decoder_train`` record keeps its keys (the floor only when changed)."""
+    assert list(DecoderTrainConfig().to_dict()) == [
+        "steps", "batch_size", "lr", "weight_decay", "warmup_frac", "grad_clip", "noise_std",
+        "seed",
+    ]  # fmt: skip
+    floor = DecoderTrainConfig(optim=OptimConfig(min_lr_frac=0.5))
+    assert floor.to_dict()["min_lr_frac"] == 0.5
+    assert decoder_lr_at(floor.steps - 1, floor) == pytest.approx(0.5 * floor.optim.lr, rel=1e-3)
