@@ -17,8 +17,8 @@ from prh.training.loop import lr_at as train_lr_at
 
 
 # The three schedules as they were written before the merge (references, copied verbatim).
-def old_train_lr(step: int, cfg: TrainConfig) -> float:
-    total = cfg.steps
+def old_train_lr(step: int, train: TrainConfig) -> float:
+    total, cfg = train.steps, train.optim
     warm = max(1, round(cfg.warmup_frac * total)) if cfg.warmup_frac > 0 else 0
     if step < warm:
         return cfg.lr * (step + 1) / warm
@@ -43,8 +43,10 @@ def old_learner_factor(t: int, total: int, ratio: float) -> float:
     "cfg",
     [
         TrainConfig(),
-        TrainConfig(samples=37 * 128, lr=3e-4, warmup_frac=0.1, min_lr_frac=0.05),
-        TrainConfig(samples=50 * 128, warmup_frac=0.0),
+        TrainConfig(
+            samples=37 * 128, optim=OptimConfig(lr=3e-4, warmup_frac=0.1, min_lr_frac=0.05)
+        ),
+        TrainConfig(samples=50 * 128, optim=OptimConfig(warmup_frac=0.0)),
     ],
 )
 def test_train_schedule_equals_the_old_one_bitwise(cfg: TrainConfig) -> None:

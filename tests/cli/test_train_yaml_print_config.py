@@ -41,7 +41,7 @@ def test_print_config_defaults_equal_the_config_defaults(capsys):
 
     printed = print_config(capsys)
     want = train_config("tiny")
-    assert printed["samples"] == want.samples and printed["lr"] == want.lr
+    assert printed["samples"] == want.samples and printed["lr"] == want.optim.lr
 
 
 @pytest.mark.parametrize(

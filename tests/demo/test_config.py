@@ -110,9 +110,9 @@ RECORDED = {  # preset: backend options, grid, image options, sweep, image sweep
     ),
 }  # fmt: skip
 RECORDED_RUNNERS = {  # preset: sha256 of repr(backend), repr(image backend), control's sweeps
-    "default": ("3ad7732bdc30740a", "06674ef10121607f", "sweep-716755b48b", "sweep-cc54c0e5fc"),
-    "full": ("3ad7732bdc30740a", "9c99b11f1370392b", "sweep-3557cb984a", "sweep-cc54c0e5fc"),
-    "quick": ("c826a16255b6bbe9", "63f5ef360b098d39", "sweep-5a66204069", "sweep-cc54c0e5fc"),
+    "default": ("9c31f09b784acdb9", "ced17684405622e8", "sweep-716755b48b", "sweep-cc54c0e5fc"),
+    "full": ("9c31f09b784acdb9", "df9054257fb73066", "sweep-3557cb984a", "sweep-cc54c0e5fc"),
+    "quick": ("c6bb919b1aa61e4d", "8496c2817d2fbd6d", "sweep-5a66204069", "sweep-cc54c0e5fc"),
 }
 RECORDED_DIGESTS = {  # the cache names' digests, for the field names their callers pass
     "default": ("86877a53d1", "fd6c6ee01f", "128de28a9f"),

@@ -51,7 +51,7 @@ def test_cave_train_config_curves_and_warmup_cap(tmp_path):
     cfg = b.train_config(long, tmp_path)
     assert (cfg.eval_every, cfg.checkpoint_every) == (2, 0)
     assert cfg.eval_features == str(b.vision_path(tmp_path))
-    assert cfg.warmup_frac == pytest.approx(8 / 400)  # 8 batches, not 5% (20 batches)
-    assert b.train_config(short, tmp_path).warmup_frac == pytest.approx(0.05)
+    assert cfg.optim.warmup_frac == pytest.approx(8 / 400)  # 8 batches, not 5% (20 batches)
+    assert b.train_config(short, tmp_path).optim.warmup_frac == pytest.approx(0.05)
     with pytest.raises(InputError, match="not a multiple of the batch"):
         CaveBackend(curve_every=100).train_config(short, tmp_path)

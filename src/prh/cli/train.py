@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -298,7 +297,10 @@ def flag_layer(args: argparse.Namespace, lower: dict[str, Any]) -> dict[str, Any
 
 def flat_config(cfg: TrainConfig) -> dict[str, Any]:
     """``cfg`` as the flat keys ``--config`` reads back (``model.*`` for its model overrides)."""
-    out = {f.name: getattr(cfg, f.name) for f in fields(cfg) if f.name != "model_overrides"}
+    from prh.training.config import flat_fields
+
+    out = flat_fields(cfg)
+    del out["model_overrides"]
     return {**out, **{f"model.{k}": v for k, v in cfg.model_overrides.items()}}
 
 

@@ -31,14 +31,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from prh.errors import InputError
 from prh.jsonio import loads
 from prh.scaling.grid import Cell
-from prh.training.config import TrainConfig, train_config
+from prh.training.config import TrainConfig, flat_fields, train_config
 
 
 def embed_renders(
@@ -121,13 +121,13 @@ def _pairs(
     """``[[key, value], ...]`` of the fields of ``cfg`` that differ from ``base`` (none: []),
     led by ``first`` (all of them with ``block``, else those that differ), then the others in
     field order."""
-    diff = [f.name for f in fields(cfg) if f.name not in CELL_KEYS
-            and getattr(cfg, f.name) != getattr(base, f.name)]  # fmt: skip
+    have, ref = flat_fields(cfg), flat_fields(base)
+    diff = [k for k in have if k not in CELL_KEYS and have[k] != ref[k]]
     if not diff:
         return []
     lead = list(first) if block else [k for k in first if k in diff]
     keys = lead + [k for k in diff if k not in lead]
-    return [[k, getattr(cfg, k)] for k in keys]
+    return [[k, have[k]] for k in keys]
 
 
 @dataclass(frozen=True)
@@ -308,7 +308,7 @@ class CaveBackend:
         changes: dict[str, Any] = {}
         if self.warmup_max_batches:
             cap = self.warmup_max_batches * cfg.batch_size / cfg.samples
-            changes["warmup_frac"] = min(cfg.warmup_frac, cap)
+            changes["optim"] = replace(cfg.optim, warmup_frac=min(cfg.optim.warmup_frac, cap))
         if self.curve_every:
             if self.curve_every % cfg.batch_size:
                 raise InputError(

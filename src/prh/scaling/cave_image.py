@@ -26,7 +26,7 @@ from typing import Any
 
 from prh.errors import InputError
 from prh.scaling.grid import Cell
-from prh.training.config import TrainConfig, train_config
+from prh.training.config import TrainConfig, flat_fields, train_config
 from prh.training.image_config import ImageConfig, check_image_run
 
 IMAGE_CELL_MODALITIES = ("image", "sketch")
@@ -84,12 +84,12 @@ class CaveImageBackend:
     def options(self) -> dict[str, Any]:
         """What determines a cell's weights (its id): the recipe's fields by the names the
         runner's options had; other recipe fields only where they differ from the preset's."""
-        t, d = self.train, {k: getattr(self.train, k) for k in TRAIN_KEYS}
+        t, flat = self.train, flat_fields(self.train)
+        d = {k: flat[k] for k in TRAIN_KEYS}
         d.update({f.name: getattr(self.image, f.name) for f in fields(self.image)
                   if f.name not in PER_CELL_IMAGE})  # fmt: skip
-        base = train_config(t.preset, **{k: d[k] for k in TRAIN_KEYS[1:]})
-        other = {f.name: getattr(t, f.name) for f in fields(t) if f.name not in CELL_KEYS
-                 and getattr(t, f.name) != getattr(base, f.name)}  # fmt: skip
+        ref = flat_fields(train_config(t.preset, **{k: d[k] for k in TRAIN_KEYS[1:]}))
+        other = {k: v for k, v in flat.items() if k not in CELL_KEYS and v != ref[k]}
         if other:
             d["train"] = other
         if t.world == TrainConfig.world:

@@ -23,7 +23,7 @@ from typing import Any
 
 from prh.errors import InputError
 from prh.jsonio import read_json
-from prh.training.config import PRESET_DEFAULTS, TrainConfig
+from prh.training.config import PRESET_DEFAULTS, OptimConfig, TrainConfig, from_flat
 
 # Written by a run, recomputed from the other keys: accepted in a file, never applied.
 DERIVED = ("steps", "model.vocab_size", "model.max_len")
@@ -35,7 +35,12 @@ def known_keys() -> dict[str, str]:
     ``str``, ``str | None``)."""
     from prh.models import ModelConfig
 
-    out = {f.name: str(f.type) for f in fields(TrainConfig) if f.name != "model_overrides"}
+    out: dict[str, str] = {}
+    for f in fields(TrainConfig):
+        if f.name == "optim":
+            out.update({g.name: str(g.type) for g in fields(OptimConfig)})
+        elif f.name != "model_overrides":
+            out[f.name] = str(f.type)
     for f in fields(ModelConfig):
         if f.name not in MODEL_SKIP:
             out[f"model.{f.name}"] = str(f.type)
@@ -214,4 +219,4 @@ def layered_config(layers: Sequence[Mapping[str, Any]]) -> TrainConfig:
     reference = model_config(preset, 1).to_dict()
     model = {k[6:]: v for k, v in merged.items() if k.startswith("model.")}
     overrides = {k: v for k, v in model.items() if v != reference[k]}
-    return TrainConfig(**base, model_overrides=overrides)
+    return from_flat({**base, "model_overrides": overrides})
