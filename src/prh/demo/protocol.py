@@ -29,7 +29,6 @@ from prh.scaling.cave import CaveBackend
 from prh.scaling.cave_image import CaveImageBackend
 from prh.scaling.grid import Cell, Grid, RunSet, demo_grid
 from prh.training.config import TrainConfig, train_config
-from prh.training.image_config import ImageConfig
 
 _ORDER = {"curve": 0, "fit": 1, "heldout": 2, "repeat": 2}
 
@@ -183,10 +182,10 @@ def image_runs(cfg: DemoConfig) -> RunSet:
 def image_backend(cfg: DemoConfig, render_cache: Path) -> CaveImageBackend:
     """The image/sketch runner: the demo's image recipe, caches in ``render_cache``.
 
-    Every run fine-tunes ``image.backbone`` on renders of ``image.size`` pixels, two cached
-    views per training scene, checkpointed every 20 steps, at the text recipe's batch. Several
-    runs: ``cfg.threads`` torch threads each (``cfg.workers`` at a time); a lone run gets every
-    thread.
+    Every run is ``image.encoder`` (:class:`~prh.training.ImageConfig`: the backbone, renders of
+    ``image_size`` pixels, two cached views per training scene), checkpointed every 20 steps,
+    at the text recipe's batch. Several runs: ``cfg.threads`` torch threads each
+    (``cfg.workers`` at a time); a lone run gets every thread.
     """
     image = cfg.image
     n = len(image.modalities)
@@ -200,21 +199,12 @@ def image_backend(cfg: DemoConfig, render_cache: Path) -> CaveImageBackend:
             train_scenes=image.train_scenes,
             checkpoint_every=20,
         ),
-        image=image_config(cfg),
+        image=image.encoder,
         threads=cfg.threads if n > 1 else cfg.workers * cfg.threads,
         render_cache=str(render_cache),
         modalities=tuple(sorted({IMAGE_RUNS[m][0] for m in image.modalities})),
         cache_workers=cfg.workers,
     )
-
-
-def image_config(cfg: DemoConfig) -> ImageConfig:
-    """The :class:`~prh.training.ImageConfig` of the demo's image runs: renders of
-    ``image.size`` pixels, two cached views per training scene, the recipe's backbone."""
-    image = cfg.image
-    return ImageConfig(image_size=image.size, render_views=2, backbone=image.backbone,
-                       freeze_until=image.freeze_until, backbone_size=image.backbone_size,
-                       scratch_branch=image.scratch_branch)  # fmt: skip
 
 
 def image_sweep_dir(out: Path, cfg: DemoConfig) -> Path:
