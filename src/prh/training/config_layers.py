@@ -28,6 +28,7 @@ from prh.training.config import PRESET_DEFAULTS, OptimConfig, TrainConfig, from_
 # Written by a run, recomputed from the other keys: accepted in a file, never applied.
 DERIVED = ("steps", "model.vocab_size", "model.max_len")
 MODEL_SKIP = ("vocab_size", "max_len")  # from the tokenizer and TrainConfig.max_len
+SOURCES = (("corpus", "world"), ("world", "corpus"))  # a run reads one of the two
 
 
 def known_keys() -> dict[str, str]:
@@ -178,10 +179,9 @@ def merge(layers: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for layer in layers:
         layer = dict(layer)
-        if layer.get("corpus") is not None and "world" not in layer:
-            layer["world"] = None
-        if layer.get("world") is not None and "corpus" not in layer:
-            layer["corpus"] = None
+        for source, other in SOURCES:
+            if layer.get(source) is not None and other not in layer:
+                layer[other] = None
         out.update(layer)
     return out
 
