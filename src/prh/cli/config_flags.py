@@ -27,6 +27,7 @@ class FieldFlag:
     default: Any
     help: str
     metavar: str = ""
+    part: str = ""
 
     @property
     def flag(self) -> str:
@@ -44,6 +45,7 @@ def field_flags(cls: type, prefix: str = "") -> tuple[FieldFlag, ...]:
             f.default,
             f.metadata["help"],
             f.metadata.get("metavar", ""),
+            f.metadata.get("part", ""),
         )
         for f in fields(cls)
         if "help" in f.metadata

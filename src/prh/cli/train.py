@@ -94,14 +94,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--seed", type=seed, default=None, help=f"seed (init and data order; default {d.seed})"
     )
     model = p.add_argument_group("model")
+    groups = {"model": model}
     model.add_argument(
         "--preset",
         choices=list(PRESET_DEFAULTS),
         default=None,
         help=f"model size: tiny (2 layers, d=128), small (~33M), base (~109M) (default {d.preset})",
     )
-    _optimiser_flags(p.add_argument_group("optimiser and objective"), data)
-    _world_flags(p.add_argument_group("world and documents (next-token views)"))
+    groups["optimiser"] = p.add_argument_group("optimiser and objective")
+    _optimiser_flags(groups["optimiser"], data)
+    groups["world"] = p.add_argument_group("world and documents (next-token views)")
+    _world_flags(groups["world"])
+    for part, group in groups.items():  # the knobs derived from the configs, by their part
+        add_field_flags(group, [f for f in TRAIN_KNOBS if f.part == part], None)
     add_image_arguments(p.add_argument_group("images and sketches (--modality image|sketch)"))
     _run_flags(p.add_argument_group("evaluation"), p.add_argument_group("output and machine"))
     _config_flags(p)
@@ -137,7 +142,6 @@ def _config_flags(p: argparse.ArgumentParser) -> None:
         help="set one config key (repeatable; model.d_model etc. for the model), the value "
         "parsed by the key's type",
     )
-    add_field_flags(p, TRAIN_KNOBS, "optimiser, objective and tokenizer knobs")
     shape = {f.dest: _preset_shapes(f.dest, f.default) for f in MODEL_KNOBS}
     add_field_flags(p, MODEL_KNOBS, "model shape (text; overrides --preset's)", shape)
 

@@ -49,10 +49,11 @@ PRESET_DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 
-def _knob(default: Any, help: str) -> Any:
-    """A field with a ``prh train`` flag: its ``help`` rides in the field's metadata, from which
+def _knob(default: Any, help: str, part: str = "optimiser") -> Any:
+    """A field with a ``prh train`` flag: its ``help`` and the ``part`` whose help group lists
+    it (``optimiser``, ``model``, ``world``) ride in the field's metadata, from which
     :func:`prh.cli.config_flags.field_flags` derives the flag (name, type, default, help)."""
-    return field(default=default, metadata={"help": help})
+    return field(default=default, metadata={"help": help, "part": part})
 
 
 @dataclass(frozen=True)
@@ -159,7 +160,7 @@ class TrainConfig:
     beta: float = _knob(1.0, "soft objective: weight of the whitening penalty (>= 0)")
     sigreg_lambda: float = 0.05
     sigreg_slices: int = 256
-    vocab_size: int = _knob(2048, "tokenizer vocabulary trained on the corpus")
+    vocab_size: int = _knob(2048, "tokenizer vocabulary trained on the corpus", "model")
     world_seed: int = 0
     captions_per_scene: int = 5
     train_scenes: int = 0
@@ -171,9 +172,10 @@ class TrainConfig:
         0,
         "next-token on --world moving: frames per narration document, 2..64 (0: none, one "
         "caption a row; docs/world.md, Narrations)",
+        "world",
     )
     narration_stride: int = _knob(
-        NARRATION_STRIDE, "chain steps between two frames of a narration, 1..10000"
+        NARRATION_STRIDE, "chain steps between two frames of a narration, 1..10000", "world"
     )
     eval_features: str | None = None
     eval_theory: str | None = None
