@@ -58,6 +58,11 @@ def max_len(text: str) -> int:
 thread_count = bounded_int(MAX_THREADS, "threads")  # CPU threads: an integer in [1, 1024]
 
 
+# The help groups of the config's parts (a derived knob's part rides in its field's metadata).
+PARTS = {"model": "model", "optimiser": "optimiser and objective",
+         "world": "world and documents (next-token views)"}  # fmt: skip
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Flags of ``prh train``, in help groups by part (none over 12 flags)."""
     d = TrainConfig  # defaults come from the config, so the help cannot drift from it
@@ -93,17 +98,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     data.add_argument(
         "--seed", type=seed, default=None, help=f"seed (init and data order; default {d.seed})"
     )
-    model = p.add_argument_group("model")
-    groups = {"model": model}
-    model.add_argument(
+    groups = {part: p.add_argument_group(title) for part, title in PARTS.items()}
+    groups["model"].add_argument(
         "--preset",
         choices=list(PRESET_DEFAULTS),
         default=None,
         help=f"model size: tiny (2 layers, d=128), small (~33M), base (~109M) (default {d.preset})",
     )
-    groups["optimiser"] = p.add_argument_group("optimiser and objective")
     _optimiser_flags(groups["optimiser"], data)
-    groups["world"] = p.add_argument_group("world and documents (next-token views)")
     _world_flags(groups["world"])
     for part, group in groups.items():  # the knobs derived from the configs, by their part
         add_field_flags(group, [f for f in TRAIN_KNOBS if f.part == part], None)
