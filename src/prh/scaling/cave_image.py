@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from prh.errors import InputError
+from prh.scaling.cave import CELL_KEYS
 from prh.scaling.grid import Cell
 from prh.training.config import TrainConfig, flat_fields, train_config
 from prh.training.image_config import ImageConfig, check_image_run
@@ -40,7 +41,6 @@ def _default_train() -> TrainConfig:
 # Cell ids (compatibility): the options a runner had before it carried its configs, by name.
 TRAIN_KEYS = ("preset", "batch_size", "lr", "train_scenes", "world", "world_seed",
               "checkpoint_every")  # fmt: skip
-CELL_KEYS = ("views", "rho", "samples", "seed")  # set by each cell
 PER_CELL_IMAGE = ("modality", "cache_dir")  # set by each cell, and where caches lie
 
 
