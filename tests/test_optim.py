@@ -12,13 +12,13 @@ from torch import nn
 from prh.caption.decoder import DecoderTrainConfig
 from prh.caption.decoder import lr_at as decoder_lr_at
 from prh.optim import adamw, warmup_cosine_lr, warmup_steps
-from prh.training.config import TrainConfig
+from prh.training.config import OptimConfig, TrainConfig
 from prh.training.loop import lr_at as train_lr_at
 
 
 # The three schedules as they were written before the merge (references, copied verbatim).
-def old_train_lr(step: int, cfg: TrainConfig) -> float:
-    total = cfg.steps
+def old_train_lr(step: int, train: TrainConfig) -> float:
+    total, cfg = train.steps, train.optim
     warm = max(1, round(cfg.warmup_frac * total)) if cfg.warmup_frac > 0 else 0
     if step < warm:
         return cfg.lr * (step + 1) / warm
@@ -28,11 +28,11 @@ def old_train_lr(step: int, cfg: TrainConfig) -> float:
 
 
 def old_decoder_lr(step: int, cfg: DecoderTrainConfig) -> float:
-    warm = max(1, round(cfg.warmup_frac * cfg.steps))
+    warm = max(1, round(cfg.optim.warmup_frac * cfg.steps))
     if step < warm:
-        return cfg.lr * (step + 1) / warm
+        return cfg.optim.lr * (step + 1) / warm
     frac = (step - warm) / max(1, cfg.steps - warm)
-    return cfg.lr * (0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * frac)))
+    return cfg.optim.lr * (0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * frac)))
 
 
 def old_learner_factor(t: int, total: int, ratio: float) -> float:
@@ -43,8 +43,10 @@ def old_learner_factor(t: int, total: int, ratio: float) -> float:
     "cfg",
     [
         TrainConfig(),
-        TrainConfig(samples=37 * 128, lr=3e-4, warmup_frac=0.1, min_lr_frac=0.05),
-        TrainConfig(samples=50 * 128, warmup_frac=0.0),
+        TrainConfig(
+            samples=37 * 128, optim=OptimConfig(lr=3e-4, warmup_frac=0.1, min_lr_frac=0.05)
+        ),
+        TrainConfig(samples=50 * 128, optim=OptimConfig(warmup_frac=0.0)),
     ],
 )
 def test_train_schedule_equals_the_old_one_bitwise(cfg: TrainConfig) -> None:
@@ -55,7 +57,11 @@ def test_train_schedule_equals_the_old_one_bitwise(cfg: TrainConfig) -> None:
 
 
 @pytest.mark.parametrize(
-    "cfg", [DecoderTrainConfig(), DecoderTrainConfig(steps=41, lr=2e-3, warmup_frac=0.2)]
+    "cfg",
+    [
+        DecoderTrainConfig(),
+        DecoderTrainConfig(steps=41, optim=OptimConfig(lr=2e-3, warmup_frac=0.2)),
+    ],
 )
 def test_decoder_schedule_equals_the_old_one(cfg: DecoderTrainConfig) -> None:
     for step in range(cfg.steps):
@@ -119,3 +125,14 @@ def test_adamw_steps_like_torch_adamw_with_the_same_groups() -> None:
             opt.step()
     for pa, pb in zip(a.parameters(), b.parameters()):
         torch.testing.assert_close(pa, pb, rtol=0, atol=0)
+
+
+def test_the_decoder_records_its_optimiser_flat_as_before() -> None:
+    """A caption run's ``decoder_train`` record keeps its keys (the floor only when changed)."""
+    assert list(DecoderTrainConfig().to_dict()) == [
+        "steps", "batch_size", "lr", "weight_decay", "warmup_frac", "grad_clip", "noise_std",
+        "seed",
+    ]  # fmt: skip
+    floor = DecoderTrainConfig(optim=OptimConfig(min_lr_frac=0.5))
+    assert floor.to_dict()["min_lr_frac"] == 0.5
+    assert decoder_lr_at(floor.steps - 1, floor) == pytest.approx(0.5 * floor.optim.lr, rel=1e-3)

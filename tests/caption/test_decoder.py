@@ -21,6 +21,7 @@ from prh.caption.decoder import (
     train_decoder,
 )
 from prh.errors import InputError
+from prh.training.config import OptimConfig
 
 TEXTS = [
     "a red cube",
@@ -55,7 +56,7 @@ def _cfg(tok, e: int = 8, **kw) -> DecoderConfig:
 def overfit(tok):
     ids, mask = tok.encode_batch(TEXTS, 32)
     cond = _cond(len(TEXTS), 8)
-    tcfg = DecoderTrainConfig(steps=150, batch_size=8, lr=3e-3, seed=1)
+    tcfg = DecoderTrainConfig(steps=150, batch_size=8, optim=OptimConfig(lr=3e-3), seed=1)
     model, losses = train_decoder(_cfg(tok), cond, ids, mask, tcfg)
     return model, losses, cond
 

@@ -217,6 +217,13 @@ def test_an_input_inside_the_run_folder_is_refused(bad_input, tmp_path):
         (None, ["weight_decay=-1"], "weight_decay must be a finite number >= 0"),
         (None, ["views=mixture"], "mixture needs --rho"),
         (None, ["views=good", "rho=0.5"], "rho 0.5: views good implies rho 1"),
+        # issue 32: a key or a file of another run kind, named
+        (None, ["freeze_until=3"], "--set freeze_until=3: freeze_until is a setting of image runs"),
+        (None, ["image_lr=0.1"], "--set image_lr=0.1: image_lr is a setting of prh demo"),
+        ('{"backbone": "none"}', [], "backbone is a setting of image runs"),
+        ('{"train": {"curve_seeds": 3}}', [], "curve_seeds is a setting of prh demo"),
+        ('{"modality": "sketch", "train": {}, "image": {}}', [], "the config of an image run"),
+        ('{"config": {"image_samples": 256, "control": "cave"}}', [], "a prh demo config"),
     ],
 )
 def test_bad_config_file_and_sets(bad_input, tmp_path, content, sets, match):

@@ -121,3 +121,22 @@ def test_efficiency_defaults_equal_the_function_defaults(monkeypatch, tmp_path) 
     seen = record(monkeypatch, eff, "sample_efficiency")
     run_until_called(["efficiency", str(tmp_path / "results.jsonl")])
     assert seen["kwargs"] == {"n_boot": want["n_boot"], "seed": want["seed"]}
+
+
+def test_train_image_defaults_equal_the_config_defaults(monkeypatch, tmp_path) -> None:
+    """``prh train --modality image`` with no other flag trains ImageConfig's defaults, and the
+    help of every flag derived from ImageConfig states the field's default."""
+    import prh.training.image
+    from prh.cli import build_parser
+    from prh.training.image_config import DEFAULT_TRAIN_SCENES, ImageConfig
+
+    seen = record(monkeypatch, prh.training.image, "train_image")
+    run_until_called(["train", "--modality", "image", "--out", str(tmp_path / "run")])
+    train, image = seen["args"][:2]
+    assert image == ImageConfig(modality="image")
+    assert train.train_scenes == DEFAULT_TRAIN_SCENES
+    parser = build_parser()._subparsers._group_actions[0].choices["train"]
+    helps = {a.dest: a.help for a in parser._actions}
+    for f in dataclasses.fields(ImageConfig):
+        if "help" in f.metadata and f.type != "bool":
+            assert helps[f.name].endswith(f"(default {f.default})"), f.name

@@ -41,7 +41,7 @@ def test_print_config_defaults_equal_the_config_defaults(capsys):
 
     printed = print_config(capsys)
     want = train_config("tiny")
-    assert printed["samples"] == want.samples and printed["lr"] == want.lr
+    assert printed["samples"] == want.samples and printed["lr"] == want.optim.lr
 
 
 @pytest.mark.parametrize(
@@ -53,6 +53,8 @@ def test_print_config_defaults_equal_the_config_defaults(capsys):
         ("- 1\n- 2\n", "expected a YAML mapping, got list"),
         ("lr: [1,\n", "not YAML"),
         ("model:\n  width: 8\n", "unknown key 'model.width'"),
+        ("backbone: none\n", "backbone is a setting of image runs"),  # another run kind's key
+        ("modality: image\nimage:\n  image_size: 32\n", "the config of an image run"),
     ],
 )
 def test_bad_yaml_is_one_line(bad_input, tmp_path, content, match):

@@ -63,7 +63,9 @@ def test_run_settings_name_the_recipe():
     assert (good["train"]["views"], bad["train"]["views"]) == ("good", "bad")
     assert (good["image"]["modality"], sketch["image"]["modality"]) == ("image", "sketch")
     assert good["train"]["samples"] == cfg.image.samples and good["train"]["seed"] == cfg.seed
-    assert good["image"]["backbone"] == cfg.image.backbone and "cache_dir" not in good["image"]
+    assert (
+        good["image"]["backbone"] == cfg.image.encoder.backbone and "cache_dir" not in good["image"]
+    )
     assert not good["image"]["scratch_branch"]
     on = run_settings(demo_config("full", scratch_branch=True))["image-good"]
     assert on["image"]["scratch_branch"]

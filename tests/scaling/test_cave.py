@@ -7,6 +7,7 @@ pytest.importorskip("torch")
 from prh.scaling.cave import CaveBackend
 from prh.scaling.grid import Grid
 from prh.scaling.sweep import RESULTS, read_results, run_sweep
+from prh.training.config import train_config
 
 
 @pytest.mark.slow
@@ -17,7 +18,7 @@ def test_toy_cave_sweep_trains_measures_and_resumes(tmp_path):
         k=5,
         null=10,
         image_size=64,
-        train_overrides=(("train_scenes", 64), ("batch_size", 64), ("vocab_size", 200)),
+        train=train_config(train_scenes=64, batch_size=64, vocab_size=200),
     )
     grid = Grid("toy", rhos=(1.0,), samples=(128,), curve_views=("next-token",),
                 curve_samples=(128,), curve_seeds=1)  # fmt: skip

@@ -15,8 +15,17 @@ from prh.errors import InputError
 from prh.scaling.cave_image import CaveImageBackend, train_or_resume
 from prh.scaling.grid import Cell, RunSet
 from prh.scaling.sweep import RESULTS, read_results, run_sweep
+from prh.training.config import train_config
+from prh.training.image_config import ImageConfig
 
-TOY = dict(batch_size=64, train_scenes=8, image_size=16, checkpoint_every=1)
+
+def _recipe(**train):
+    """The runner's default recipe with ``train`` changes."""
+    return train_config(**{"lr": 3e-4, "train_scenes": 1000, "checkpoint_every": 20, **train})
+
+
+TOY = dict(train=_recipe(batch_size=64, train_scenes=8, checkpoint_every=1),
+           image=ImageConfig(image_size=16, render_views=2))  # fmt: skip
 RUNS = RunSet("toy", (("image", "good", 128), ("sketch", "good", 128)))
 
 
@@ -38,9 +47,10 @@ def _cli_configs(argv: list[str]):
 def test_configs_are_those_prh_train_builds_from_the_same_flags(
     tmp_path, modality, views, backbone, scratch
 ):
-    runner = CaveImageBackend(batch_size=128, lr=3e-4, train_scenes=24, image_size=16,
-                              backbone=backbone, freeze_until=10, backbone_size=32,
-                              scratch_branch=scratch, render_cache=str(tmp_path / "c"))  # fmt: skip
+    image = ImageConfig(image_size=16, render_views=2, backbone=backbone, freeze_until=10,
+                        backbone_size=32, scratch_branch=scratch)  # fmt: skip
+    runner = CaveImageBackend(train=_recipe(batch_size=128, train_scenes=24), image=image,
+                              render_cache=str(tmp_path / "c"))  # fmt: skip
     cell = Cell("run", views, None, 256, 7, modality=modality)
     argv = ["--modality", modality, "--views", views, "--backbone", backbone, "--freeze-until",
             "10", "--backbone-size", "32", "--samples", "256", "--batch-size", "128", "--lr",
@@ -71,7 +81,14 @@ def test_options_leave_out_what_does_not_change_the_weights():
     a = CaveImageBackend(threads=1, render_cache="/a", modalities=("image",), cache_workers=1)
     b = CaveImageBackend(threads=4, render_cache="/b", modalities=("sketch",), cache_workers=3)
     assert a.options() == b.options()
-    assert CaveImageBackend(lr=1e-3).options() != a.options()
+    assert CaveImageBackend(train=_recipe(lr=1e-3)).options() != a.options()
+    # the options by the names they had before the runner carried its configs (the cell ids)
+    assert a.options() == {
+        "preset": "tiny", "batch_size": 128, "lr": 3e-4, "train_scenes": 1000, "world_seed": 0,
+        "checkpoint_every": 20, "image_size": 64, "render_views": 2, "backbone": "none",
+        "freeze_until": 10, "backbone_size": 128, "scratch_branch": False,
+    }  # fmt: skip
+    assert CaveImageBackend(train=_recipe(grad_clip=0.5)).options()["train"] == {"grad_clip": 0.5}
 
 
 @pytest.mark.slow
@@ -116,18 +133,24 @@ def test_a_run_stopped_mid_way_resumes_to_the_same_weights(tmp_path):
     assert train_or_resume(train, image, tmp_path / "killed", 1) == "reused"
     whole, killed = (tmp_path / d / "model.safetensors" for d in ("whole", "killed"))
     assert killed.read_bytes() == whole.read_bytes()
-    (tmp_path / "early").mkdir()  # killed before its config: started again
-    (tmp_path / "early" / "stray").write_text("x")
+    (tmp_path / "early").mkdir()  # killed before its config: fit clears it, started again
+    (tmp_path / "early" / ".config.json.x1y2.tmp").write_text("{")
     assert train_or_resume(train, image, tmp_path / "early", 1) == "trained"
     assert (tmp_path / "early" / "model.safetensors").read_bytes() == whole.read_bytes()
+    (tmp_path / "foreign").mkdir()  # not a run's files: refused by fit's rule, never deleted
+    (tmp_path / "foreign" / "notes.txt").write_text("mine")
+    with pytest.raises(InputError, match="not a prh run"):
+        train_or_resume(train, image, tmp_path / "foreign", 1)
+    assert (tmp_path / "foreign" / "notes.txt").read_text() == "mine"
 
 
 @pytest.mark.parametrize("modality", ["image", "sketch"])
 def test_a_moving_world_run_is_the_one_prh_train_builds_with_world_moving(tmp_path, modality):
     """The runner and ``prh train --world moving --modality M`` train on the moving world (the
     CLI once recorded the cave for every image run, whatever ``--world`` said)."""
-    runner = CaveImageBackend(batch_size=128, lr=3e-4, train_scenes=24, image_size=16,
-                              world="moving", render_cache=str(tmp_path / "c"))  # fmt: skip
+    runner = CaveImageBackend(train=_recipe(batch_size=128, train_scenes=24, world="moving"),
+                              image=ImageConfig(image_size=16, render_views=2),
+                              render_cache=str(tmp_path / "c"))  # fmt: skip
     cell = Cell("run", "good", None, 256, 7, modality=modality)
     argv = ["--world", "moving", "--modality", modality, "--views", "good", "--samples", "256",
             "--batch-size", "128", "--lr", "0.0003", "--image-size", "16", "--train-scenes", "24",

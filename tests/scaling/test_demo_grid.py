@@ -44,13 +44,37 @@ def test_new_fields_at_their_defaults_keep_old_descriptions_and_cell_ids():
 
 def test_cave_train_config_curves_and_warmup_cap(tmp_path):
     from prh.scaling.grid import Cell
+    from prh.training.config import train_config
 
-    b = CaveBackend(train_overrides=(("batch_size", 64),), curve_every=128, warmup_max_batches=8)
+    b = CaveBackend(train=train_config(batch_size=64), curve_every=128, warmup_max_batches=8)
     long, short = Cell("curve", "good", None, 64 * 400, 0), Cell("curve", "good", None, 640, 0)
     cfg = b.train_config(long, tmp_path)
     assert (cfg.eval_every, cfg.checkpoint_every) == (2, 0)
     assert cfg.eval_features == str(b.vision_path(tmp_path))
-    assert cfg.warmup_frac == pytest.approx(8 / 400)  # 8 batches, not 5% (20 batches)
-    assert b.train_config(short, tmp_path).warmup_frac == pytest.approx(0.05)
+    assert cfg.optim.warmup_frac == pytest.approx(8 / 400)  # 8 batches, not 5% (20 batches)
+    assert b.train_config(short, tmp_path).optim.warmup_frac == pytest.approx(0.05)
     with pytest.raises(InputError, match="not a multiple of the batch"):
         CaveBackend(curve_every=100).train_config(short, tmp_path)
+
+
+def test_cave_runner_options_keep_the_names_of_older_sweeps():
+    """The runner carries TrainConfigs; its options (the cell ids) read as when it took
+    (key, value) pairs: none for the default recipe, the recipe's five and then any other
+    change, and the next-token documents that differ (issue 32)."""
+    from dataclasses import replace
+
+    from prh.training.config import train_config
+
+    assert CaveBackend().options() == {
+        "vision": "efficientnet-lite0", "preset": "tiny", "eval_scenes": 500, "k": 10,
+        "null": 100, "world_seed": 0, "caption_seed": 0, "nuisance_seed": 0, "image_size": 224,
+        "train_overrides": [],
+    }  # fmt: skip
+    recipe = train_config(min_lr_frac=1.0, vocab_size=512)
+    nt = replace(recipe, views="next-token", doc_captions=4, max_len=192)
+    options = CaveBackend(train=recipe, next_token=nt).options()
+    assert options["train_overrides"] == [["batch_size", 128], ["lr", 1e-3], ["max_len", 48],
+        ["min_lr_frac", 1.0], ["train_scenes", 0], ["vocab_size", 512]]  # fmt: skip
+    assert options["view_overrides"] == [["next-token", [["doc_captions", 4], ["max_len", 192]]]]
+    with pytest.raises(InputError, match="next_token is the recipe of next-token runs"):
+        CaveBackend(next_token=recipe)

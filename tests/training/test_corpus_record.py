@@ -85,7 +85,7 @@ def test_layers_apply_in_order(tmp_path):
                                                  "model": {"d_model": 64}}))  # fmt: skip
     cfg = _config("--preset", "small", "--config", str(tmp_path / "c.json"),
                   "--set", "samples=500", "--set", "model.n_layers=3", "--seed", "7")  # fmt: skip
-    assert (cfg.lr, cfg.batch_size, cfg.samples, cfg.seed) == (0.01, 256, 500, 7)
+    assert (cfg.optim.lr, cfg.batch_size, cfg.samples, cfg.seed) == (0.01, 256, 500, 7)
     assert cfg.model_overrides == {"d_model": 64, "n_layers": 3}
     assert _config("--set", "views=bad").rho == 0.0
     assert _config("--set", "corpus=c.jsonl").world is None

@@ -133,3 +133,32 @@ def test_device_names_are_checked():
 def test_soft_objective_runs_without_warnings(tmp_path, recwarn):
     _train(tiny_config(samples=32, objective="soft"), tmp_path / "run")
     assert [str(w.message) for w in recwarn.list] == []
+
+
+def test_one_resume_rule_auto_never_restart(tmp_path):
+    """fit's ``resume``: "auto" continues a started run (the same bytes as a straight run) and
+    starts an absent one (a finished one it loads: tests/scaling/test_cave_image.py); "never"
+    refuses a started run; "restart" clears any run and trains it again; a foreign folder is
+    refused by every mode."""
+    cfg = tiny_config()  # 12 steps, a checkpoint every 4
+    straight = _weights(_train(cfg, tmp_path / "straight"))
+    assert _weights(_train(cfg, tmp_path / "absent", resume="auto")).keys() == straight.keys()
+    killed = _train(cfg, tmp_path / "killed", stop_after=7)
+    assert run_state(killed) == "started"
+    with pytest.raises(InputError, match="a run with checkpoints; use --resume"):
+        _train(cfg, killed, resume="never")
+    _train(cfg, killed, resume="auto")
+    assert all(torch.equal(_weights(killed)[k], straight[k]) for k in straight)
+    (killed / "model.safetensors").write_bytes(b"stale")
+    _train(cfg, killed, resume="restart")
+    assert all(torch.equal(_weights(killed)[k], straight[k]) for k in straight)
+    (tmp_path / "foreign").mkdir()
+    (tmp_path / "foreign" / "notes.txt").write_text("mine")
+    for mode in ("auto", "never", "restart"):
+        with pytest.raises(InputError, match="not a prh run"):
+            _train(cfg, tmp_path / "foreign", resume=mode)
+    assert (tmp_path / "foreign" / "notes.txt").read_text() == "mine"
+    with pytest.raises(InputError, match=r"resume 'sometimes': expected one of auto, never"):
+        _train(cfg, tmp_path / "x", resume="sometimes")
+    with pytest.raises(InputError, match="starts a run: give its config"):
+        _train(None, tmp_path / "x", resume="restart")

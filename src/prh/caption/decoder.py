@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -41,7 +41,8 @@ from torch import nn
 from prh.errors import InputError
 from prh.models.config import ModelConfig
 from prh.models.transformer import Block, init_weights
-from prh.optim import adamw, warmup_cosine_lr, warmup_steps
+from prh.optim import adamw
+from prh.training.config import OptimConfig
 
 __all__ = [
     "DecoderConfig",
@@ -319,14 +320,16 @@ def beam_search(
 
 @dataclass(frozen=True)
 class DecoderTrainConfig:
-    """Optimisation of the decoder (AdamW, linear warm-up then cosine decay to 10 %).
+    """Optimisation of the decoder: the optimiser the encoders train with
+    (:class:`~prh.training.config.OptimConfig`: AdamW, linear warm-up, then cosine decay to
+    ``min_lr_frac`` of the rate, 10 % by default), for ``steps`` steps.
 
     Attributes
     ----------
     steps, batch_size : int
         Optimiser steps and captions per step.
-    lr, weight_decay, warmup_frac, grad_clip : float
-        AdamW learning rate and decay; warm-up fraction of the steps; gradient-norm clip.
+    optim : OptimConfig
+        AdamW and its schedule.
     noise_std : float
         Standard deviation ``sigma`` of the Gaussian noise added to each coordinate of the
         (normalised) condition during training (CapDec); 0 disables it.
@@ -336,10 +339,7 @@ class DecoderTrainConfig:
 
     steps: int = 1500
     batch_size: int = 128
-    lr: float = 1e-3
-    weight_decay: float = 0.01
-    warmup_frac: float = 0.05
-    grad_clip: float = 1.0
+    optim: OptimConfig = field(default_factory=OptimConfig)
     noise_std: float = 0.0
     seed: int = 0
 
@@ -348,19 +348,22 @@ class DecoderTrainConfig:
             raise InputError(
                 f"decoder steps and batch size must be >= 1, got {self.steps}, {self.batch_size}"
             )
-        if self.lr <= 0 or self.noise_std < 0:
-            raise InputError(
-                f"decoder lr must be > 0 and noise_std >= 0, got {self.lr}, {self.noise_std}"
-            )
+        if not self.noise_std >= 0:
+            raise InputError(f"decoder noise_std must be >= 0, got {self.noise_std}")
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """Flat, as a caption run records it (``min_lr_frac`` only when not the default)."""
+        optim = asdict(self.optim)
+        if optim["min_lr_frac"] == OptimConfig.min_lr_frac:
+            del optim["min_lr_frac"]  # recorded as before the decoder's floor was a setting
+        return {"steps": self.steps, "batch_size": self.batch_size, **optim,
+                "noise_std": self.noise_std, "seed": self.seed}  # fmt: skip
 
 
 def lr_at(step: int, cfg: DecoderTrainConfig) -> float:
-    """Learning rate at ``step``: linear warm-up, then cosine decay to 10 % of ``cfg.lr``."""
-    warm = warmup_steps(cfg.warmup_frac, cfg.steps)
-    return warmup_cosine_lr(step, cfg.lr, cfg.steps, warm, 0.1)
+    """Learning rate at ``step``: linear warm-up, then cosine decay to ``min_lr_frac`` (10 %)
+    of ``lr`` (:meth:`OptimConfig.lr_at`)."""
+    return cfg.optim.lr_at(step, cfg.steps)
 
 
 def train_decoder(
@@ -412,7 +415,7 @@ def train_decoder(
         torch.manual_seed(cfg.seed)
         model = PrefixDecoder(model_cfg)
     gen = torch.Generator().manual_seed(cfg.seed)
-    opt = adamw(model, cfg.lr, cfg.weight_decay)
+    opt = adamw(model, cfg.optim.lr, cfg.optim.weight_decay)
     model.train()
     losses: list[float] = []
     perm = torch.randperm(N, generator=gen)
@@ -435,8 +438,8 @@ def train_decoder(
             raise InputError(f"decoder training diverged at step {step} (loss {loss.item()})")
         opt.zero_grad(set_to_none=True)
         loss.backward()
-        if cfg.grad_clip > 0:
-            nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+        if cfg.optim.grad_clip > 0:
+            nn.utils.clip_grad_norm_(model.parameters(), cfg.optim.grad_clip)
         opt.step()
         losses.append(loss.item())
         if progress is not None and (step % 50 == 0 or step == cfg.steps - 1):

@@ -26,6 +26,8 @@ class FieldFlag:
     kind: str
     default: Any
     help: str
+    metavar: str = ""
+    part: str = ""
 
     @property
     def flag(self) -> str:
@@ -36,7 +38,15 @@ def field_flags(cls: type, prefix: str = "") -> tuple[FieldFlag, ...]:
     """The flags of the fields of dataclass ``cls`` that carry a ``help``; keys ``prefix`` +
     field name (``"model."`` for the model's)."""
     return tuple(
-        FieldFlag(prefix + f.name, f.name, str(f.type), f.default, f.metadata["help"])
+        FieldFlag(
+            prefix + f.name,
+            f.name,
+            str(f.type),
+            f.default,
+            f.metadata["help"],
+            f.metadata.get("metavar", ""),
+            f.metadata.get("part", ""),
+        )
         for f in fields(cls)
         if "help" in f.metadata
     )
@@ -56,20 +66,26 @@ def value_type(kind: str):
 
 
 def add_field_flags(
-    p: argparse.ArgumentParser,
+    p: Any,
     flags: Sequence[FieldFlag],
-    title: str,
+    title: str | None,
     defaults: Mapping[str, str] | None = None,
 ) -> None:
-    """Add ``flags`` in a help group ``title``; each parser default is None (a flag left out
-    is told from one given; the config's default applies). ``defaults``: how the help states
-    a flag's default, by dest (else the field's)."""
-    group = p.add_argument_group(title)
+    """Add ``flags`` in a help group ``title`` of parser ``p`` (``title`` None: ``p`` is the
+    group); each parser default is None (a flag left out is told from one given; the config's
+    default applies). A ``bool`` field's flag takes no value (given: true). ``defaults``: how
+    the help states a flag's default, by dest (else the field's)."""
+    group = p if title is None else p.add_argument_group(title)
     for f in flags:
-        shown = (defaults or {}).get(f.dest) or f"default {f.default:g}"
+        default = f"{f.default:g}" if isinstance(f.default, float) else f.default
+        shown = (defaults or {}).get(f.dest) or f"default {default}"
+        if f.kind == "bool":
+            group.add_argument(f.flag, dest=f.dest, action="store_const", const=True,
+                               default=None, help=f.help)  # fmt: skip
+            continue
         group.add_argument(
-            f.flag, dest=f.dest, metavar=f.kind.upper(), type=value_type(f.kind), default=None,
-            help=f"{f.help} ({shown})",
+            f.flag, dest=f.dest, metavar=f.metavar or f.kind.upper(), type=value_type(f.kind),
+            default=None, help=f"{f.help} ({shown})",
         )  # fmt: skip
 
 

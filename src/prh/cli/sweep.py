@@ -71,14 +71,13 @@ def _runner(args: argparse.Namespace):
         return make_backend(args.backend)
     from prh.training.config import train_config
 
-    given = {"vision": args.vision, "preset": args.model_preset}
-    given = {k: v for k, v in given.items() if v is not None}  # the rest: CaveBackend's defaults
-    if "preset" in given:
+    given = {} if args.vision is None else {"vision": args.vision}  # else CaveBackend's
+    if args.model_preset is not None:
         try:
-            train_config(given["preset"])
+            given["train"] = train_config(args.model_preset)
         except InputError:
             raise InputError(
-                f"--model-preset {given['preset']!r}: expected tiny, small or base"
+                f"--model-preset {args.model_preset!r}: expected tiny, small or base"
             ) from None
     return make_backend("cave", **given)
 

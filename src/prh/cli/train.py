@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +58,11 @@ def max_len(text: str) -> int:
 thread_count = bounded_int(MAX_THREADS, "threads")  # CPU threads: an integer in [1, 1024]
 
 
+# The help groups of the config's parts (a derived knob's part rides in its field's metadata).
+PARTS = {"model": "model", "optimiser": "optimiser and objective",
+         "world": "world and documents (next-token views)"}  # fmt: skip
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Flags of ``prh train``, in help groups by part (none over 12 flags)."""
     d = TrainConfig  # defaults come from the config, so the help cannot drift from it
@@ -94,15 +98,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     data.add_argument(
         "--seed", type=seed, default=None, help=f"seed (init and data order; default {d.seed})"
     )
-    model = p.add_argument_group("model")
-    model.add_argument(
+    groups = {part: p.add_argument_group(title) for part, title in PARTS.items()}
+    groups["model"].add_argument(
         "--preset",
         choices=list(PRESET_DEFAULTS),
         default=None,
         help=f"model size: tiny (2 layers, d=128), small (~33M), base (~109M) (default {d.preset})",
     )
-    _optimiser_flags(p.add_argument_group("optimiser and objective"), data)
-    _world_flags(p.add_argument_group("world and documents (next-token views)"))
+    _optimiser_flags(groups["optimiser"], data)
+    _world_flags(groups["world"])
+    for part, group in groups.items():  # the knobs derived from the configs, by their part
+        add_field_flags(group, [f for f in TRAIN_KNOBS if f.part == part], None)
     add_image_arguments(p.add_argument_group("images and sketches (--modality image|sketch)"))
     _run_flags(p.add_argument_group("evaluation"), p.add_argument_group("output and machine"))
     _config_flags(p)
@@ -138,7 +144,6 @@ def _config_flags(p: argparse.ArgumentParser) -> None:
         help="set one config key (repeatable; model.d_model etc. for the model), the value "
         "parsed by the key's type",
     )
-    add_field_flags(p, TRAIN_KNOBS, "optimiser, objective and tokenizer knobs")
     shape = {f.dest: _preset_shapes(f.dest, f.default) for f in MODEL_KNOBS}
     add_field_flags(p, MODEL_KNOBS, "model shape (text; overrides --preset's)", shape)
 
@@ -266,14 +271,16 @@ TEXT_FLAGS = ("preset", "max_len", "world_themes", "theme_strength", "doc_captio
 def config_from_args(args: argparse.Namespace) -> TrainConfig:
     """The :class:`TrainConfig` a fresh ``prh train`` runs, key by key the last of: config
     defaults, the preset's, ``--config FILE``, ``--set`` (in order), the flags given."""
-    from prh.cli.train_checks import check_layer, flag_rules
+    from prh.cli.train_checks import check_config_kind, check_layer, check_set_kinds, flag_rules
     from prh.training.config_layers import layered_config, merge, parse_sets, read_config_file
 
     # each layer's values pass the rules of the flags that set the same keys (issue 36)
     lower, rules = [], flag_rules(add_arguments)
     if args.config:
-        lower.append(check_layer(read_config_file(args.config), f"--config {args.config}", rules))
+        read = read_config_file(args.config, check_config_kind)
+        lower.append(check_layer(read, f"--config {args.config}", rules))
     if args.set:
+        check_set_kinds(args.set)
         lower.append(check_layer(parse_sets(args.set), "--set", rules))
     return layered_config([*lower, flag_layer(args, merge(lower))])
 
@@ -296,7 +303,10 @@ def flag_layer(args: argparse.Namespace, lower: dict[str, Any]) -> dict[str, Any
 
 def flat_config(cfg: TrainConfig) -> dict[str, Any]:
     """``cfg`` as the flat keys ``--config`` reads back (``model.*`` for its model overrides)."""
-    out = {f.name: getattr(cfg, f.name) for f in fields(cfg) if f.name != "model_overrides"}
+    from prh.training.config import flat_fields
+
+    out = flat_fields(cfg)
+    del out["model_overrides"]
     return {**out, **{f"model.{k}": v for k, v in cfg.model_overrides.items()}}
 
 

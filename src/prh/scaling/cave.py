@@ -21,22 +21,24 @@ measures its held-out canonical correlation with the theory embedding ``g*`` at 
 the last ones, scored on the held-out scenes), and the row records
 ``extra["theory_curve"] = [[samples, cc], ...]``.
 
-A run folder left by a killed sweep without its final weights is removed and retrained (cells are
-whole or absent). torch uses ``threads`` intra-op threads per worker.
+A run folder left by a killed sweep without its final weights is trained again by
+:func:`prh.training.lifecycle.fit`'s one rule (``resume="auto"``: the cells keep no checkpoint,
+so fit clears what the killed start left; cells are whole or absent). torch uses ``threads``
+intra-op threads per worker.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import shutil
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from prh.errors import InputError
 from prh.jsonio import loads
 from prh.scaling.grid import Cell
+from prh.training.config import TrainConfig, flat_fields, train_config
 
 
 def embed_renders(
@@ -104,6 +106,30 @@ def write_theory(world: Any, fit_ids: list[int], test_ids: list[int], path: Path
     return path
 
 
+# Cell ids (compatibility, the one place): before the runner carried a TrainConfig, its options
+# named the recipe as (key, value) pairs, the demo's five in this order, and the next-token
+# documents as pairs of their own. A recipe is described the same way, so that the cell ids of
+# older sweeps (and the demo's sweep folders) stay.
+RECIPE_KEYS = ("batch_size", "lr", "max_len", "min_lr_frac", "train_scenes")
+DOC_KEYS = ("doc_captions", "narration_len", "max_len")
+CELL_KEYS = ("views", "rho", "samples", "seed")  # set by each cell
+
+
+def _pairs(
+    cfg: TrainConfig, base: TrainConfig, first: tuple[str, ...], block: bool
+) -> list[list[Any]]:
+    """``[[key, value], ...]`` of the fields of ``cfg`` that differ from ``base`` (none: []),
+    led by ``first`` (all of them with ``block``, else those that differ), then the others in
+    field order."""
+    have, ref = flat_fields(cfg), flat_fields(base)
+    diff = [k for k in have if k not in CELL_KEYS and have[k] != ref[k]]
+    if not diff:
+        return []
+    lead = list(first) if block else [k for k in first if k in diff]
+    keys = lead + [k for k in diff if k not in lead]
+    return [[k, have[k]] for k in keys]
+
+
 @dataclass(frozen=True)
 class CaveBackend:
     """Train-and-measure runner on the cave world (see the module docstring).
@@ -112,35 +138,31 @@ class CaveBackend:
     ----------
     vision : str
         Frozen image encoder spec (:func:`prh.encoders.load_encoder`).
-    preset : str
-        Text model preset (``tiny``, ``small``, ``base``).
+    train : TrainConfig
+        The recipe every cell trains (:func:`prh.training.train_config`): model preset,
+        optimiser, world (``world``, ``world_seed``: :func:`prh.world.make_world`) and data;
+        each cell sets its views, rho (mixtures), samples and seed, and no checkpoints.
+    next_token : TrainConfig or None
+        The recipe of the next-token cells (``views`` next-token; e.g. documents of four
+        captions of one scene), None: ``train``'s.
     eval_scenes : int
         Held-out scenes measured per cell.
     k : int
         Mutual-kNN neighbours.
     null : int
         Permutations for the calibrated score (0: ``calibrated`` is ``None``).
-    world : str
-        The world's registry name (:func:`prh.world.make_world`): ``cave`` (still) or
-        ``moving``.
-    world_seed, caption_seed, nuisance_seed : int
-        Which world, which caption wording and which renders are measured.
+    caption_seed, nuisance_seed : int
+        Which caption wording and which renders are measured.
     image_size : int
         Render side fed to the vision encoder.
     threads : int
         torch intra-op threads per cell.
-    train_overrides : tuple of (str, value)
-        Extra :class:`prh.training.TrainConfig` fields (e.g. ``(("train_scenes", 200),)``).
     curve_every : int
         Samples between two evaluations of the training run (a multiple of the batch; 0: none).
         Each cell then records its curve (module docstring).
     warmup_max_batches : int
         When > 0, warm-up lasts at most this many batches (``warmup_frac`` is capped at
         ``warmup_max_batches * batch_size / samples``), so long runs do not warm up for longer.
-    view_overrides : tuple of (str, tuple of (str, value))
-        Extra :class:`prh.training.TrainConfig` fields for the cells of one view kind, applied
-        after ``train_overrides`` (e.g. ``(("next-token", (("doc_captions", 4),)),)``: documents
-        of four captions of one scene for the next-token runs only).
     theory_fit_scenes : int
         With ``curve_every`` on a world with a spectral gap (the moving world): training-split
         states (the split's last ones) that fit the canonical directions of the theory curve
@@ -148,35 +170,55 @@ class CaveBackend:
     """
 
     vision: str = "efficientnet-lite0"
-    preset: str = "tiny"
+    train: TrainConfig = field(default_factory=TrainConfig)
+    next_token: TrainConfig | None = None
     eval_scenes: int = 500
     k: int = 10
     null: int = 100
-    world: str = "cave"
-    world_seed: int = 0
     caption_seed: int = 0
     nuisance_seed: int = 0
     image_size: int = 224
     threads: int = 1
-    train_overrides: tuple[tuple[str, Any], ...] = ()
     curve_every: int = 0
     warmup_max_batches: int = 0
-    view_overrides: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
     theory_fit_scenes: int = 0
     name: str = "cave"
 
+    def __post_init__(self) -> None:
+        if self.train.world is None:
+            raise InputError("cave backend: its runs train on a world, not a corpus")
+        if self.next_token is not None and self.next_token.views != "next-token":
+            raise InputError(
+                f"cave backend: next_token is the recipe of next-token runs, got views "
+                f"{self.next_token.views}"
+            )
+
+    @property
+    def world(self) -> str:
+        """The world's registry name."""
+        return str(self.train.world)
+
     def options(self) -> dict[str, Any]:
-        d = asdict(self)
-        d.pop("name")
-        d.pop("threads")  # does not change results
-        d["train_overrides"] = [list(kv) for kv in self.train_overrides]
-        d["view_overrides"] = [[v, [list(kv) for kv in kvs]] for v, kvs in self.view_overrides]
+        """What determines a cell's results (its id, :meth:`Cell.cell_id`)."""
+        t = self.train
+        base = train_config(t.preset, world=t.world, world_seed=t.world_seed)
+        nt_base = replace(t, views="next-token", rho=TrainConfig.rho)
+        d: dict[str, Any] = {
+            "vision": self.vision, "preset": t.preset, "eval_scenes": self.eval_scenes,
+            "k": self.k, "null": self.null, "world": t.world, "world_seed": t.world_seed,
+            "caption_seed": self.caption_seed, "nuisance_seed": self.nuisance_seed,
+            "image_size": self.image_size, "train_overrides": _pairs(t, base, RECIPE_KEYS, True),
+            "curve_every": self.curve_every, "warmup_max_batches": self.warmup_max_batches,
+            "view_overrides": [] if self.next_token is None else
+            [["next-token", _pairs(self.next_token, nt_base, DOC_KEYS, False)]],
+            "theory_fit_scenes": self.theory_fit_scenes,
+        }  # fmt: skip
         # newer options: left out at their default, so that the cell ids of older sweeps stay
         for k in ("curve_every", "warmup_max_batches", "view_overrides", "theory_fit_scenes"):
             if not d[k]:
                 del d[k]  # the same
-        if d["world"] == "cave":
-            del d["world"]
+        if t.world == TrainConfig.world:
+            del d["world"]  # the default world: as before the world became an option
         return d
 
     def vision_path(self, out_dir: Path) -> Path:
@@ -221,7 +263,7 @@ class CaveBackend:
     def _world(self):
         from prh.world import make_world
 
-        return make_world(self.world, seed=self.world_seed)
+        return make_world(self.world, seed=self.train.world_seed)
 
     def _scene_ids(self, world) -> list[int]:
         from prh.world.registry import split_sample
@@ -238,8 +280,10 @@ class CaveBackend:
         """Embed the held-out scenes' renders with the frozen vision encoder, once per sweep."""
         theory = self.theory_path(Path(out_dir))
         if theory is not None and not theory.exists():
+            from prh.world import has_theory
+
             world = self._world()
-            if getattr(world, "gap_k", None) is None:
+            if not has_theory(world):
                 raise InputError(
                     f"cave backend: theory_fit_scenes on world {self.world}, which has no "
                     "spectral gap (no theory embedding)"
@@ -253,30 +297,18 @@ class CaveBackend:
                       nuisance_seed=self.nuisance_seed, image_size=self.image_size,
                       threads=self.threads)  # fmt: skip
 
-    def train_config(self, cell: Cell, out_dir: Path):
-        """The :class:`prh.training.TrainConfig` of ``cell``."""
-        from prh.training.config import train_config
-
-        rho = float(cell.rho) if cell.views == "mixture" else None
-        overrides = dict(self.train_overrides)
-        for views, kvs in self.view_overrides:
-            if views == cell.views:
-                overrides.update(dict(kvs))
-        cfg = train_config(
-            self.preset,
-            views=cell.views,
-            rho=rho,
-            samples=int(cell.samples),
-            seed=int(cell.seed),
-            world=self.world,
-            world_seed=self.world_seed,
-            checkpoint_every=0,
-            **overrides,
-        )
+    def train_config(self, cell: Cell, out_dir: Path) -> TrainConfig:
+        """The :class:`prh.training.TrainConfig` of ``cell``: the recipe of its views with the
+        cell's views, rho (a mixture's), samples and seed, no checkpoints, and the curve's
+        evaluations."""
+        recipe = self.next_token if cell.views == "next-token" and self.next_token else self.train
+        cfg = replace(recipe, views=cell.views, samples=int(cell.samples), seed=int(cell.seed),
+                      checkpoint_every=0,
+                      **({"rho": float(cell.rho)} if cell.views == "mixture" else {}))  # fmt: skip
         changes: dict[str, Any] = {}
         if self.warmup_max_batches:
             cap = self.warmup_max_batches * cfg.batch_size / cfg.samples
-            changes["warmup_frac"] = min(cfg.warmup_frac, cap)
+            changes["optim"] = replace(cfg.optim, warmup_frac=min(cfg.optim.warmup_frac, cap))
         if self.curve_every:
             if self.curve_every % cfg.batch_size:
                 raise InputError(
@@ -305,12 +337,12 @@ class CaveBackend:
         vision = load_features(self._vision_path(out_dir))
         cfg = self.train_config(cell, out_dir)
         run_dir = out_dir / "runs" / cell.cell_id(self.name, self.options())
-        if run_dir.exists() and not (run_dir / "model.safetensors").exists():
-            shutil.rmtree(run_dir)  # a run killed mid-training: start the cell again
         t0 = time.perf_counter()
-        if not run_dir.exists():
+        if not (run_dir / "model.safetensors").is_file():  # else a finished cell: reused
             run_dir.parent.mkdir(parents=True, exist_ok=True)
-            train(cfg, run_dir, progress=False, threads=max(1, self.threads))
+            # fit's one rule for what a killed sweep left: a start without a checkpoint (the
+            # cells keep none) is cleared and trained again
+            train(cfg, run_dir, progress=False, threads=max(1, self.threads), resume="auto")
         train_seconds = time.perf_counter() - t0
         world = self._world()
         ids = self._scene_ids(world)

@@ -11,25 +11,37 @@ scene) are drawn once, by :meth:`CaveImageBackend.prepare` in the sweep's driver
 starts, into ``render_cache`` (default ``OUT/render_cache``), so that parallel cells never draw
 one cache twice.
 
-A cell's run folder left by a killed sweep resumes from its latest checkpoint (bitwise identical
-to an uninterrupted run on CPU: the run keeps the thread count it started with); a folder without
-its ``config.json`` (killed before its first write) is removed and the run starts again; a
-finished run (its ``model.safetensors`` written) is reused.
+What a killed sweep left in a cell's run folder is :func:`prh.training.lifecycle.fit`'s to judge
+(``resume="auto"``): a run with checkpoints resumes from its latest one (bitwise identical to an
+uninterrupted run on CPU: the run keeps the thread count it started with), a start killed before
+its first checkpoint is cleared and started again, a finished run is reused.
 """
 
 from __future__ import annotations
 
-import shutil
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from prh.errors import InputError
+from prh.scaling.cave import CELL_KEYS
 from prh.scaling.grid import Cell
+from prh.training.config import TrainConfig, flat_fields, train_config
+from prh.training.image_config import ImageConfig, check_image_run
 
 IMAGE_CELL_MODALITIES = ("image", "sketch")
 _RHO = {"good": 1.0, "bad": 0.0}  # what `prh train --views good|bad` stores as rho
+
+
+def _default_train() -> TrainConfig:
+    return train_config("tiny", lr=3e-4, train_scenes=1000, checkpoint_every=20)
+
+
+# Cell ids (compatibility): the options a runner had before it carried its configs, by name.
+TRAIN_KEYS = ("preset", "batch_size", "lr", "train_scenes", "world", "world_seed",
+              "checkpoint_every")  # fmt: skip
+PER_CELL_IMAGE = ("modality", "cache_dir")  # set by each cell, and where caches lie
 
 
 @dataclass(frozen=True)
@@ -38,24 +50,13 @@ class CaveImageBackend:
 
     Attributes
     ----------
-    preset : str
-        Size dial of the encoder and the optimiser defaults (:func:`prh.training.train_config`).
-    batch_size : int
-        Pairs per step.
-    lr : float
-        Peak learning rate.
-    train_scenes : int
-        Training scenes drawn from (the first of the world's train split).
-    world, world_seed : str, int
-        Which world (registry name: ``cave`` or ``moving``) and its seed.
-    image_size : int
-        Render side in pixels.
-    render_views : int
-        Views per scene in the render cache.
-    backbone, freeze_until, backbone_size, scratch_branch : str, int, int, bool
-        The pretrained backbone and how it is fine-tuned (:class:`prh.training.ImageConfig`).
-    checkpoint_every : int
-        Steps between two checkpoints (what a killed run resumes from).
+    train : TrainConfig
+        The recipe every cell trains (:func:`prh.training.train_config`: size dial, batch,
+        learning rate, training scenes, world and its seed, steps between checkpoints, which
+        a killed run resumes from); each cell sets its views, rho, samples and seed.
+    image : ImageConfig
+        Render side, views per scene in the render cache and the pretrained backbone
+        (:class:`prh.training.ImageConfig`); each cell sets its modality, the runner its cache.
     threads : int
         torch intra-op threads per cell (not an option: a resumed run keeps its own).
     render_cache : str or None
@@ -67,38 +68,39 @@ class CaveImageBackend:
         Processes that draw them; not an option.
     """
 
-    preset: str = "tiny"
-    batch_size: int = 128
-    lr: float = 3e-4
-    train_scenes: int = 1000
-    world: str = "cave"
-    world_seed: int = 0
-    image_size: int = 64
-    render_views: int = 2
-    backbone: str = "none"
-    freeze_until: int = 10
-    backbone_size: int = 128
-    scratch_branch: bool = False
-    checkpoint_every: int = 20
+    train: TrainConfig = field(default_factory=_default_train)
+    image: ImageConfig = field(default_factory=lambda: ImageConfig(render_views=2))
     threads: int = 1
     render_cache: str | None = None
     modalities: tuple[str, ...] = IMAGE_CELL_MODALITIES
     cache_workers: int = 1
     name: str = "cave-image"
 
+    @property
+    def world(self) -> str:
+        """The world's registry name."""
+        return str(self.train.world)
+
     def options(self) -> dict[str, Any]:
-        d = asdict(self)
-        for k in ("name", "threads", "render_cache", "modalities", "cache_workers"):
-            d.pop(k)  # none of them changes a run's weights
-        if d["world"] == "cave":
-            del d["world"]  # the cave's cell ids as before the world became an option
+        """What determines a cell's weights (its id): the recipe's fields by the names the
+        runner's options had; other recipe fields only where they differ from the preset's."""
+        t, flat = self.train, flat_fields(self.train)
+        d = {k: flat[k] for k in TRAIN_KEYS}
+        d.update({f.name: getattr(self.image, f.name) for f in fields(self.image)
+                  if f.name not in PER_CELL_IMAGE})  # fmt: skip
+        ref = flat_fields(train_config(t.preset, **{k: d[k] for k in TRAIN_KEYS[1:]}))
+        other = {k: v for k, v in flat.items() if k not in CELL_KEYS and v != ref[k]}
+        if other:
+            d["train"] = other
+        if t.world == TrainConfig.world:
+            del d["world"]  # the default world: as before the world became an option
         return d
 
     def cache_folder(self, out_dir: Path) -> Path:
         """Where the render caches lie (``render_cache``, else ``out_dir/render_cache``)."""
         return Path(self.render_cache) if self.render_cache else Path(out_dir) / "render_cache"
 
-    def configs(self, cell: Cell, out_dir: Path):
+    def configs(self, cell: Cell, out_dir: Path) -> tuple[TrainConfig, ImageConfig]:
         """``(TrainConfig, ImageConfig)`` of ``cell``: what ``prh train --modality M --views V``
         with this runner's settings as flags builds.
 
@@ -107,41 +109,17 @@ class CaveImageBackend:
         InputError
             For a cell of another modality or of views other than good and bad.
         """
-        from prh.training.image_config import ImageConfig, check_image_run
-
         if cell.modality not in IMAGE_CELL_MODALITIES or cell.views not in _RHO:
             raise InputError(
                 f"{self.name} backend: cell {cell.modality} {cell.views}: expected modality "
                 f"image or sketch and views good or bad"
             )
-        train = self._train_config(views=cell.views, samples=int(cell.samples), seed=cell.seed)
-        image = ImageConfig(
-            modality=cell.modality,
-            image_size=self.image_size,
-            render_views=self.render_views,
-            cache_dir=str(self.cache_folder(out_dir)),
-            backbone=self.backbone,
-            freeze_until=self.freeze_until,
-            backbone_size=self.backbone_size,
-            scratch_branch=self.scratch_branch,
-        )
+        train = replace(self.train, views=cell.views, rho=_RHO[cell.views],
+                        samples=int(cell.samples), seed=int(cell.seed))  # fmt: skip
+        image = replace(self.image, modality=cell.modality,
+                        cache_dir=str(self.cache_folder(out_dir)))  # fmt: skip
         check_image_run(train, image)
         return train, image
-
-    def _train_config(self, **fields: Any):
-        from prh.training.config import train_config
-
-        return train_config(
-            self.preset,
-            world=self.world,
-            rho=_RHO.get(fields.get("views", "good")),
-            batch_size=self.batch_size,
-            lr=self.lr,
-            checkpoint_every=self.checkpoint_every,
-            train_scenes=self.train_scenes,
-            world_seed=self.world_seed,
-            **fields,
-        )
 
     def prepare(self, out_dir: Path) -> None:
         """Draw the render cache of each of ``modalities`` that is not drawn yet, once per sweep."""
@@ -149,10 +127,11 @@ class CaveImageBackend:
         from prh.views.render_cache import cache_key, load_or_build
 
         folder = self.cache_folder(Path(out_dir))
-        ids = train_scene_ids(self._train_config())
+        t, image = self.train, self.image
+        ids = train_scene_ids(t)
         for modality in sorted(set(self.modalities)):
-            key = cache_key(self.world_seed, modality, self.image_size, self.render_views, ids,
-                            world=self.world)  # fmt: skip
+            key = cache_key(t.world_seed, modality, image.image_size, image.render_views, ids,
+                            world=t.world)  # fmt: skip
             if not (folder / key.file_name).is_file():
                 load_or_build(folder, key, ids, workers=self.cache_workers)
 
@@ -171,18 +150,14 @@ class CaveImageBackend:
 
 
 def train_or_resume(train: Any, image: Any, run_dir: Path, threads: int) -> str:
-    """Finish the image run in ``run_dir``; return what was done: ``reused`` (its weights are
-    there), ``resumed`` (from its config and latest checkpoint, with its own thread count) or
-    ``trained`` (from scratch; a folder killed before its config was written is removed)."""
+    """Finish the image run in ``run_dir`` by :func:`~prh.training.lifecycle.fit`'s one rule
+    (``resume="auto"``); return what it did: ``reused`` (its weights are there), ``resumed``
+    (from its stored config and latest checkpoint, with its own thread count) or ``trained``
+    (from scratch; what a start killed before its first checkpoint left is cleared by fit)."""
     from prh.training.image import train_image
+    from prh.training.rundir import run_state
 
-    if (run_dir / "model.safetensors").is_file():
-        return "reused"
-    if (run_dir / "config.json").is_file():
-        train_image(None, None, run_dir, False, resume=True, workers=1)
-        return "resumed"
-    if run_dir.exists():
-        shutil.rmtree(run_dir)
+    state = run_state(run_dir)
     run_dir.parent.mkdir(parents=True, exist_ok=True)
-    train_image(train, image, run_dir, False, threads=max(1, threads), workers=1)
-    return "trained"
+    train_image(train, image, run_dir, False, resume="auto", threads=max(1, threads), workers=1)
+    return {"finished": "reused", "started": "resumed"}.get(state, "trained")

