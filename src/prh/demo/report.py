@@ -31,6 +31,7 @@ from prh.demo.report_modalities import modalities_context, modalities_summary, p
 from prh.demo.report_theory import theory_context
 from prh.io import atomic_write, write_json
 from prh.provenance import stamped
+from prh.world.registry import world_title
 
 NAMES = {
     "good": "good views (JEPA)",
@@ -422,7 +423,7 @@ def _header(summary: dict[str, Any]) -> dict[str, str]:
     return {
         "name": str(cfg["name"]),
         "world_seed": str(cfg["world_seed"]),
-        "world": "moving cave" if cfg.get("world") == "moving" else "cave",
+        "world": world_title(cfg.get("world")),
         "preset": str(cfg["preset"]),
         "vision": str(cfg["vision"]),
         "cost": _cost_text(summary),

@@ -17,6 +17,7 @@ from prh.demo import protocol
 from prh.demo.context import Context
 from prh.demo.figures import fig, interval
 from prh.demo.world import RUN_OF, TEXT_ENCODERS, demo_world, scene_ids, text_encoder
+from prh.world.registry import is_default_world
 
 
 def step_prove(ctx: Context) -> dict[str, Any]:
@@ -52,7 +53,7 @@ def step_vision(ctx: Context) -> dict[str, Path]:
     world = demo_world(cfg)
     test, train = scene_ids(cfg, world)
     key = f"{cfg.vision}|{cfg.world_seed}|{len(train)}|{train[0]}|{train[-1]}"
-    if cfg.world != "cave":  # the cave's cached names as before
+    if not is_default_world(cfg.world):  # the cave's cached names as before
         key += f"|{cfg.world}"
     h = hashlib.sha256(key.encode()).hexdigest()[:10]
     paths = {

@@ -70,9 +70,10 @@ def lag_pairs(train: TrainConfig, ids: np.ndarray) -> Any:
     """Good pairs of a moving world over ``ids`` (:class:`prh.views.lag.LagPairs`); ``None``
     for a still world (one state per pair, as before)."""
     from prh.views.lag import LagPairs
+    from prh.world import SpectralWorld
 
     world = run_world(train)
-    return LagPairs(world, ids) if hasattr(world, "pair_kernel") else None
+    return LagPairs(world, ids) if isinstance(world, SpectralWorld) else None
 
 
 def image_dataset(

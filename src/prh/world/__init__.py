@@ -10,10 +10,16 @@ from prh.world.cave import CaveWorld, WorldConfig
 from prh.world.registry import (
     SpectralWorld,
     World,
+    gap_k,
     has_theory,
+    is_default_world,
     make_world,
+    moves,
     register_world,
+    world_lag,
     world_names,
+    world_tag,
+    world_title,
 )
 from prh.world.scenes import COLOURS, SHAPES, SIZES, Relation, Scene, SceneObject
 
@@ -28,8 +34,14 @@ __all__ = [
     "SpectralWorld",
     "World",
     "WorldConfig",
+    "gap_k",
     "has_theory",
+    "is_default_world",
     "make_world",
+    "moves",
     "register_world",
+    "world_lag",
     "world_names",
+    "world_tag",
+    "world_title",
 ]
