@@ -39,6 +39,7 @@ from prh.demo.config import DemoConfig
 from prh.demo.context import Context
 from prh.demo.figures import above, at_least, fig, interval
 from prh.demo.world import demo_world, scene_ids
+from prh.world.ids import scene_id
 
 TEXT_SETS = {
     "text-good": "good",
@@ -131,7 +132,7 @@ def embed_runs(ctx: Context, runs: Mapping[str, Path]) -> dict[str, dict[str, Pa
                     "modality": "image",
                     "layer_dims": json.dumps(layer_widths(feats)),
                 }
-                save_features(paths[split], feats, ids=[f"scene_{i}" for i in ids], metadata=meta)
+                save_features(paths[split], feats, ids=[scene_id(i) for i in ids], metadata=meta)
         out[name] = paths
     return out
 

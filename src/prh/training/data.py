@@ -11,6 +11,7 @@ from typing import Any
 
 from prh.errors import InputError
 from prh.training.config import TrainConfig
+from prh.world.ids import scene_ids_of
 from prh.world.registry import SpectralWorld, gap_k, is_default_world
 
 TOKENIZER_FILE = "tokenizer.json"
@@ -182,12 +183,8 @@ def eval_texts(cfg: TrainConfig, ids: list[str]) -> list[str]:
     """One caption per id (``scene_{i}``) to embed for evaluation against a feature file."""
     if cfg.world is not None:
         world = build_world(cfg)
-        out = []
-        for s in ids:
-            if not s.startswith("scene_") or not s[6:].isdigit():
-                raise InputError(f"--eval-features: id {s!r} is not a world scene id 'scene_<i>'")
-            out.append(world.captions(int(s[6:]), 1, seed=cfg.world_seed + 1)[0])
-        return out
+        scenes = scene_ids_of(ids, "--eval-features")
+        return [world.captions(int(i), 1, seed=cfg.world_seed + 1)[0] for i in scenes]
     from prh.data import load_corpus
 
     corpus = load_corpus(cfg.corpus)

@@ -34,6 +34,7 @@ from prh.training.distributed import DistInfo, gather_rows
 from prh.training.image_config import ImageConfig, check_image_run, image_model_config
 from prh.training.lifecycle import Barrier, Encode, Run, fit, load_run
 from prh.training.loop import LossContext, jepa_objective
+from prh.world.ids import scene_ids_of
 
 
 def image_loss(
@@ -224,10 +225,8 @@ class ImageTask:
 
     def eval_items(self, cfg: TrainConfig, ids: list[str]) -> list[np.ndarray]:
         """The ``scene_<i>`` ids' renders (sketches) under nuisance seed 0."""
-        bad = [s for s in ids if not s.startswith("scene_") or not s[6:].isdigit()]
-        if bad:
-            raise InputError(f"--eval-features: id {bad[0]!r} is not a world scene id 'scene_<i>'")
-        return draw_scenes(cfg, self.image, [int(s[6:]) for s in ids])
+        scenes = scene_ids_of(ids, "--eval-features")
+        return draw_scenes(cfg, self.image, [int(i) for i in scenes])
 
     def encoder(
         self, cfg: TrainConfig, prepared: Any, model: nn.Module, dev: torch.device

@@ -21,6 +21,7 @@ import numpy as np
 
 from prh.errors import InputError
 from prh.metrics.theory_cca import TheoryCCA, theory_cca
+from prh.world.ids import scene_id
 from prh.world.registry import SpectralWorld, moves, world_lag
 
 if TYPE_CHECKING:
@@ -116,7 +117,7 @@ class RunPairs:
 
         paths = (Path(f"{prefix}_a.safetensors"), Path(f"{prefix}_b.safetensors"))
         for path, x, s in ((paths[0], self.a, self.states_a), (paths[1], self.b, self.states_b)):
-            save_features(path, x, ids=[f"scene_{int(i)}" for i in s])
+            save_features(path, x, ids=[scene_id(i) for i in s])
         return paths
 
 

@@ -62,6 +62,7 @@ def theory_target(task: Any, cfg: TrainConfig) -> TheoryTarget | None:
         return None
     from prh.features import load_features
     from prh.world import has_theory, make_world
+    from prh.world.ids import parse_scene_id
 
     where = f"--eval-theory {cfg.eval_theory}"
     if cfg.world is None:
@@ -82,12 +83,13 @@ def theory_target(task: Any, cfg: TrainConfig) -> TheoryTarget | None:
         )
     states = []
     for row, s in enumerate(target.ids):
-        if not (s.startswith("scene_") and s[6:].isdigit()) or int(s[6:]) >= world.num_scenes:
+        i = parse_scene_id(s)
+        if i is None or i >= world.num_scenes:
             raise InputError(
                 f"{where}: row {row} id {s!r} is not a state scene_<i> of world {cfg.world} "
                 f"(0..{world.num_scenes - 1})"
             )
-        states.append(int(s[6:]))
+        states.append(i)
     fit = np.isin(np.asarray(states), np.asarray(world.split("train")))
     k = g.shape[1]
     if fit.sum() <= k + 1 or (~fit).sum() < 3:
