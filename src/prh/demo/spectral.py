@@ -34,7 +34,7 @@ import numpy as np
 
 from prh.bridge.rotation_score import r2_score
 from prh.demo.modalities import GOOD_PAIRS
-from prh.demo.theory import embedding
+from prh.features import last_layer
 
 
 def _r1(pred: np.ndarray, y: np.ndarray) -> float:
@@ -89,7 +89,7 @@ def spectral_section(
 
         maps = {}
         for a, b in todo:
-            rows = [embedding(d[n], dims[n]) for d in (train, test) for n in (a, b)]
+            rows = [last_layer(d[n], dims[n]) for d in (train, test) for n in (a, b)]
             maps[f"{a}~{b}"] = _one(drawer(a), drawer(b), rows, cfg.seed,
                                     cfg.measure.spectral_pairs)  # fmt: skip
         return {"pairs": cfg.measure.spectral_pairs, "maps": maps}

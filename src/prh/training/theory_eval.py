@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from prh.errors import InputError
+from prh.features import last_layer
 from prh.training.config import TrainConfig
 from prh.training.distributed import DistInfo
 
@@ -98,12 +99,6 @@ def theory_target(task: Any, cfg: TrainConfig) -> TheoryTarget | None:
             f"states; expected more than {k + 1} and at least 3 (k = {k})"
         )
     return TheoryTarget(g, fit, task.eval_items(cfg, list(target.ids)))
-
-
-def last_layer(features: np.ndarray) -> np.ndarray:
-    """The last layer of ``(N, L, D)`` features (``(N, D)`` unchanged)."""
-    f = np.asarray(features, dtype=np.float64)
-    return f[:, -1, :] if f.ndim == 3 else f
 
 
 def theory_point(features: np.ndarray, target: TheoryTarget, seed: int = 0) -> dict[str, float]:
