@@ -30,6 +30,8 @@ SPECS = (
     "a prh train run directory",
 )
 MINILM_NAMES = ("minilm", "all-minilm-l6-v2", "all-MiniLM-L6-v2")
+PRETRAINING = {"efficientnet-lite0": "ImageNet-1k"}
+"""What a packaged encoder's weights were trained on (reports name it beside the encoder)."""
 EFFICIENTNET_NAMES = ("efficientnet-lite0", "random:efficientnet-lite0")
 
 
@@ -181,6 +183,11 @@ ENCODERS: tuple[EncoderKind, ...] = (
     EncoderKind("run", lambda s: s.path.is_dir(), _run),
     EncoderKind("unknown", _any, _unknown),
 )
+
+
+def pretraining(spec: str) -> str | None:
+    """The data a packaged encoder was trained on (``ImageNet-1k``); ``None`` when unknown."""
+    return PRETRAINING.get(str(spec).strip())
 
 
 def create_encoder(spec: EncoderSpec) -> Encoder:
