@@ -50,8 +50,7 @@ def control_runs(ctx: Context) -> dict[str, Path]:
 def step_control(ctx: Context) -> dict[str, Any]:
     """Train, embed and measure the control (module docstring); ``{"world", "runs", "theory",
     "evidence"}``, or ``{"skipped": reason}`` without a control world."""
-    from prh.demo.spectral import log_spectral, spectral_section
-    from prh.demo.theory import theory_section
+    from prh.demo.spectral import log_spectral, theory_and_maps
     from prh.demo.world import text_encoder
     from prh.encoders import load_encoder
 
@@ -59,7 +58,7 @@ def step_control(ctx: Context) -> dict[str, Any]:
         ctx.log("  no control world in this config")
         return {"skipped": "no control world"}
     cfg = ctx.cfg.control_config()
-    cctx = Context(cfg, ctx.out / "control", ctx.log, state=ctx.state)
+    cctx = Context(cfg, ctx.out / "control", ctx.log)
     ctx.log(f"  control world {cfg.world}: text good and bad at {cfg.text.samples} samples, "
             f"{', '.join(cfg.image.modalities) or 'no image run'}")  # fmt: skip
     vision = steps.step_vision(cctx)
@@ -74,8 +73,8 @@ def step_control(ctx: Context) -> dict[str, Any]:
     images = modalities.embed_runs(cctx, image_runs)
     sets = modalities.evidence_sets(text, vision, images)
     ev = modalities.evidence(cctx, sets)
-    th = theory_section(cctx, sets, ev["matrix"]["names"])
-    th["spectral"] = spectral_section(cctx, {"text-good": runs["good"], **image_runs}, sets)
+    good = {"text-good": runs["good"], **image_runs}
+    th = theory_and_maps(cctx, sets, ev["matrix"]["names"], good)
     _log(ctx, ev, th)
     log_spectral(ctx, th["spectral"], "control ")
     return {

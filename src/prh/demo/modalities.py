@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -327,22 +328,46 @@ def _recall_note(m: Mapping[str, Any], a: str, b: str) -> str:
     return f" (R@1 orthonormal / ridge: {', '.join(parts)}; chance {fig(got[a]['chance_r1'])})"
 
 
+@dataclass(frozen=True)
+class ModalityEvidence:
+    """What the modalities step gives the steps after it.
+
+    Attributes
+    ----------
+    section : dict
+        The summary's and report's ``modalities`` section: ``{"runs", "settings", "probe",
+        "evidence", "targets", "heatmap", "captioners"}``, or ``{"skipped": reason}``.
+    image_runs : dict of str to Path
+        The image/sketch runs trained (the theory step's spectral maps draw their own pairs).
+    sets : dict or None
+        The feature sets compared (:func:`evidence_sets`; the theory step measures the same).
+    """
+
+    section: dict[str, Any]
+    image_runs: dict[str, Path] = field(default_factory=dict)
+    sets: dict[str, Any] | None = None
+
+    @property
+    def names(self) -> list[str] | None:
+        """The compared sets in the evidence matrix's order (``None`` when none was made)."""
+        ev = self.section.get("evidence")
+        return ev["matrix"]["names"] if ev else None
+
+
 def step_modalities(
     ctx: Context,
     text: Mapping[str, Mapping[str, Path]],
     vision: Mapping[str, Path],
     text_runs: Mapping[str, Path],
-) -> dict[str, Any]:
-    """Train, embed, probe and compare (module docstring); ``{"runs", "probe", "evidence",
-    "targets", "captioners"}``, or ``{"skipped": reason}`` when the preset runs none."""
+) -> ModalityEvidence:
+    """Train, embed, probe and compare (module docstring)."""
     from prh.world.factors import scene_factors
 
     cfg = ctx.cfg
     if not cfg.image.modalities:
         ctx.log("  no image or sketch encoder in this preset (the default demo trains one)")
-        return {"skipped": "no image or sketch encoder in this preset"}
+        return ModalityEvidence({"skipped": "no image or sketch encoder in this preset"})
     runs = train_runs(ctx)
-    ctx.state["image_runs"] = runs  # the theory step's spectral maps draw their own pairs
     images = embed_runs(ctx, runs)
     text = dict(text)
     if "good-s1" in text_runs:  # the within-modality control
@@ -365,7 +390,6 @@ def step_modalities(
             f"colour {fig(p['colour']['embedding'])} count {fig(p['count']['embedding'])}"
         )
     sets = evidence_sets(text, vision, images)
-    ctx.state["evidence_sets"] = sets  # the theory step measures the same sets
     ev = evidence(ctx, sets)
     _log_evidence(ctx, ev)
     rows = targets(ev, probes)
@@ -380,7 +404,7 @@ def step_modalities(
     for r in rows:
         label = {True: "met", False: "MISSED", None: "undefined"}[r["met"]]
         ctx.log(f"  target {r['target']}: {r['figure']} ({label})")
-    return {
+    section = {
         "runs": {n: str(d.relative_to(ctx.out)) for n, d in runs.items()},
         "settings": run_settings(cfg),
         "probe": probes,
@@ -389,6 +413,7 @@ def step_modalities(
         "heatmap": "modalities.png",
         "captioners": captioners,
     }
+    return ModalityEvidence(section, dict(runs), sets)
 
 
 def captioner_targets(cap: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -296,7 +296,7 @@ def build_summary(ctx: Context, results: dict[str, Any]) -> DemoSummary:
         runs=[dict(r) for r in results["runs"]],
         config=cfg,
         timings=ctx.timings,
-        compute_cost=ctx.state.get("costs", {}),
+        compute_cost=ctx.costs,
         seconds=round(time.perf_counter() - ctx.t0, 1),
         cpu_seconds=round(cpu_seconds() - ctx.cpu0, 1),
         machine=Machine.here(),

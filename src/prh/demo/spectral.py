@@ -128,6 +128,19 @@ def _one(draw_a, draw_b, rows: Sequence[np.ndarray], seed: int, cap: int) -> dic
     return {**{f: d[f] for f in keep}, **compare_maps(res, (fx, fy), (tx, ty))}
 
 
+def theory_and_maps(
+    ctx: Any, sets: Mapping[str, Any], names: Sequence[str], good_runs: Mapping[str, Path]
+) -> dict[str, Any]:
+    """The theory section of the compared ``sets`` (:func:`prh.demo.theory.theory_section`)
+    with the spectral maps between the ``good_runs`` under ``"spectral"``: the main demo's and
+    the control's one recipe."""
+    from prh.demo.theory import theory_section
+
+    value = theory_section(ctx, sets, names)
+    value["spectral"] = spectral_section(ctx, good_runs, sets)
+    return value
+
+
 def log_spectral(ctx: Any, value: Mapping[str, Any], where: str = "") -> None:
     from prh.demo.figures import fig
 
