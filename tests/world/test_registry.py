@@ -74,6 +74,10 @@ def test_the_default_world_keeps_its_old_names_in_one_rule():
     assert is_default_world(None) and is_default_world("cave") and not is_default_world("moving")
     assert (world_tag(None), world_tag("cave"), world_tag("moving")) == ("", "", "moving-")
     assert (world_title(None), world_title("moving")) == ("cave", "moving cave")
+    from prh.world import without_default_world
+
+    assert without_default_world({"world": "cave", "k": 1}) == {"k": 1}
+    assert without_default_world({"world": "moving"}) == {"world": "moving"}
 
 
 def test_no_module_outside_prh_world_sniffs_a_world_or_compares_its_name():

@@ -123,52 +123,44 @@ Section = dict[str, Any]
 
 @dataclass(frozen=True)
 class DemoSummary:
-    """Everything ``summary.json`` holds (its sections in file order; see the module)."""
+    """Everything ``summary.json`` holds, its sections in file order (see the module; a section
+    an older summary lacks reads as empty or ``None``)."""
 
-    alignment: dict[str, float | None]
-    alignment_calibrated: dict[str, float | None]
-    alignment_detail: dict[str, Section]
-    sample_efficiency: Section
-    word_order: Section
-    budget: list[Section]
-    law: Section
-    prove: Section
-    bridge: Section
-    modalities: Section
-    config: Section
-    timings: dict[str, dict[str, float]]
-    compute_cost: dict[str, dict[str, float]]
-    seconds: float
-    cpu_seconds: float
-    machine: Machine
-    protocol: Protocol
+    alignment: dict[str, float | None] = field(default_factory=dict)
+    alignment_calibrated: dict[str, float | None] = field(default_factory=dict)
+    alignment_detail: dict[str, Section] = field(default_factory=dict)
+    sample_efficiency: Section = field(default_factory=dict)
     theory_curves: Section | None = None
+    word_order: Section = field(default_factory=dict)
     word_collapse: Section | None = None
+    budget: list[Section] = field(default_factory=list)
+    law: Section = field(default_factory=dict)
+    prove: Section = field(default_factory=dict)
+    bridge: Section = field(default_factory=dict)
+    modalities: Section = field(default_factory=dict)
     world: WorldSummary | None = None
     theory_cc: Section | None = None
     spectral: Section | None = None
     theory_targets: list[Section] | None = None
     control: Section | None = None
     runs: list[Section] | None = None
+    config: Section = field(default_factory=dict)
+    timings: dict[str, dict[str, float]] = field(default_factory=dict)
+    compute_cost: dict[str, dict[str, float]] = field(default_factory=dict)
+    seconds: float = 0.0
+    cpu_seconds: float = 0.0
+    machine: Machine | None = None
+    protocol: Protocol | None = None
     claims: list[Section] | None = None
     theory_claims: list[Section] | None = None
-
-    ORDER = (
-        "alignment", "alignment_calibrated", "alignment_detail", "sample_efficiency",
-        "theory_curves", "word_order", "word_collapse", "budget", "law", "prove", "bridge",
-        "modalities", "world", "theory_cc", "spectral", "theory_targets", "control", "runs",
-        "config", "timings", "compute_cost", "seconds", "cpu_seconds", "machine", "protocol",
-        "claims", "theory_claims",
-    )  # fmt: skip
-    """The file's section order."""
 
     def to_dict(self) -> dict[str, Any]:
         """The ``summary.json`` object (without the provenance header), every section."""
         typed = (Protocol, Machine, WorldSummary)
         return {
-            name: v.to_dict() if isinstance(v, typed) else v
-            for name in self.ORDER
-            for v in (getattr(self, name),)
+            f.name: v.to_dict() if isinstance(v, typed) else v
+            for f in dataclasses.fields(self)
+            for v in (getattr(self, f.name),)
         }
 
     @classmethod
@@ -176,15 +168,8 @@ class DemoSummary:
         """A summary read back (a stamped file's header keys are skipped)."""
         known = {f.name for f in dataclasses.fields(cls)}
         kw = {k: v for k, v in d.items() if k in known and k not in STAMP_KEYS}
-        kw["machine"] = Machine.from_dict(d.get("machine") or {})
-        kw["protocol"] = Protocol.from_dict(d.get("protocol") or {})
-        if d.get("world") is not None:
-            kw["world"] = WorldSummary.from_dict(d["world"])
-        for name in ("word_order", "prove", "bridge", "modalities", "law", "sample_efficiency"):
-            kw.setdefault(name, {})
-        kw.setdefault("budget", [])
-        for name in ("timings", "compute_cost"):
-            kw.setdefault(name, {})
-        kw.setdefault("seconds", 0.0)
-        kw.setdefault("cpu_seconds", 0.0)
+        typed = {"machine": Machine, "protocol": Protocol, "world": WorldSummary}
+        for name, kind in typed.items():
+            if d.get(name):
+                kw[name] = kind.from_dict(d[name])
         return cls(**kw)

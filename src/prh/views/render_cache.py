@@ -38,7 +38,7 @@ from prh.errors import InputError
 from prh.io import write_json
 from prh.views.image import crop_and_jitter
 from prh.views.lag import lag_rows
-from prh.world.registry import is_default_world, world_tag
+from prh.world.registry import without_default_world, world_tag
 
 MODALITIES = ("image", "sketch")
 PAIR_KINDS = ("good", "bad", "mixture")
@@ -140,7 +140,7 @@ def load_or_build(
         with open(tmp, "wb") as f:
             np.save(f, arr)
         os.replace(tmp, path)
-        meta = {k: v for k, v in asdict(key).items() if k != "world" or not is_default_world(v)}
+        meta = without_default_world(asdict(key))  # the cave's metadata as before
         write_json(path.with_suffix(".json"), {**meta, "shape": list(arr.shape)})
     arr = np.load(path, mmap_mode="r")
     want = (key.n_scenes, key.views, key.size, key.size, 3)

@@ -130,6 +130,14 @@ def is_default_world(name: str | None) -> bool:
     return name is None or name == DEFAULT_WORLD
 
 
+def without_default_world(options: dict[str, Any], key: str = "world") -> dict[str, Any]:
+    """``options`` without ``key`` when it names the default world: a cell's or cache's options
+    as written before the world became an option, so their ids stay those of older sweeps."""
+    if key in options and is_default_world(options[key]):
+        return {k: v for k, v in options.items() if k != key}
+    return options
+
+
 def world_tag(name: str | None, sep: str = "-") -> str:
     """What a file name or key adds for the world ``name``: ``""`` for the default world (its
     names as before), ``name + sep`` for any other."""
