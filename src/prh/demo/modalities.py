@@ -361,8 +361,6 @@ def step_modalities(
     text_runs: Mapping[str, Path],
 ) -> ModalityEvidence:
     """Train, embed, probe and compare (module docstring)."""
-    from prh.world.factors import scene_factors
-
     cfg = ctx.cfg
     if not cfg.image.modalities:
         ctx.log("  no image or sketch encoder in this preset (the default demo trains one)")
@@ -376,6 +374,40 @@ def step_modalities(
 
         s1 = text_runs["good-s1"]
         text["good-s1"] = embed_text(ctx, "good-s1", s1.name, lambda: load_encoder(str(s1)))
+    probes = probe_images(ctx, images, vision)
+    sets = evidence_sets(text, vision, images)
+    ev = evidence(ctx, sets)
+    _log_evidence(ctx, ev)
+    rows = targets(ev, probes)
+    captioners = None
+    if cfg.caption.zero_pair and "image-good" in runs:
+        from prh.demo.captioner import zero_pair_captioners
+
+        captioners = zero_pair_captioners(
+            ctx, text_runs["good"], runs["image-good"], images["image-good"]
+        )
+        rows += captioner_targets(captioners)
+    log_targets(ctx, rows)
+    section = {
+        "runs": {n: str(d.relative_to(ctx.out)) for n, d in runs.items()},
+        "settings": run_settings(cfg),
+        "probe": probes,
+        "evidence": ev,
+        "targets": rows,
+        "heatmap": "modalities.png",
+        "captioners": captioners,
+    }
+    return ModalityEvidence(section, dict(runs), sets)
+
+
+def probe_images(
+    ctx: Context, images: Mapping[str, Mapping[str, Path]], vision: Mapping[str, Path]
+) -> dict[str, Any]:
+    """kNN probes of the scenes' factors in each trained image/sketch encoder's and the frozen
+    vision encoder's held-out features (:func:`probe`), each logged."""
+    from prh.world.factors import scene_factors
+
+    cfg = ctx.cfg
     world = demo_world(cfg)
     test_ids, _ = scene_ids(cfg, world)
     probes = probe(
@@ -389,31 +421,14 @@ def step_modalities(
             f"  {name:<18} kNN@{cfg.measure.k} embedding: shape {fig(p['shape']['embedding'])} "
             f"colour {fig(p['colour']['embedding'])} count {fig(p['count']['embedding'])}"
         )
-    sets = evidence_sets(text, vision, images)
-    ev = evidence(ctx, sets)
-    _log_evidence(ctx, ev)
-    rows = targets(ev, probes)
-    captioners = None
-    if cfg.caption.zero_pair and "image-good" in runs:
-        from prh.demo.captioner import zero_pair_captioners
+    return probes
 
-        captioners = zero_pair_captioners(
-            ctx, text_runs["good"], runs["image-good"], images["image-good"]
-        )
-        rows += captioner_targets(captioners)
+
+def log_targets(ctx: Context, rows: list[dict[str, Any]]) -> None:
+    """One line per target: its figure and whether it was met."""
     for r in rows:
         label = {True: "met", False: "MISSED", None: "undefined"}[r["met"]]
         ctx.log(f"  target {r['target']}: {r['figure']} ({label})")
-    section = {
-        "runs": {n: str(d.relative_to(ctx.out)) for n, d in runs.items()},
-        "settings": run_settings(cfg),
-        "probe": probes,
-        "evidence": ev,
-        "targets": rows,
-        "heatmap": "modalities.png",
-        "captioners": captioners,
-    }
-    return ModalityEvidence(section, dict(runs), sets)
 
 
 def captioner_targets(cap: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -50,7 +50,7 @@ from prh.demo.bridge import bridge_section
 from prh.demo.config import DemoConfig
 from prh.demo.context import Context, cpu_seconds
 from prh.demo.control import step_control
-from prh.demo.modalities import ModalityEvidence, step_modalities
+from prh.demo.modalities import ModalityEvidence, log_targets, step_modalities
 from prh.demo.report import write_outputs
 from prh.demo.world import check_world_sizes
 from prh.io import write_json
@@ -158,7 +158,5 @@ def theory_targets(ctx: Context, results: dict[str, Any]) -> list[dict[str, Any]
 
     ev = results["modalities"].get("evidence")
     rows = targets(results["theory"], ev["matrix"] if ev else None, results["control"])
-    for r in rows:
-        label = {True: "met", False: "MISSED", None: "undefined"}[r["met"]]
-        ctx.log(f"  target {r['target']}: {r['figure']} ({label})")
+    log_targets(ctx, rows)
     return rows
