@@ -167,9 +167,15 @@ def law_rows(
 
 
 # ----------------------------------------------------------------------------- bridge
+def varying_columns(train: np.ndarray) -> np.ndarray:
+    """``(D,)`` bool: the columns of ``train`` ``(N, D)`` that are not constant on it (a feature
+    file written without its layer widths pads a narrow layer with zero columns)."""
+    return train.std(0) > 1e-8
+
+
 def drop_constant_columns(train: np.ndarray, *others: np.ndarray) -> list[np.ndarray]:
     """Remove columns that are constant on ``train`` (zero padding of narrow layers)."""
-    keep = train.std(0) > 1e-8
+    keep = varying_columns(train)
     return [train[:, keep], *(o[:, keep] for o in others)]
 
 

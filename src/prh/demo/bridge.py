@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from prh.demo.analysis import chance_recall, class_centroids, main_object
+from prh.demo.analysis import chance_recall, class_centroids, main_object, varying_columns
 from prh.demo.captioner import demo_captioner
 from prh.demo.context import Context
 from prh.demo.figures import fig
@@ -106,7 +106,7 @@ def _compute(ctx: Context, text, vision, runs, world, test, train) -> dict:
         "encoders": {},
     }
     for name in TEXT_ENCODERS:
-        keep = _kept_columns(text[name]["train"])  # drop zero padding of narrow layers
+        keep = varying_columns(file_last_layer(text[name]["train"]))  # drop zero padding
         t_te, t_tr = (
             file_last_layer(text[name]["test"])[:, keep],
             file_last_layer(text[name]["train"])[:, keep],
@@ -148,12 +148,6 @@ def _pair_free_classes(images, texts, labels, n_classes: int, seed: int) -> dict
     )
     return {"accuracy": m.accuracy, "objective": m.objective, "classes": n_classes,
             "seconds": round(m.seconds, 3)}  # fmt: skip
-
-
-def _kept_columns(path: Path) -> np.ndarray:
-    """Columns of a feature file's last layer that are not constant (as in the fitted pairs)."""
-    x = file_last_layer(path)
-    return x.std(0) > 1e-8
 
 
 def _samples(ctx: Context, runs: dict[str, Path], vision: dict[str, Path], n: int = 6) -> list:
