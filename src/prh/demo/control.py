@@ -20,6 +20,7 @@ from typing import Any
 from prh.demo import modalities, protocol, steps
 from prh.demo.context import Context
 from prh.demo.figures import fig, interval
+from prh.demo.sweeps import run_cells
 from prh.scaling.grid import RunSet
 
 CONTROL_TEXT = ("good", "bad", "random-init")
@@ -28,18 +29,12 @@ CONTROL_TEXT = ("good", "bad", "random-init")
 
 def control_runs(ctx: Context) -> dict[str, Path]:
     """Train (or reuse) the control's good and bad text runs; name -> run folder."""
-    from prh.errors import PrhError
-    from prh.scaling.sweep import RESULTS, read_results, run_sweep
-
     cfg = ctx.cfg
     runner = protocol.backend(cfg)
     sweep = protocol.sweep_dir(ctx.out, cfg)
     runs = RunSet("prh-demo-control", tuple(("text", v, cfg.text.samples) for v in ("good", "bad")))
-    s = run_sweep(runs, runner, sweep, seed=cfg.seed, workers=cfg.workers,
-                  progress=lambda m: ctx.log(f"  control: {m}"))  # fmt: skip
-    if s.failed:
-        raise PrhError(f"demo: {len(s.failed)} control run(s) failed, first: {s.failed[0][1]}")
-    by_id = {r["cell_id"]: r for r in read_results(sweep / RESULTS)}
+    _, rows = run_cells(ctx, runs, runner, sweep, what="control ", tag="control: ")
+    by_id = {r["cell_id"]: r for r in rows}
     out = {}
     for cell in runs.cells(cfg.seed):
         row = by_id[cell.cell_id(runner.name, runner.options())]

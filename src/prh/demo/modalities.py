@@ -39,6 +39,7 @@ from prh.demo import protocol
 from prh.demo.config import DemoConfig
 from prh.demo.context import Context
 from prh.demo.figures import above, at_least, fig, interval
+from prh.demo.sweeps import run_cells
 from prh.demo.world import demo_world, scene_ids
 from prh.world.ids import scene_id
 
@@ -69,27 +70,17 @@ def train_runs(ctx: Context) -> dict[str, Path]:
     """Train (or resume, or reuse) every run of ``cfg.image.modalities``: cells of one sweep
     (:func:`prh.demo.protocol.image_runs`, the ``cave-image`` runner), ``cfg.workers`` at a time,
     in this process (one worker) or a local pool; name -> run folder."""
-    from prh.errors import PrhError
-    from prh.scaling.sweep import RESULTS, read_results, run_sweep
-
     cfg = ctx.cfg
     if not cfg.image.modalities:
         return {}
     sweep = protocol.image_sweep_dir(ctx.out, cfg)
     runner = protocol.image_backend(cfg, ctx.path("modalities", "render_cache"))
-    s = run_sweep(
-        protocol.image_runs(cfg),
-        runner,
-        sweep,
-        seed=cfg.seed,
-        workers=max(1, min(cfg.workers, len(cfg.image.modalities))),
-        progress=lambda m: ctx.log(f"  {m}"),
-    )
-    if s.failed:
-        raise PrhError(f"demo: {len(s.failed)} image run(s) failed, first: {s.failed[0][1]}")
+    workers = max(1, min(cfg.workers, len(cfg.image.modalities)))
+    s, rows = run_cells(ctx, protocol.image_runs(cfg), runner, sweep, what="image ",
+                        workers=workers)  # fmt: skip
     if s.skipped:
         ctx.log(f"  {s.skipped} finished run(s) reused ({sweep.relative_to(ctx.out)})")
-    return protocol.image_run_dirs(cfg, read_results(sweep / RESULTS), sweep)
+    return protocol.image_run_dirs(cfg, rows, sweep)
 
 
 def run_settings(cfg: DemoConfig) -> dict[str, dict[str, Any]]:
