@@ -84,3 +84,18 @@ def test_weighted_whiten_is_white_and_drops_null_directions_on_request() -> None
     Gw = whiten(G, w, drop_singular=True, rtol=1e-9)
     cov = Gw.T @ (p[:, None] * Gw)
     np.testing.assert_allclose(np.sort(np.linalg.eigvalsh(cov)), [0.0, 1.0, 1.0], atol=1e-9)
+
+
+def test_pca_recovers_a_planted_subspace_and_its_rank():
+    """Rows in a planted 2-d subspace of R^5 (plus a mean): the first two axes span it, the
+    numerical rank is 2, and the scores reconstruct the rows."""
+    from prh.linalg import pca
+
+    rng = np.random.default_rng(0)
+    basis, _ = np.linalg.qr(rng.standard_normal((5, 2)))  # (5, 2) orthonormal columns
+    x = rng.standard_normal((50, 2)) * [3.0, 1.0] @ basis.T + 7.0  # (50, 5)
+    p = pca(x)
+    assert p.rank(1e-6) == 2
+    overlap = p.components[:2] @ basis  # (2, 2): orthogonal when the axes span the plane
+    assert np.allclose(np.linalg.svd(overlap, compute_uv=False), 1.0, atol=1e-8)
+    assert np.allclose(p.scores(x, 2) @ p.components[:2] + p.mean, x)

@@ -419,3 +419,19 @@ def _pad_layers(p: Path, layers: list[np.ndarray]) -> tuple[np.ndarray, list[int
     for i, x in enumerate(layers):
         out[:, i, : dims[i]] = x
     return out, dims
+
+
+def last_layer(features: np.ndarray, layer_dims: Sequence[int] | None = None) -> np.ndarray:
+    """The embedding that every theory and bridge read-out takes: the last layer of ``(N, L, D)``
+    features as float64, cut to its true width ``layer_dims[-1]`` when the widths are given
+    (``(N, D)`` features as they are).
+
+    Returns
+    -------
+    np.ndarray
+        ``(N, layer_dims[-1])`` or ``(N, D)`` float64.
+    """
+    f = np.asarray(features, dtype=np.float64)
+    if f.ndim != 3:
+        return f
+    return f[:, -1, :] if layer_dims is None else f[:, -1, : int(layer_dims[-1])]

@@ -1,17 +1,20 @@
 """Small linear-algebra pieces used by several layers (numpy only, no I/O).
 
 One implementation each of row normalisation (:func:`l2_normalize`), ZCA whitening
-(:func:`zca_whitener`) and the Procrustes rotation (:func:`procrustes_rotation`); the metrics,
-the maps of :mod:`prh.bridge`, the caption decoder's condition space and the theory all use these.
+(:func:`zca_whitener`), principal components (:func:`pca`) and the Procrustes rotation
+(:func:`procrustes_rotation`); the metrics, the maps of :mod:`prh.bridge`, the caption decoder's
+condition space and the theory all use these.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
 from prh.errors import InputError
 
-__all__ = ["l2_normalize", "procrustes_rotation", "row_norms", "zca_whitener"]
+__all__ = ["Pca", "l2_normalize", "pca", "procrustes_rotation", "row_norms", "zca_whitener"]
 
 
 def row_norms(x: np.ndarray) -> np.ndarray:
@@ -79,6 +82,49 @@ def zca_whitener(xc: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray]:
     white = (evecs / np.sqrt(evals)) @ evecs.T
     colour = (evecs * np.sqrt(evals)) @ evecs.T
     return white, colour
+
+
+@dataclass(frozen=True, eq=False)
+class Pca:
+    """Principal components of rows ``x (N, D)``: ``x - mean = U diag(s) Vt`` (thin SVD).
+
+    Attributes
+    ----------
+    mean : np.ndarray
+        ``(D,)`` the rows' mean.
+    singular_values : np.ndarray
+        ``(min(N, D),)`` descending; ``s_i^2 / (N - 1)`` is the variance along axis ``i``.
+    components : np.ndarray
+        ``(min(N, D), D)`` orthonormal rows, the principal axes in the same order.
+    """
+
+    mean: np.ndarray
+    singular_values: np.ndarray
+    components: np.ndarray
+
+    def rank(self, tol: float) -> int:
+        """Axes whose singular value is above ``tol`` times the largest (0 for no axis)."""
+        s = self.singular_values
+        return int((s > tol * max(float(s[0]), 1e-30)).sum()) if len(s) else 0
+
+    def scores(self, x: np.ndarray, k: int) -> np.ndarray:
+        """``(N, k)`` coordinates of rows ``x`` on the first ``k`` axes."""
+        return (x - self.mean) @ self.components[:k].T
+
+
+def pca(x: np.ndarray) -> Pca:
+    """The principal components of rows ``x (N, D)`` (centred by their mean; signs as the SVD
+    leaves them).
+
+    Examples
+    --------
+    >>> p = pca(np.array([[0.0, 0.0], [2.0, 0.0], [4.0, 0.0]]))
+    >>> p.mean.tolist(), p.rank(1e-6), abs(p.components[0]).tolist()
+    ([2.0, 0.0], 1, [1.0, 0.0])
+    """
+    mean = x.mean(0)
+    _, s, vt = np.linalg.svd(x - mean, full_matrices=False)  # s (min(N, D),), vt (., D)
+    return Pca(mean, s, vt)
 
 
 def procrustes_rotation(x: np.ndarray, y: np.ndarray, rank: int | None = None) -> np.ndarray:

@@ -98,3 +98,21 @@ def test_imports_are_lazy():
         "assert not heavy, heavy\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_one_registry_dispatches_every_spec_and_load_encoder_is_its_thin_name(tmp_path):
+    """create_encoder walks ENCODERS in order; the last kind refuses whatever is left, and
+    options go only to the kinds that take them."""
+    from prh.encoders import ENCODERS, EncoderOptions, EncoderSpec, create_encoder
+    from prh.errors import InputError
+    from prh.features import save_features
+
+    assert [k.name for k in ENCODERS][:2] == ["hf", "minilm"] and ENCODERS[-1].name == "unknown"
+    path = tmp_path / "f.safetensors"
+    save_features(path, np.ones((2, 1, 3), np.float32), ["a", "b"])
+    enc = create_encoder(EncoderSpec(f" features:{path} "))
+    assert type(enc) is type(load_encoder(f"features:{path}"))
+    with pytest.raises(InputError, match="apply to hf: and minilm encoders only"):
+        create_encoder(EncoderSpec(f"features:{path}", options=EncoderOptions(device="cuda")))
+    with pytest.raises(InputError, match=r"^unknown encoder spec 'nope'"):
+        create_encoder(EncoderSpec("nope"))

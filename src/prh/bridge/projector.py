@@ -14,6 +14,7 @@ import numpy as np
 from prh.bridge.procrustes import load_map, make_map, save_map
 from prh.errors import CheckpointError, InputError
 from prh.io import read_tensors, write_tensors
+from prh.linalg import pca
 
 __all__ = ["VisionProjector"]
 
@@ -49,9 +50,8 @@ class VisionProjector:
         k = min(int(self.dims), x.shape[0] - 1, x.shape[1])
         if k < 1:
             raise InputError(f"PCA dims must be >= 1, got {self.dims}")
-        self.mean_ = x.mean(0)
-        _, _, vt = np.linalg.svd(x - self.mean_, full_matrices=False)
-        self.components_ = vt[:k]  # (k, D_v)
+        p = pca(x)
+        self.mean_, self.components_ = p.mean, p.components[:k]  # (D_v,), (k, D_v)
         self.map_ = self._make_map().fit(self.reduce(x), y)
         return self
 

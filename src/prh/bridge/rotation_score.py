@@ -58,6 +58,7 @@ import numpy as np
 from prh.bridge.procrustes import RidgeMap, SemiOrthogonalMap
 from prh.bridge.retrieval import true_ranks
 from prh.errors import InputError
+from prh.linalg import pca
 
 __all__ = [
     "MapScore",
@@ -196,10 +197,8 @@ def pca_basis(x: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     largest (constant or zero-padded columns, ``N - 1`` limit) are dropped, since whitening would
     blow them up.
     """
-    mean = x.mean(0)
-    _, s, vt = np.linalg.svd(x - mean, full_matrices=False)  # s (min(N, D),), vt (., D)
-    rank = int((s > RANK_TOL * max(float(s[0]), 1e-30)).sum()) if len(s) else 0
-    return mean, vt[: min(k, rank)]
+    p = pca(x)
+    return p.mean, p.components[: min(k, p.rank(RANK_TOL))]
 
 
 def canonical_correlations(x: np.ndarray, y: np.ndarray) -> np.ndarray:

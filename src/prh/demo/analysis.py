@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from prh.demo.summary import ci_bounds
 from prh.errors import InputError
 
 
@@ -109,7 +110,7 @@ def ratio_text(e: dict[str, Any]) -> str:
     """
     r, lb = e.get("ratio"), e.get("ratio_lower_bound")
     if r is not None:
-        ci = e.get("ci") or [None, None]
+        ci = ci_bounds(e)
         return f"{r:.2f}x" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if None not in ci else "")
     return f">= {lb:.1f}x (a lower bound)" if lb else "not defined"
 
@@ -166,9 +167,15 @@ def law_rows(
 
 
 # ----------------------------------------------------------------------------- bridge
+def varying_columns(train: np.ndarray) -> np.ndarray:
+    """``(D,)`` bool: the columns of ``train`` ``(N, D)`` that are not constant on it (a feature
+    file written without its layer widths pads a narrow layer with zero columns)."""
+    return train.std(0) > 1e-8
+
+
 def drop_constant_columns(train: np.ndarray, *others: np.ndarray) -> list[np.ndarray]:
     """Remove columns that are constant on ``train`` (zero padding of narrow layers)."""
-    keep = train.std(0) > 1e-8
+    keep = varying_columns(train)
     return [train[:, keep], *(o[:, keep] for o in others)]
 
 

@@ -24,20 +24,22 @@ from typing import Any
 
 import numpy as np
 
-from prh.demo.analysis import chance_recall, class_centroids, main_object
+from prh.demo.analysis import chance_recall, class_centroids, main_object, varying_columns
 from prh.demo.captioner import demo_captioner
 from prh.demo.context import Context
 from prh.demo.figures import fig
 from prh.demo.world import TEXT_ENCODERS, demo_world, scene_ids, text_encoder
+from prh.features import last_layer
 
 TEMPLATES = ("a {}", "a photo of a {}", "there is a {}", "an image showing a {}")
 
 
-def last_layer(path: Path) -> np.ndarray:
-    """``(N, D)`` last layer of a feature file, constant (padding) columns kept."""
+def file_last_layer(path: Path) -> np.ndarray:
+    """``(N, D)`` last layer of a feature file (:func:`prh.features.last_layer`), constant
+    (padding) columns kept."""
     from prh.features import load_features
 
-    return np.asarray(load_features(path).features[:, -1], dtype=np.float64)
+    return last_layer(load_features(path).features)
 
 
 def _labels(world, ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
@@ -93,7 +95,7 @@ def _compute(ctx: Context, text, vision, runs, world, test, train) -> dict:
     from prh.bridge import VisionProjector, retrieval, zero_shot
 
     torch.set_num_threads(max(1, ctx.cfg.workers * ctx.cfg.threads))
-    v_te, v_tr = last_layer(vision["test"]), last_layer(vision["train"])
+    v_te, v_tr = file_last_layer(vision["test"]), file_last_layer(vision["train"])
     shape_te, colour_te = _labels(world, test)
     shape_all, colour_all = _labels(world, test + train)
     out: dict[str, Any] = {
@@ -104,10 +106,10 @@ def _compute(ctx: Context, text, vision, runs, world, test, train) -> dict:
         "encoders": {},
     }
     for name in TEXT_ENCODERS:
-        keep = _kept_columns(text[name]["train"])  # drop zero padding of narrow layers
+        keep = varying_columns(file_last_layer(text[name]["train"]))  # drop zero padding
         t_te, t_tr = (
-            last_layer(text[name]["test"])[:, keep],
-            last_layer(text[name]["train"])[:, keep],
+            file_last_layer(text[name]["test"])[:, keep],
+            file_last_layer(text[name]["train"])[:, keep],
         )
         mu = t_tr.mean(0)
         proj = VisionProjector(64, "semi-orthogonal").fit(v_tr, t_tr)
@@ -146,12 +148,6 @@ def _pair_free_classes(images, texts, labels, n_classes: int, seed: int) -> dict
     )
     return {"accuracy": m.accuracy, "objective": m.objective, "classes": n_classes,
             "seconds": round(m.seconds, 3)}  # fmt: skip
-
-
-def _kept_columns(path: Path) -> np.ndarray:
-    """Columns of a feature file's last layer that are not constant (as in the fitted pairs)."""
-    x = last_layer(path)
-    return x.std(0) > 1e-8
 
 
 def _samples(ctx: Context, runs: dict[str, Path], vision: dict[str, Path], n: int = 6) -> list:

@@ -26,7 +26,9 @@ def cpu_seconds() -> float:
 
 @dataclass
 class Context:
-    """The demo's settings, output folder, logger, clocks, step timings and shared state."""
+    """The demo's settings, output folder, logger, clocks, step timings and step costs (what
+    each step's costliest run took, :func:`prh.demo.pipeline.run_demo`). Results pass from
+    step to step as return values, not through here."""
 
     cfg: DemoConfig
     out: Path
@@ -34,7 +36,7 @@ class Context:
     t0: float = field(default_factory=time.perf_counter)
     cpu0: float = field(default_factory=cpu_seconds)
     timings: dict[str, dict[str, float]] = field(default_factory=dict)
-    state: dict[str, Any] = field(default_factory=dict)
+    costs: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def path(self, *parts: str) -> Path:
         """``OUT/parts...`` with its parent folder created."""

@@ -20,6 +20,7 @@ from typing import Any
 from prh.demo import modalities, protocol, steps
 from prh.demo.context import Context
 from prh.demo.figures import fig, interval
+from prh.demo.sweeps import run_cells
 from prh.scaling.grid import RunSet
 
 CONTROL_TEXT = ("good", "bad", "random-init")
@@ -28,18 +29,12 @@ CONTROL_TEXT = ("good", "bad", "random-init")
 
 def control_runs(ctx: Context) -> dict[str, Path]:
     """Train (or reuse) the control's good and bad text runs; name -> run folder."""
-    from prh.errors import PrhError
-    from prh.scaling.sweep import RESULTS, read_results, run_sweep
-
     cfg = ctx.cfg
     runner = protocol.backend(cfg)
     sweep = protocol.sweep_dir(ctx.out, cfg)
     runs = RunSet("prh-demo-control", tuple(("text", v, cfg.text.samples) for v in ("good", "bad")))
-    s = run_sweep(runs, runner, sweep, seed=cfg.seed, workers=cfg.workers,
-                  progress=lambda m: ctx.log(f"  control: {m}"))  # fmt: skip
-    if s.failed:
-        raise PrhError(f"demo: {len(s.failed)} control run(s) failed, first: {s.failed[0][1]}")
-    by_id = {r["cell_id"]: r for r in read_results(sweep / RESULTS)}
+    _, rows = run_cells(ctx, runs, runner, sweep, what="control ", tag="control: ")
+    by_id = {r["cell_id"]: r for r in rows}
     out = {}
     for cell in runs.cells(cfg.seed):
         row = by_id[cell.cell_id(runner.name, runner.options())]
@@ -50,8 +45,7 @@ def control_runs(ctx: Context) -> dict[str, Path]:
 def step_control(ctx: Context) -> dict[str, Any]:
     """Train, embed and measure the control (module docstring); ``{"world", "runs", "theory",
     "evidence"}``, or ``{"skipped": reason}`` without a control world."""
-    from prh.demo.spectral import log_spectral, spectral_section
-    from prh.demo.theory import theory_section
+    from prh.demo.spectral import log_spectral, theory_and_maps
     from prh.demo.world import text_encoder
     from prh.encoders import load_encoder
 
@@ -59,7 +53,7 @@ def step_control(ctx: Context) -> dict[str, Any]:
         ctx.log("  no control world in this config")
         return {"skipped": "no control world"}
     cfg = ctx.cfg.control_config()
-    cctx = Context(cfg, ctx.out / "control", ctx.log, state=ctx.state)
+    cctx = Context(cfg, ctx.out / "control", ctx.log)
     ctx.log(f"  control world {cfg.world}: text good and bad at {cfg.text.samples} samples, "
             f"{', '.join(cfg.image.modalities) or 'no image run'}")  # fmt: skip
     vision = steps.step_vision(cctx)
@@ -74,8 +68,8 @@ def step_control(ctx: Context) -> dict[str, Any]:
     images = modalities.embed_runs(cctx, image_runs)
     sets = modalities.evidence_sets(text, vision, images)
     ev = modalities.evidence(cctx, sets)
-    th = theory_section(cctx, sets, ev["matrix"]["names"])
-    th["spectral"] = spectral_section(cctx, {"text-good": runs["good"], **image_runs}, sets)
+    good = {"text-good": runs["good"], **image_runs}
+    th = theory_and_maps(cctx, sets, ev["matrix"]["names"], good)
     _log(ctx, ev, th)
     log_spectral(ctx, th["spectral"], "control ")
     return {

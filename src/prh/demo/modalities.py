@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,9 @@ from prh.demo import protocol
 from prh.demo.config import DemoConfig
 from prh.demo.context import Context
 from prh.demo.figures import above, at_least, fig, interval
+from prh.demo.sweeps import run_cells
 from prh.demo.world import demo_world, scene_ids
+from prh.world.ids import scene_id
 
 TEXT_SETS = {
     "text-good": "good",
@@ -67,27 +70,17 @@ def train_runs(ctx: Context) -> dict[str, Path]:
     """Train (or resume, or reuse) every run of ``cfg.image.modalities``: cells of one sweep
     (:func:`prh.demo.protocol.image_runs`, the ``cave-image`` runner), ``cfg.workers`` at a time,
     in this process (one worker) or a local pool; name -> run folder."""
-    from prh.errors import PrhError
-    from prh.scaling.sweep import RESULTS, read_results, run_sweep
-
     cfg = ctx.cfg
     if not cfg.image.modalities:
         return {}
     sweep = protocol.image_sweep_dir(ctx.out, cfg)
     runner = protocol.image_backend(cfg, ctx.path("modalities", "render_cache"))
-    s = run_sweep(
-        protocol.image_runs(cfg),
-        runner,
-        sweep,
-        seed=cfg.seed,
-        workers=max(1, min(cfg.workers, len(cfg.image.modalities))),
-        progress=lambda m: ctx.log(f"  {m}"),
-    )
-    if s.failed:
-        raise PrhError(f"demo: {len(s.failed)} image run(s) failed, first: {s.failed[0][1]}")
+    workers = max(1, min(cfg.workers, len(cfg.image.modalities)))
+    s, rows = run_cells(ctx, protocol.image_runs(cfg), runner, sweep, what="image ",
+                        workers=workers)  # fmt: skip
     if s.skipped:
         ctx.log(f"  {s.skipped} finished run(s) reused ({sweep.relative_to(ctx.out)})")
-    return protocol.image_run_dirs(cfg, read_results(sweep / RESULTS), sweep)
+    return protocol.image_run_dirs(cfg, rows, sweep)
 
 
 def run_settings(cfg: DemoConfig) -> dict[str, dict[str, Any]]:
@@ -131,7 +124,7 @@ def embed_runs(ctx: Context, runs: Mapping[str, Path]) -> dict[str, dict[str, Pa
                     "modality": "image",
                     "layer_dims": json.dumps(layer_widths(feats)),
                 }
-                save_features(paths[split], feats, ids=[f"scene_{i}" for i in ids], metadata=meta)
+                save_features(paths[split], feats, ids=[scene_id(i) for i in ids], metadata=meta)
         out[name] = paths
     return out
 
@@ -326,22 +319,44 @@ def _recall_note(m: Mapping[str, Any], a: str, b: str) -> str:
     return f" (R@1 orthonormal / ridge: {', '.join(parts)}; chance {fig(got[a]['chance_r1'])})"
 
 
+@dataclass(frozen=True)
+class ModalityEvidence:
+    """What the modalities step gives the steps after it.
+
+    Attributes
+    ----------
+    section : dict
+        The summary's and report's ``modalities`` section: ``{"runs", "settings", "probe",
+        "evidence", "targets", "heatmap", "captioners"}``, or ``{"skipped": reason}``.
+    image_runs : dict of str to Path
+        The image/sketch runs trained (the theory step's spectral maps draw their own pairs).
+    sets : dict or None
+        The feature sets compared (:func:`evidence_sets`; the theory step measures the same).
+    """
+
+    section: dict[str, Any]
+    image_runs: dict[str, Path] = field(default_factory=dict)
+    sets: dict[str, Any] | None = None
+
+    @property
+    def names(self) -> list[str] | None:
+        """The compared sets in the evidence matrix's order (``None`` when none was made)."""
+        ev = self.section.get("evidence")
+        return ev["matrix"]["names"] if ev else None
+
+
 def step_modalities(
     ctx: Context,
     text: Mapping[str, Mapping[str, Path]],
     vision: Mapping[str, Path],
     text_runs: Mapping[str, Path],
-) -> dict[str, Any]:
-    """Train, embed, probe and compare (module docstring); ``{"runs", "probe", "evidence",
-    "targets", "captioners"}``, or ``{"skipped": reason}`` when the preset runs none."""
-    from prh.world.factors import scene_factors
-
+) -> ModalityEvidence:
+    """Train, embed, probe and compare (module docstring)."""
     cfg = ctx.cfg
     if not cfg.image.modalities:
         ctx.log("  no image or sketch encoder in this preset (the default demo trains one)")
-        return {"skipped": "no image or sketch encoder in this preset"}
+        return ModalityEvidence({"skipped": "no image or sketch encoder in this preset"})
     runs = train_runs(ctx)
-    ctx.state["image_runs"] = runs  # the theory step's spectral maps draw their own pairs
     images = embed_runs(ctx, runs)
     text = dict(text)
     if "good-s1" in text_runs:  # the within-modality control
@@ -350,6 +365,40 @@ def step_modalities(
 
         s1 = text_runs["good-s1"]
         text["good-s1"] = embed_text(ctx, "good-s1", s1.name, lambda: load_encoder(str(s1)))
+    probes = probe_images(ctx, images, vision)
+    sets = evidence_sets(text, vision, images)
+    ev = evidence(ctx, sets)
+    _log_evidence(ctx, ev)
+    rows = targets(ev, probes)
+    captioners = None
+    if cfg.caption.zero_pair and "image-good" in runs:
+        from prh.demo.captioner import zero_pair_captioners
+
+        captioners = zero_pair_captioners(
+            ctx, text_runs["good"], runs["image-good"], images["image-good"]
+        )
+        rows += captioner_targets(captioners)
+    log_targets(ctx, rows)
+    section = {
+        "runs": {n: str(d.relative_to(ctx.out)) for n, d in runs.items()},
+        "settings": run_settings(cfg),
+        "probe": probes,
+        "evidence": ev,
+        "targets": rows,
+        "heatmap": "modalities.png",
+        "captioners": captioners,
+    }
+    return ModalityEvidence(section, dict(runs), sets)
+
+
+def probe_images(
+    ctx: Context, images: Mapping[str, Mapping[str, Path]], vision: Mapping[str, Path]
+) -> dict[str, Any]:
+    """kNN probes of the scenes' factors in each trained image/sketch encoder's and the frozen
+    vision encoder's held-out features (:func:`probe`), each logged."""
+    from prh.world.factors import scene_factors
+
+    cfg = ctx.cfg
     world = demo_world(cfg)
     test_ids, _ = scene_ids(cfg, world)
     probes = probe(
@@ -363,31 +412,14 @@ def step_modalities(
             f"  {name:<18} kNN@{cfg.measure.k} embedding: shape {fig(p['shape']['embedding'])} "
             f"colour {fig(p['colour']['embedding'])} count {fig(p['count']['embedding'])}"
         )
-    sets = evidence_sets(text, vision, images)
-    ctx.state["evidence_sets"] = sets  # the theory step measures the same sets
-    ev = evidence(ctx, sets)
-    _log_evidence(ctx, ev)
-    rows = targets(ev, probes)
-    captioners = None
-    if cfg.caption.zero_pair and "image-good" in runs:
-        from prh.demo.captioner import zero_pair_captioners
+    return probes
 
-        captioners = zero_pair_captioners(
-            ctx, text_runs["good"], runs["image-good"], images["image-good"]
-        )
-        rows += captioner_targets(captioners)
+
+def log_targets(ctx: Context, rows: list[dict[str, Any]]) -> None:
+    """One line per target: its figure and whether it was met."""
     for r in rows:
         label = {True: "met", False: "MISSED", None: "undefined"}[r["met"]]
         ctx.log(f"  target {r['target']}: {r['figure']} ({label})")
-    return {
-        "runs": {n: str(d.relative_to(ctx.out)) for n, d in runs.items()},
-        "settings": run_settings(cfg),
-        "probe": probes,
-        "evidence": ev,
-        "targets": rows,
-        "heatmap": "modalities.png",
-        "captioners": captioners,
-    }
 
 
 def captioner_targets(cap: Mapping[str, Any]) -> list[dict[str, Any]]:

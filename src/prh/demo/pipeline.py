@@ -50,7 +50,7 @@ from prh.demo.bridge import bridge_section
 from prh.demo.config import DemoConfig
 from prh.demo.context import Context, cpu_seconds
 from prh.demo.control import step_control
-from prh.demo.modalities import step_modalities
+from prh.demo.modalities import ModalityEvidence, log_targets, step_modalities
 from prh.demo.report import write_outputs
 from prh.demo.world import check_world_sizes
 from prh.io import write_json
@@ -68,7 +68,7 @@ def _record_cost(ctx: Context, name: str, wall: float, cpu: float) -> None:
     if cpu > old["cpu_s"]:
         costs[name] = {"wall_s": round(wall, 1), "cpu_s": round(cpu, 1)}
         write_json(p, costs)
-    ctx.state["costs"] = costs
+    ctx.costs = costs
 
 
 def _step(ctx: Context, i: int, name: str, fn: Callable[[], Any]) -> Any:
@@ -126,33 +126,28 @@ def run_demo(
     results["law"] = _step(ctx, 8, "law", lambda: steps.step_law(ctx, train["runs"]))
     results["theory_curves"] = steps.step_theory_curves(ctx, train["runs"], runs)
     results["bridge"] = _step(ctx, 9, "bridge", lambda: bridge_section(ctx, text, vision, runs))
-    results["modalities"] = _step(
-        ctx, 10, "modalities", lambda: step_modalities(ctx, text, vision, runs)
-    )
-    results["theory"] = _step(
-        ctx, 11, "theory", lambda: step_theory(ctx, text, vision, runs, results["modalities"])
-    )
+    mod = _step(ctx, 10, "modalities", lambda: step_modalities(ctx, text, vision, runs))
+    results["modalities"] = mod.section
+    results["theory"] = _step(ctx, 11, "theory", lambda: step_theory(ctx, text, vision, runs, mod))
     results["control"] = _step(ctx, 12, "control", lambda: step_control(ctx))
     results["theory"]["targets"] = theory_targets(ctx, results)
     return _step(ctx, 13, "report", lambda: write_outputs(ctx, results))
 
 
 def step_theory(
-    ctx: Context, text: dict, vision: dict, runs: dict[str, Path], mod: dict[str, Any]
+    ctx: Context, text: dict, vision: dict, runs: dict[str, Path], mod: ModalityEvidence
 ) -> dict[str, Any]:
     """The theory section of every feature set the modalities step compared (the text and
     frozen sets alone when it trained none), and the spectral pair-free maps between the
-    good-view encoders (:mod:`prh.demo.spectral`)."""
+    good-view encoders (:func:`prh.demo.spectral.theory_and_maps`)."""
     from prh.demo.modalities import evidence_sets
-    from prh.demo.spectral import log_spectral, spectral_section
-    from prh.demo.theory import log_theory, theory_section
+    from prh.demo.spectral import log_spectral, theory_and_maps
+    from prh.demo.theory import log_theory
 
-    sets = ctx.state.get("evidence_sets") or evidence_sets(text, vision, {})
-    names = mod["evidence"]["matrix"]["names"] if "evidence" in mod else list(sets)
-    value = theory_section(ctx, sets, names)
+    sets = mod.sets or evidence_sets(text, vision, {})
+    names = mod.names or list(sets)
+    value = theory_and_maps(ctx, sets, names, {"text-good": runs["good"], **mod.image_runs})
     log_theory(ctx, value)
-    good = {"text-good": runs["good"], **ctx.state.get("image_runs", {})}
-    value["spectral"] = spectral_section(ctx, good, sets)
     log_spectral(ctx, value["spectral"])
     return value
 
@@ -163,7 +158,5 @@ def theory_targets(ctx: Context, results: dict[str, Any]) -> list[dict[str, Any]
 
     ev = results["modalities"].get("evidence")
     rows = targets(results["theory"], ev["matrix"] if ev else None, results["control"])
-    for r in rows:
-        label = {True: "met", False: "MISSED", None: "undefined"}[r["met"]]
-        ctx.log(f"  target {r['target']}: {r['figure']} ({label})")
+    log_targets(ctx, rows)
     return rows

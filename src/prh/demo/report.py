@@ -6,9 +6,8 @@ tables, the plots (embedded as base64 PNG, so the file reads offline), and the c
 
 from __future__ import annotations
 
+import dataclasses
 import math
-import os
-import platform
 import time
 from pathlib import Path
 from typing import Any
@@ -29,8 +28,10 @@ from prh.demo.html_parts import (
 from prh.demo.plots import plot_bars, plot_curves
 from prh.demo.report_modalities import modalities_context, modalities_summary, pair_rows
 from prh.demo.report_theory import theory_context
+from prh.demo.summary import DemoSummary, Machine, Protocol, WorldSummary, ci_bounds
 from prh.io import atomic_write, write_json
 from prh.provenance import stamped
+from prh.world.registry import world_title
 
 NAMES = {
     "good": "good views (JEPA)",
@@ -56,9 +57,9 @@ def _interval(d: dict[str, Any]) -> tuple[float, float, float]:
     """``(score, lo, hi)``; a score without an interval gets ``(-inf, inf)``, which is never
     apart from anything (so a claim that needs intervals stays INCONCLUSIVE); an undefined score
     (``None``) is NaN."""
-    ci = d.get("ci") or [None, None]
-    lo = -math.inf if ci[0] is None else float(ci[0])
-    hi = math.inf if ci[1] is None else float(ci[1])
+    lo, hi = ci_bounds(d)
+    lo = -math.inf if lo is None else float(lo)
+    hi = math.inf if hi is None else float(hi)
     score = math.nan if d["score"] is None else float(d["score"])
     return score, lo, hi
 
@@ -158,7 +159,7 @@ def _claim2(summary: dict[str, Any], iv: dict[str, tuple[float, float, float]]) 
 
     e = summary["sample_efficiency"]
     curve = (e.get("curves") or {}).get("next-token") or {"samples": [], "mean": []}
-    lo_hi = tuple(e.get("ci") or (None, None))
+    lo_hi = ci_bounds(e)
     return judge_claim2(
         target=e["target"],
         samples_good=e.get("samples_good"),
@@ -271,60 +272,43 @@ def budgets(cfg: dict[str, Any], tokens: dict[str, float] | None = None) -> list
     ]
 
 
-def build_summary(ctx: Context, results: dict[str, Any]) -> dict[str, Any]:
+def build_summary(ctx: Context, results: dict[str, Any]) -> DemoSummary:
+    """The summary of a finished demo (claims not yet judged: :func:`write_outputs` does)."""
     m = results["measure"]
-    law = {k: v for k, v in results["law"].items() if k != "rows"}
-    bridge = {k: v for k, v in results["bridge"].items() if k != "samples"}
+    cfg = results["config"]
     prove = results["prove"]
     theory = results.get("theory") or {}
-    return {
-        "alignment": {k: m[k]["score"] for k in m},
-        "alignment_calibrated": {k: m[k]["calibrated"] for k in m},
-        "alignment_detail": m,
-        "sample_efficiency": results["sample_efficiency"],
-        "theory_curves": theory_curves_summary(results.get("theory_curves")),
-        "word_order": results.get("word_order", {}).get("summary", {}),
-        "word_collapse": results.get("word_collapse"),
-        "budget": budgets(results["config"], results.get("tokens_per_row")),
-        "law": law,
-        "prove": {k: prove.get(k) for k in ("passed", "n", "n_passed", "skipped") if k in prove},
-        "bridge": bridge,
-        "modalities": modalities_summary(results.get("modalities"), theory.get("pairs")),
+    level = next((d["level"] for d in m.values() if "level" in d), 0.95)
+    return DemoSummary(
+        alignment={k: m[k]["score"] for k in m},
+        alignment_calibrated={k: m[k]["calibrated"] for k in m},
+        alignment_detail=m,
+        sample_efficiency=results["sample_efficiency"],
+        theory_curves=theory_curves_summary(results.get("theory_curves")),
+        word_order=results.get("word_order", {}).get("summary", {}),
+        word_collapse=results.get("word_collapse"),
+        budget=budgets(cfg, results.get("tokens_per_row")),
+        law={k: v for k, v in results["law"].items() if k != "rows"},
+        prove={k: prove.get(k) for k in ("passed", "n", "n_passed", "skipped") if k in prove},
+        bridge={k: v for k, v in results["bridge"].items() if k != "samples"},
+        modalities=modalities_summary(results.get("modalities"), theory.get("pairs")),
         **theory_summary(results),
-        "runs": [{k: v for k, v in r.items()} for r in results["runs"]],
-        "config": results["config"],
-        "timings": ctx.timings,
-        "compute_cost": ctx.state.get("costs", {}),
-        "seconds": round(time.perf_counter() - ctx.t0, 1),
-        "cpu_seconds": round(cpu_seconds() - ctx.cpu0, 1),
-        "machine": {
-            "cpus": os.cpu_count(),
-            "platform": platform.platform(),
-            "python": platform.python_version(),
-        },
-        "protocol": {
-            "vision": results["config"]["vision"] + " (frozen, ImageNet-1k; not DINOv2)",
-            "metric": "mutual-kNN, k = 10, L2-normalised, max over layer pairs; calibrated = "
-            "score - 95% quantile of a permutation null",
-            "captions": "one seeded caption per held-out scene (wording seed world_seed + 1)",
-            "next_token": (
-                f"documents of {results['config']['doc_captions']} captions of one training scene"
-                f" (<= {results['config']['doc_max_len']} tokens), "
-                f"{results['config'].get('next_token_factor', 1)}x the good-view budget in "
-                "documents; measured on single held-out captions, every layer, mean-pooled "
-                "(next-token) and last-token-pooled (next-token-last)"
-            ),
-        },
-    }
+        runs=[dict(r) for r in results["runs"]],
+        config=cfg,
+        timings=ctx.timings,
+        compute_cost=ctx.costs,
+        seconds=round(time.perf_counter() - ctx.t0, 1),
+        cpu_seconds=round(cpu_seconds() - ctx.cpu0, 1),
+        machine=Machine.here(),
+        protocol=Protocol.of(cfg, level),
+    )
 
 
 def theory_summary(results: dict[str, Any]) -> dict[str, Any]:
     """``world`` (name, seed, ``spectrum`` and its gap), ``theory_cc`` per encoder,
     ``theory_targets`` and ``control`` (its world, spectrum and pairs): issue 21's figures."""
     cfg, th = results["config"], results.get("theory") or {}
-    sp = th.get("spectrum") or {}
-    world = {"name": cfg["world"], "seed": cfg["world_seed"], "spectrum": sp.get("eigenvalues")}
-    world.update({k: v for k, v in sp.items() if k != "eigenvalues"})
+    world = WorldSummary.of(cfg["world"], cfg["world_seed"], th.get("spectrum"))
     control = results.get("control") or {"skipped": "no control world"}
     if "theory" in control:
         cth = control["theory"]
@@ -365,9 +349,10 @@ def write_outputs(ctx: Context, results: dict[str, Any]) -> dict[str, Any]:
             ylabel="held-out canonical correlation with g*",
             title=f"{cfg['world']} world: the same runs against the theory embedding",
         )  # fmt: skip
-    summary = build_summary(ctx, results)
-    summary["claims"] = claims(summary)
-    summary["theory_claims"] = theory_claims(summary)
+    s = build_summary(ctx, results)
+    judged = s.to_dict()
+    s = dataclasses.replace(s, claims=claims(judged), theory_claims=theory_claims(judged))
+    summary = s.to_dict()
     write_json(
         out / "summary.json", stamped("demo-summary", summary, seed=cfg.get("seed"), options=cfg)
     )
@@ -422,7 +407,7 @@ def _header(summary: dict[str, Any]) -> dict[str, str]:
     return {
         "name": str(cfg["name"]),
         "world_seed": str(cfg["world_seed"]),
-        "world": "moving cave" if cfg.get("world") == "moving" else "cave",
+        "world": world_title(cfg.get("world")),
         "preset": str(cfg["preset"]),
         "vision": str(cfg["vision"]),
         "cost": _cost_text(summary),
@@ -456,7 +441,7 @@ def _alignment(summary: dict[str, Any], out: Path) -> dict[str, Any]:
     cfg = summary["config"]
     rows: list[list[Cell]] = []
     for k, d in summary["alignment_detail"].items():
-        ci = d.get("ci") or [None, None]
+        ci = ci_bounds(d)
         rows.append(
             [
                 NAMES.get(k, k),
@@ -494,7 +479,7 @@ def _efficiency(s: dict[str, Any]) -> dict[str, Any]:
     ratio = num(s.get("ratio"), 2)
     if s.get("ratio") is None and not is_undefined(s.get("ratio_lower_bound")):
         ratio = f">= {num(s['ratio_lower_bound'], 1)}"
-    ci = s.get("ci") or [None, None]
+    ci = ci_bounds(s)
     row: list[Cell] = [
         num(s["target"], 4),
         _n(s["samples_good"]),

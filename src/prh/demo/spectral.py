@@ -34,7 +34,7 @@ import numpy as np
 
 from prh.bridge.rotation_score import r2_score
 from prh.demo.modalities import GOOD_PAIRS
-from prh.demo.theory import embedding
+from prh.features import last_layer
 
 
 def _r1(pred: np.ndarray, y: np.ndarray) -> float:
@@ -89,7 +89,7 @@ def spectral_section(
 
         maps = {}
         for a, b in todo:
-            rows = [embedding(d[n], dims[n]) for d in (train, test) for n in (a, b)]
+            rows = [last_layer(d[n], dims[n]) for d in (train, test) for n in (a, b)]
             maps[f"{a}~{b}"] = _one(drawer(a), drawer(b), rows, cfg.seed,
                                     cfg.measure.spectral_pairs)  # fmt: skip
         return {"pairs": cfg.measure.spectral_pairs, "maps": maps}
@@ -126,6 +126,19 @@ def _one(draw_a, draw_b, rows: Sequence[np.ndarray], seed: int, cap: int) -> dic
             "relative_separation_y", "sign_z", "accuracy", "match_y", "eigenvalue_agreement_z",
             "pairs_drawn", "stopped")  # fmt: skip
     return {**{f: d[f] for f in keep}, **compare_maps(res, (fx, fy), (tx, ty))}
+
+
+def theory_and_maps(
+    ctx: Any, sets: Mapping[str, Any], names: Sequence[str], good_runs: Mapping[str, Path]
+) -> dict[str, Any]:
+    """The theory section of the compared ``sets`` (:func:`prh.demo.theory.theory_section`)
+    with the spectral maps between the ``good_runs`` under ``"spectral"``: the main demo's and
+    the control's one recipe."""
+    from prh.demo.theory import theory_section
+
+    value = theory_section(ctx, sets, names)
+    value["spectral"] = spectral_section(ctx, good_runs, sets)
+    return value
 
 
 def log_spectral(ctx: Any, value: Mapping[str, Any], where: str = "") -> None:

@@ -16,7 +16,9 @@ from typing import Any
 from prh.demo import protocol
 from prh.demo.context import Context
 from prh.demo.figures import fig, interval
+from prh.demo.sweeps import run_cells
 from prh.demo.world import RUN_OF, TEXT_ENCODERS, demo_world, scene_ids, text_encoder
+from prh.world.registry import is_default_world
 
 
 def step_prove(ctx: Context) -> dict[str, Any]:
@@ -52,7 +54,7 @@ def step_vision(ctx: Context) -> dict[str, Path]:
     world = demo_world(cfg)
     test, train = scene_ids(cfg, world)
     key = f"{cfg.vision}|{cfg.world_seed}|{len(train)}|{train[0]}|{train[-1]}"
-    if cfg.world != "cave":  # the cave's cached names as before
+    if not is_default_world(cfg.world):  # the cave's cached names as before
         key += f"|{cfg.world}"
     h = hashlib.sha256(key.encode()).hexdigest()[:10]
     paths = {
@@ -83,20 +85,13 @@ def _render_progress(ctx: Context, tag: str):
 
 def step_train(ctx: Context) -> dict[str, Any]:
     """Run the demo's sweep (skipping finished cells) and read its runs back with their curves."""
-    from prh.scaling.sweep import RESULTS, read_results, run_sweep
-
     cfg = ctx.cfg
     sweep = protocol.sweep_dir(ctx.out, cfg)
     g = protocol.grid(cfg)
     n = len(g.cells(cfg.seed))
     ctx.log(f"  {n} runs in {sweep.name}, {cfg.workers} at a time; a line as each one finishes")
-    s = run_sweep(g, protocol.backend(cfg), sweep, seed=cfg.seed, workers=cfg.workers,
-                  progress=lambda m: ctx.log(f"  {m}"))  # fmt: skip
-    if s.failed:
-        from prh.errors import PrhError
-
-        raise PrhError(f"demo: {len(s.failed)} run(s) failed, first: {s.failed[0][1]}")
-    runs = protocol.run_records(cfg, read_results(sweep / RESULTS), sweep, ctx.out)
+    s, rows = run_cells(ctx, g, protocol.backend(cfg), sweep)
+    runs = protocol.run_records(cfg, rows, sweep, ctx.out)
     return {"runs": runs, "sweep": str(sweep.relative_to(ctx.out)), "ran": s.ran}
 
 

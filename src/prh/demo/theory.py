@@ -33,6 +33,8 @@ from typing import Any
 
 import numpy as np
 
+from prh.features import last_layer
+
 STILL_REASON = (
     "the still world's pair kernel is diag(p): every eigenvalue is 1, no gap at any k, so the "
     "theorem fixes no embedding to compare with"
@@ -62,12 +64,6 @@ def world_spectrum(world: Any, m: int = 12) -> dict[str, Any]:
     }
 
 
-def embedding(features: np.ndarray, dims: Sequence[int]) -> np.ndarray:
-    """The last layer of ``(N, L, D)`` features, trimmed to its true width ``dims[-1]``."""
-    f = np.asarray(features, dtype=np.float64)
-    return f[:, -1, : int(dims[-1])] if f.ndim == 3 else f
-
-
 def theory_scores(
     world: Any,
     train: Mapping[str, np.ndarray],
@@ -90,7 +86,7 @@ def theory_scores(
     out: dict[str, Any] = {}
     own: dict[str, tuple] = {}  # modality -> its theory of the fit and test states, and ceiling
     for name in train:
-        a, b = embedding(train[name], dims[name]), embedding(test[name], dims[name])
+        a, b = last_layer(train[name], dims[name]), last_layer(test[name], dims[name])
         out[name] = two_readouts(a, g_fit, b, g_test, k, n_boot=n_boot, seed=seed)
         m = modality_of(name)
         if m not in own:
@@ -194,7 +190,7 @@ def pair_cc(
     n = len(names)
     cc = [[1.0 if i == j else None for j in range(n)] for i in range(n)]
     lo, hi, raw = ([row[:] for row in cc] for _ in range(3))
-    emb = {m: (embedding(train[m], dims[m]), embedding(test[m], dims[m])) for m in names}
+    emb = {m: (last_layer(train[m], dims[m]), last_layer(test[m], dims[m])) for m in names}
     for i in range(n):
         for j in range(i + 1, n):
             (af, at), (bf, bt) = emb[names[i]], emb[names[j]]

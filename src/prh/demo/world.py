@@ -64,16 +64,18 @@ def scene_ids(cfg: DemoConfig, world) -> tuple[list[int], list[int]]:
 def random_init_encoder(good_run: Path, seed: int) -> Any:
     """The control: a text encoder of the good run's preset and tokenizer, weights drawn afresh
     from ``seed + 777`` (never trained)."""
+    import dataclasses
+
     import torch
 
     from prh.encoders.stored import RunEncoder
     from prh.models import TextEncoder
+    from prh.training import load_run
 
-    enc = RunEncoder(good_run)
+    run = load_run(good_run)
     torch.manual_seed(seed + 777)
-    enc.run.model = TextEncoder(enc.run.model_config).eval()
-    enc.spec = f"random-init:{good_run.name}"
-    return enc
+    fresh = dataclasses.replace(run, model=TextEncoder(run.model_config).eval())
+    return RunEncoder.of_run(fresh, f"random-init:{good_run.name}")
 
 
 def text_encoder(cfg: DemoConfig, name: str, runs: dict[str, Path]) -> Any:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -92,18 +93,26 @@ class RunEncoder(Encoder):
     modality = "text"
 
     def __init__(self, path: str | Path, threads: int | None = None, pool: str = "avg") -> None:
-        super().__init__()
         from prh.encoders._torch import set_threads
+        from prh.training import load_run
 
         if pool not in ("avg", "last"):
             raise InputError(f"{path}: --pool {pool}: a prh run pools by avg or last")
-        self.pool = pool
         set_threads(threads)
-        self.spec = str(path)
-        from prh.training import load_run
+        self._attach(load_run(path), str(path), pool)
 
-        self.run = load_run(path)
-        if not hasattr(self.run, "encode_texts") and hasattr(self.run, "encode_images"):
+    @classmethod
+    def of_run(cls, run: Any, spec: str, pool: str = "avg") -> RunEncoder:
+        """An encoder of a run already loaded (or built: the demo's random-init control),
+        named ``spec``."""
+        enc = cls.__new__(cls)
+        enc._attach(run, spec, pool)
+        return enc
+
+    def _attach(self, run: Any, spec: str, pool: str) -> None:
+        super().__init__()
+        self.run, self.spec, self.pool = run, spec, pool
+        if not hasattr(run, "encode_texts") and hasattr(run, "encode_images"):
             self.modality = "image"
 
     def _encode_text_batch(self, texts: list[str]) -> np.ndarray:

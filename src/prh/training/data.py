@@ -11,6 +11,8 @@ from typing import Any
 
 from prh.errors import InputError
 from prh.training.config import TrainConfig
+from prh.world.ids import scene_ids_of
+from prh.world.registry import SpectralWorld, gap_k, is_default_world
 
 TOKENIZER_FILE = "tokenizer.json"
 TOKENIZER_NARRATIONS = 256  # narrations added to a narration run's tokenizer text
@@ -81,18 +83,19 @@ def world_model_defaults(cfg: TrainConfig) -> dict[str, Any]:
     """Model fields a world sets unless the run overrides them: a world with a gap at ``k``
     (``gap_k``, the moving cave's 8) makes the JEPA's output width ``k``, the theorem's
     condition (docs/theory.md sec. 3 and 8). The cave world sets none."""
-    if cfg.world in (None, "cave"):
+    if is_default_world(cfg.world):
         return {}
-    k = getattr(build_world(cfg), "gap_k", None)
+    k = gap_k(build_world(cfg))
     return {} if k is None else {"embed_dim": int(k)}
 
 
 def lag_source(cfg: TrainConfig) -> Any:
-    """The caption source of a world that moves (one with ``pair_kernel``): good rows are two
-    frames at the world's lag (:mod:`prh.views.lag`), over its training states, from the
-    corpus's pool of ``captions_per_scene`` wordings per state; ``None`` for a still world."""
+    """The caption source of a world that moves (a :class:`~prh.world.SpectralWorld`): good
+    rows are two frames at the world's lag (:mod:`prh.views.lag`), over its training states,
+    from the corpus's pool of ``captions_per_scene`` wordings per state; ``None`` for a still
+    world."""
     world = build_world(cfg)
-    if not hasattr(world, "pair_kernel"):
+    if not isinstance(world, SpectralWorld):
         return None
     from prh.views.lag import LagPairs, MovingCaptionSource
 
@@ -145,7 +148,7 @@ def default_data_factory(
         from prh.views import ViewConfig
 
         source, config = narrations, ViewConfig(doc_captions=cfg.narration_len)
-    elif cfg.world not in (None, "cave"):
+    elif not is_default_world(cfg.world):
         source = lag_source(cfg) or corpus
     if cfg.doc_captions > 1 or cfg.doc_style:
         from prh.views import ViewConfig
@@ -180,12 +183,8 @@ def eval_texts(cfg: TrainConfig, ids: list[str]) -> list[str]:
     """One caption per id (``scene_{i}``) to embed for evaluation against a feature file."""
     if cfg.world is not None:
         world = build_world(cfg)
-        out = []
-        for s in ids:
-            if not s.startswith("scene_") or not s[6:].isdigit():
-                raise InputError(f"--eval-features: id {s!r} is not a world scene id 'scene_<i>'")
-            out.append(world.captions(int(s[6:]), 1, seed=cfg.world_seed + 1)[0])
-        return out
+        scenes = scene_ids_of(ids, "--eval-features")
+        return [world.captions(int(i), 1, seed=cfg.world_seed + 1)[0] for i in scenes]
     from prh.data import load_corpus
 
     corpus = load_corpus(cfg.corpus)

@@ -34,6 +34,7 @@ from prh.training.distributed import DistInfo, gather_rows
 from prh.training.image_config import ImageConfig, check_image_run, image_model_config
 from prh.training.lifecycle import Barrier, Encode, Run, fit, load_run
 from prh.training.loop import LossContext, jepa_objective
+from prh.world.ids import scene_ids_of
 
 
 def image_loss(
@@ -70,9 +71,10 @@ def lag_pairs(train: TrainConfig, ids: np.ndarray) -> Any:
     """Good pairs of a moving world over ``ids`` (:class:`prh.views.lag.LagPairs`); ``None``
     for a still world (one state per pair, as before)."""
     from prh.views.lag import LagPairs
+    from prh.world import SpectralWorld
 
     world = run_world(train)
-    return LagPairs(world, ids) if hasattr(world, "pair_kernel") else None
+    return LagPairs(world, ids) if isinstance(world, SpectralWorld) else None
 
 
 def image_dataset(
@@ -226,10 +228,8 @@ class ImageTask:
 
     def eval_items(self, cfg: TrainConfig, ids: list[str]) -> list[np.ndarray]:
         """The ``scene_<i>`` ids' renders (sketches) under nuisance seed 0."""
-        bad = [s for s in ids if not s.startswith("scene_") or not s[6:].isdigit()]
-        if bad:
-            raise InputError(f"--eval-features: id {bad[0]!r} is not a world scene id 'scene_<i>'")
-        return draw_scenes(cfg, self.image, [int(s[6:]) for s in ids])
+        scenes = scene_ids_of(ids, "--eval-features")
+        return draw_scenes(cfg, self.image, [int(i) for i in scenes])
 
     def encoder(
         self, cfg: TrainConfig, prepared: Any, model: nn.Module, dev: torch.device

@@ -21,6 +21,8 @@ import numpy as np
 
 from prh.errors import InputError
 from prh.metrics.theory_cca import TheoryCCA, theory_cca
+from prh.world.ids import scene_id
+from prh.world.registry import SpectralWorld, moves, world_lag
 
 if TYPE_CHECKING:
     from prh.training.config import TrainConfig
@@ -55,9 +57,9 @@ def text_theory_cca(
     """
     from prh.training.api import encode_texts
 
-    if not hasattr(world, "theory_embedding"):
+    if not isinstance(world, SpectralWorld):
         raise InputError(f"theory CCA: world {type(world).__name__} has no theory embedding")
-    k = int(k or getattr(world, "gap_k", 8))
+    k = int(k or world.gap_k)
     parts = []
     for split in ("train", "test"):
         ids = world.split(split)
@@ -115,7 +117,7 @@ class RunPairs:
 
         paths = (Path(f"{prefix}_a.safetensors"), Path(f"{prefix}_b.safetensors"))
         for path, x, s in ((paths[0], self.a, self.states_a), (paths[1], self.b, self.states_b)):
-            save_features(path, x, ids=[f"scene_{int(i)}" for i in s])
+            save_features(path, x, ids=[scene_id(i) for i in s])
         return paths
 
 
@@ -139,7 +141,7 @@ def lag_pairs_of(cfg: TrainConfig, still: bool = False) -> tuple[Any, Any]:
     from prh.views.lag import LagPairs
 
     world = build_world(cfg)
-    if not hasattr(world, "pair_kernel") or getattr(world.config, "lag", 0) == 0:
+    if not moves(world):
         if still:
             return world, StillPairs(world.train_scenes(cfg.train_scenes))
         raise InputError(
@@ -214,6 +216,6 @@ def run_positive_pairs(
     return RunPairs(
         a=feats[0], b=feats[1], states_a=states[0], states_b=states[1],
         nuisance_a=nuisance[0].astype(np.int64), nuisance_b=nuisance[1].astype(np.int64),
-        modality=modality, lag=int(getattr(world.config, "lag", 0)),
+        modality=modality, lag=world_lag(world),
         embed_dim=int(run.model_config.embed_dim),
     )  # fmt: skip

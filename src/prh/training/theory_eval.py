@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from prh.errors import InputError
+from prh.features import last_layer
 from prh.training.config import TrainConfig
 from prh.training.distributed import DistInfo
 
@@ -62,6 +63,7 @@ def theory_target(task: Any, cfg: TrainConfig) -> TheoryTarget | None:
         return None
     from prh.features import load_features
     from prh.world import has_theory, make_world
+    from prh.world.ids import parse_scene_id
 
     where = f"--eval-theory {cfg.eval_theory}"
     if cfg.world is None:
@@ -82,12 +84,13 @@ def theory_target(task: Any, cfg: TrainConfig) -> TheoryTarget | None:
         )
     states = []
     for row, s in enumerate(target.ids):
-        if not (s.startswith("scene_") and s[6:].isdigit()) or int(s[6:]) >= world.num_scenes:
+        i = parse_scene_id(s)
+        if i is None or i >= world.num_scenes:
             raise InputError(
                 f"{where}: row {row} id {s!r} is not a state scene_<i> of world {cfg.world} "
                 f"(0..{world.num_scenes - 1})"
             )
-        states.append(int(s[6:]))
+        states.append(i)
     fit = np.isin(np.asarray(states), np.asarray(world.split("train")))
     k = g.shape[1]
     if fit.sum() <= k + 1 or (~fit).sum() < 3:
@@ -96,12 +99,6 @@ def theory_target(task: Any, cfg: TrainConfig) -> TheoryTarget | None:
             f"states; expected more than {k + 1} and at least 3 (k = {k})"
         )
     return TheoryTarget(g, fit, task.eval_items(cfg, list(target.ids)))
-
-
-def last_layer(features: np.ndarray) -> np.ndarray:
-    """The last layer of ``(N, L, D)`` features (``(N, D)`` unchanged)."""
-    f = np.asarray(features, dtype=np.float64)
-    return f[:, -1, :] if f.ndim == 3 else f
 
 
 def theory_point(features: np.ndarray, target: TheoryTarget, seed: int = 0) -> dict[str, float]:

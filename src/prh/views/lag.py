@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from prh.errors import InputError
+from prh.world.registry import SpectralWorld
 
 SLOTS = 1 << 20  # items of a text source: first-frame states laid out by the law m
 
@@ -44,7 +45,7 @@ class LagPairs:
     """
 
     def __init__(self, world, scene_ids: Sequence[int], lag: int | None = None) -> None:
-        if not hasattr(world, "pair_kernel"):
+        if not isinstance(world, SpectralWorld):
             raise InputError(f"lag pairs: world {type(world).__name__} has no chain (no lag)")
         ids = world.check_ids(scene_ids)
         if ids.size < 2 or np.unique(ids).size != ids.size:

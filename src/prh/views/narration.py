@@ -46,6 +46,7 @@ import numpy as np
 from prh.errors import InputError
 from prh.views.lag import SlotSource, search_cdf
 from prh.world.captions import COLOUR_WORDS, FRAMES_ANY, POSITION_WORDS, SHAPE_WORDS, SIZE_WORDS
+from prh.world.registry import SpectralWorld
 from prh.world.scenes import COLOURS, SHAPES, SceneObject
 from prh.world.styles import CaptionStyle, draw_style, styled_caption, styled_phrase
 
@@ -190,7 +191,7 @@ class NarrationPaths:
 
     def __init__(self, world, scene_ids: Sequence[int], length: int, stride: int) -> None:
         check_narration(length, stride)
-        if not hasattr(world, "pair_kernel"):
+        if not isinstance(world, SpectralWorld):
             raise InputError(
                 f"narrations: world {type(world).__name__} does not move (no chain to narrate)"
             )

@@ -38,6 +38,7 @@ from prh.errors import InputError
 from prh.io import write_json
 from prh.views.image import crop_and_jitter
 from prh.views.lag import lag_rows
+from prh.world.registry import without_default_world, world_tag
 
 MODALITIES = ("image", "sketch")
 PAIR_KINDS = ("good", "bad", "mixture")
@@ -57,7 +58,7 @@ class CacheKey:
 
     @property
     def file_name(self) -> str:
-        where = "" if self.world == "cave" else f"{self.world}-"  # the cave's names as before
+        where = world_tag(self.world)  # the cave's names as before
         return (
             f"{where}{self.modality}-w{self.world_seed}-{self.size}px-{self.n_scenes}x{self.views}"
             f"-{self.scenes_digest}.npy"
@@ -139,7 +140,7 @@ def load_or_build(
         with open(tmp, "wb") as f:
             np.save(f, arr)
         os.replace(tmp, path)
-        meta = {k: v for k, v in asdict(key).items() if k != "world" or v != "cave"}
+        meta = without_default_world(asdict(key))  # the cave's metadata as before
         write_json(path.with_suffix(".json"), {**meta, "shape": list(arr.shape)})
     arr = np.load(path, mmap_mode="r")
     want = (key.n_scenes, key.views, key.size, key.size, 3)

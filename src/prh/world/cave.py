@@ -17,6 +17,7 @@ import numpy as np
 
 from prh.errors import InputError
 from prh.world import captions as _captions
+from prh.world.ids import scene_id
 from prh.world.render import render_scene
 from prh.world.scenes import Scene, object_count_probs, sample_scene_table, scene_from_row
 from prh.world.sketch import render_sketch
@@ -222,7 +223,7 @@ class CaveWorld:
     @staticmethod
     def image_id(i: int) -> str:
         """The id of scene ``i`` in corpora and feature files: ``"scene_{i}"``."""
-        return f"scene_{int(i)}"
+        return scene_id(i)
 
     def corpus(self, scene_ids=None, captions_per_scene: int = 5, seed: int = 0):
         """A fixed caption corpus of the given scenes (all scenes by default).

@@ -9,6 +9,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from prh.world.ids import scene_ids_of
+
+__all__ = ["FACTOR_NAMES", "scene_factors", "scene_ids_of"]
+
 FACTOR_NAMES: tuple[str, ...] = ("shape", "colour", "count")
 
 
@@ -38,15 +42,3 @@ def scene_factors(
         "colour": np.array(colour, dtype=np.int64),
         "count": np.array(count, dtype=np.int64),
     }
-
-
-def scene_ids_of(ids: Sequence[str]) -> np.ndarray:
-    """Scene indices of feature-file ids ``"scene_{i}"``."""
-    from prh.errors import InputError
-
-    out = []
-    for s in ids:
-        if not str(s).startswith("scene_") or not str(s)[6:].isdigit():
-            raise InputError(f"id {s!r} is not a world scene id 'scene_<i>'")
-        out.append(int(str(s)[6:]))
-    return np.asarray(out, dtype=np.int64)

@@ -137,6 +137,11 @@ class MovingWorld(CaveWorld):
     def num_scenes(self) -> int:
         return int(self.grid.shape[0])
 
+    @property
+    def lag(self) -> int:
+        """``D``: chain steps between a good view's two frames (the config's ``lag``)."""
+        return int(self.config.lag)
+
     def _scene_table(self) -> np.ndarray:
         """``(N, 1, 4)`` rows ``(shape, colour, size, cell)`` as :func:`scene_from_row` reads."""
         vals = [np.asarray(line.values)[self.grid[:, j]] for j, line in enumerate(self.lines)]

@@ -67,6 +67,20 @@ class SpectralWorld(Protocol):
 
     gap_k: int
 
+    @property
+    def lag(self) -> int:
+        """``D``: the steps between a good view's two frames (0: two views of one state)."""
+        ...
+
+    @property
+    def chain(self) -> Any:
+        """The reversible chain ``Q`` with stationary law ``chain.p`` (``(N,)``)."""
+        ...
+
+    def check_ids(self, scene_ids: Any) -> np.ndarray:
+        """``scene_ids`` as int64 state indices, each in range (one line otherwise)."""
+        ...
+
     def spectrum(self, m: int = 12, lag: int | None = None) -> Any:
         """The constant and ``m`` largest other eigenpairs of the pair kernel."""
         ...
@@ -84,6 +98,56 @@ def has_theory(world: Any) -> bool:
     """Whether ``world`` has a spectral gap to compare encoders with (a :class:`SpectralWorld`
     whose ``gap_k`` is set)."""
     return isinstance(world, SpectralWorld) and world.gap_k is not None
+
+
+def gap_k(world: Any) -> int | None:
+    """The width ``k`` of ``world``'s gap (the theorem's JEPA width), ``None`` without one."""
+    return int(world.gap_k) if has_theory(world) else None
+
+
+def world_lag(world: Any) -> int:
+    """``D`` of ``world``'s good views: its lag for a :class:`SpectralWorld`, 0 for a still
+    world (two observations of one state)."""
+    return int(world.lag) if isinstance(world, SpectralWorld) else 0
+
+
+def moves(world: Any) -> bool:
+    """Whether ``world``'s good views are two different states (a :class:`SpectralWorld` at a
+    lag above 0), so its own pairs have a kernel with a gap."""
+    return world_lag(world) > 0
+
+
+# Compatibility: the still cave was the only world before worlds had names, so a config whose
+# world is unset means it, and the names it gave to files, caches and cells (which carry no
+# world) stay its names. Every such rule reads these two functions.
+DEFAULT_WORLD = "cave"
+WORLD_TITLES = {"cave": "cave", "moving": "moving cave", "moving-literal": "moving cave"}
+
+
+def is_default_world(name: str | None) -> bool:
+    """Whether the world named ``name`` (``None``: unset) is the default, still cave, whose
+    file names, cache keys and cell ids omit the world (as written before there were others)."""
+    return name is None or name == DEFAULT_WORLD
+
+
+def without_default_world(options: dict[str, Any], key: str = "world") -> dict[str, Any]:
+    """``options`` without ``key`` when it names the default world: a cell's or cache's options
+    as written before the world became an option, so their ids stay those of older sweeps."""
+    if key in options and is_default_world(options[key]):
+        return {k: v for k, v in options.items() if k != key}
+    return options
+
+
+def world_tag(name: str | None, sep: str = "-") -> str:
+    """What a file name or key adds for the world ``name``: ``""`` for the default world (its
+    names as before), ``name + sep`` for any other."""
+    return "" if is_default_world(name) else f"{name}{sep}"
+
+
+def world_title(name: str | None) -> str:
+    """A world's name for a reader (``moving cave``); ``None`` is the default world."""
+    name = DEFAULT_WORLD if name is None else name
+    return WORLD_TITLES.get(name, name)
 
 
 def _cave(seed: int = 0, **options: Any) -> CaveWorld:
