@@ -99,3 +99,25 @@ def test_no_module_outside_prh_world_sniffs_a_world_or_compares_its_name():
         if sniff.search(line)
     ]
     assert bad == []
+
+
+def test_world_features_are_declared_and_read_by_the_config():
+    """A config asks a world's declared features, not its name: a registered world that offers
+    narration takes narration runs; one that does not is refused in one line."""
+    from prh.training.config import TrainConfig
+    from prh.world import world_offers
+    from prh.world.registry import WORLD_FEATURES, WORLDS
+
+    assert world_offers(None, "themes") and world_offers("cave", "doc_style")
+    assert world_offers("moving", "narration") and not world_offers("cave", "narration")
+    narrated = dict(views="next-token", narration_len=2, max_len=512)
+    try:
+        register_world("narrating-test", WORLDS["moving"], frozenset({"narration"}))
+        TrainConfig(world="narrating-test", **narrated)
+        register_world("silent-test", WORLDS["moving"])
+        with pytest.raises(InputError, match="narrations need --world moving"):
+            TrainConfig(world="silent-test", **narrated)
+    finally:
+        for name in ("narrating-test", "silent-test"):
+            WORLDS.pop(name, None)
+            WORLD_FEATURES.pop(name, None)

@@ -15,7 +15,7 @@ from prh.views.narration import (
     max_narration_tokens,
 )
 from prh.views.text import KINDS as TEXT_VIEW_KINDS
-from prh.world.registry import world_names
+from prh.world.registry import world_names, world_offers
 
 VIEWS = TEXT_VIEW_KINDS  # one list of view kinds: prh.views defines them
 # Longest sequence a model is built for: its position table is (max_len, d), so an unbounded
@@ -204,13 +204,13 @@ class TrainConfig:
                 raise InputError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.world_themes < 0:
             raise InputError(f"world_themes must be >= 0 (0 = none), got {self.world_themes}")
-        if self.world_themes and self.world != "cave":
+        if self.world_themes and not world_offers(self.world, "themes"):
             raise InputError("world_themes applies to --world cave only")
         if self.doc_captions < 1:
             raise InputError(f"doc_captions must be >= 1, got {self.doc_captions}")
         if (self.doc_captions > 1 or self.doc_style) and self.views != "next-token":
             raise InputError("doc_captions and doc_style apply to --views next-token only")
-        if self.doc_style and self.world != "cave":
+        if self.doc_style and not world_offers(self.world, "doc_style"):
             raise InputError("doc_style needs --world cave (styles regenerate captions)")
         self._check_narration()
         if self.max_len > MAX_LEN:
@@ -231,7 +231,7 @@ class TrainConfig:
         if self.corpus is not None:
             raise InputError("narrations tell a moving world's trajectories; a corpus has none "
                              "(use --world moving)")  # fmt: skip
-        if self.world != "moving":
+        if not world_offers(self.world, "narration"):
             raise InputError(f"narrations need --world moving (--world {self.world} does not "
                              "move: no trajectory to narrate)")  # fmt: skip
         if self.views != "next-token":

@@ -22,6 +22,7 @@ from prh.world.registry import (
     without_default_world,
     world_lag,
     world_names,
+    world_offers,
     world_tag,
     world_title,
 )
@@ -47,6 +48,7 @@ __all__ = [
     "without_default_world",
     "world_lag",
     "world_names",
+    "world_offers",
     "world_tag",
     "world_title",
 ]

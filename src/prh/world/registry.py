@@ -180,11 +180,32 @@ WORLDS: dict[str, Callable[..., World]] = {
 }
 
 
-def register_world(name: str, factory: Callable[..., World]) -> None:
-    """Make ``factory(seed=..., **options)`` reachable as world ``name``."""
+# What a training run may ask of a world beyond the contract, by feature: ``themes`` (a
+# caption theme per scene), ``doc_style`` (captions regenerated in a document style) and
+# ``narration`` (documents that tell a trajectory). A config asks :func:`world_offers`, never
+# a world's name.
+WORLD_FEATURES: dict[str, frozenset[str]] = {
+    "cave": frozenset({"themes", "doc_style"}),
+    "moving": frozenset({"narration"}),
+    "moving-literal": frozenset(),
+}
+
+
+def world_offers(name: str | None, feature: str) -> bool:
+    """Whether world ``name`` (``None``: the default world) offers ``feature`` (a key of
+    :data:`WORLD_FEATURES`' sets)."""
+    return feature in WORLD_FEATURES.get(DEFAULT_WORLD if name is None else name, frozenset())
+
+
+def register_world(
+    name: str, factory: Callable[..., World], features: frozenset[str] = frozenset()
+) -> None:
+    """Make ``factory(seed=..., **options)`` reachable as world ``name``, offering ``features``
+    (see :data:`WORLD_FEATURES`)."""
     if not name or not name.replace("-", "").isalnum():
         raise InputError(f"world name {name!r}: expected letters, digits and '-'")
     WORLDS[name] = factory
+    WORLD_FEATURES[name] = frozenset(features)
     _cached.cache_clear()
 
 
