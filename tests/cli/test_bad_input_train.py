@@ -318,11 +318,11 @@ def test_a_model_beyond_the_machine_is_refused_by_an_estimate(bad_input, tmp_pat
 def test_the_memory_estimate_counts_the_parameters_the_model_has():
     """The closed form against the built models (the reference), and the estimate's refusal
     against a stated budget."""
-    from prh.cli.train_checks import check_fits_machine
     from prh.errors import InputError
     from prh.models.budget import TRAIN_BYTES_PER_PARAM, parameter_count, train_memory_bytes
     from prh.models.config import ModelConfig
     from prh.models.transformer import CausalLM, TextEncoder, count_parameters
+    from prh.training.preflight import check_fits_machine
 
     for kw in ({}, {"d_model": 48, "n_layers": 3, "n_heads": 4, "d_ff": 100, "embed_dim": 7,
                     "vocab_size": 300, "max_len": 17}):  # fmt: skip

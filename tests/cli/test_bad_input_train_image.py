@@ -171,9 +171,9 @@ def test_the_render_cache_estimate_counts_its_bytes_and_the_free_disk(tmp_path, 
     import shutil
     from collections import namedtuple
 
-    from prh.cli.train_checks import check_render_cache_fits
     from prh.errors import InputError
     from prh.training.image_config import ImageConfig
+    from prh.training.preflight import check_render_cache_fits
 
     image = ImageConfig(modality="image", image_size=32, render_views=2)  # 6,144 B a scene
     check_render_cache_fits(100, image, str(tmp_path / "new" / "r"), available=2 * 614_400)

@@ -48,7 +48,7 @@ def test_fair_protocol_options_default_to_today_and_check_their_views():
     TrainConfig(views="next-token", doc_captions=4, doc_style=True, world_themes=20)
     with pytest.raises(InputError, match="next-token only"):
         TrainConfig(views="good", doc_captions=4)
-    with pytest.raises(InputError, match="doc_captions must be >= 1"):
+    with pytest.raises(InputError, match="doc_captions: expected a positive integer, got 0"):
         TrainConfig(views="next-token", doc_captions=0)
-    with pytest.raises(InputError, match="world_themes must be >= 0"):
+    with pytest.raises(InputError, match="world_themes: expected an integer >= 0"):
         TrainConfig(world_themes=-2)

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
+from prh.training.config import range_error
 from prh.training.config_layers import parse_value
 
 
@@ -28,6 +29,8 @@ class FieldFlag:
     help: str
     metavar: str = ""
     part: str = ""
+    choices: tuple[str, ...] = ()
+    within: str = ""
 
     @property
     def flag(self) -> str:
@@ -46,20 +49,27 @@ def field_flags(cls: type, prefix: str = "") -> tuple[FieldFlag, ...]:
             f.metadata["help"],
             f.metadata.get("metavar", ""),
             f.metadata.get("part", ""),
+            tuple(f.metadata.get("choices", ())),
+            f.metadata.get("range", ""),
         )
         for f in fields(cls)
         if "help" in f.metadata
     )
 
 
-def value_type(kind: str):
-    """An argparse ``type`` parsing a value of annotated type ``kind``."""
+def value_type(kind: str, rng: str = ""):
+    """An argparse ``type`` parsing a value of annotated type ``kind`` in the range named
+    ``rng`` (:data:`prh.training.config.RANGES`)."""
 
     def parse(text: str) -> Any:
         try:
-            return parse_value(kind, text)
+            value = parse_value(kind, text)
         except ValueError as e:
             raise argparse.ArgumentTypeError(f"expected {kind} ({e})") from None
+        message = range_error(kind, rng, value)
+        if message:
+            raise argparse.ArgumentTypeError(message)
+        return value
 
     parse.__name__ = kind  # argparse names the type in its message
     return parse
@@ -83,10 +93,13 @@ def add_field_flags(
             group.add_argument(f.flag, dest=f.dest, action="store_const", const=True,
                                default=None, help=f.help)  # fmt: skip
             continue
-        group.add_argument(
-            f.flag, dest=f.dest, metavar=f.metavar or f.kind.upper(), type=value_type(f.kind),
-            default=None, help=f"{f.help} ({shown})",
-        )  # fmt: skip
+        if f.choices:
+            group.add_argument(f.flag, dest=f.dest, choices=f.choices, default=None,
+                               help=f"{f.help} ({shown})")  # fmt: skip
+            continue
+        kind = value_type(f.kind, f.within)
+        group.add_argument(f.flag, dest=f.dest, metavar=f.metavar or f.kind.upper(), type=kind,
+                           default=None, help=f"{f.help} ({shown})")  # fmt: skip
 
 
 def given_field_flags(args: argparse.Namespace, flags: Sequence[FieldFlag]) -> dict[str, Any]:

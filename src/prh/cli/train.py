@@ -14,17 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from prh.cli._args import (
-    DEVICE_HELP,
-    MAX_THREADS,
-    bounded_int,
-    fraction,
-    nonnegative_float,
-    nonnegative_int,
-    positive_float,
-    positive_int,
-    seed,
-)
+from prh.cli._args import DEVICE_HELP, MAX_THREADS, bounded_int, fraction, positive_int, seed
 from prh.cli.config_flags import add_field_flags, given_field_flags
 from prh.cli.train_flags import (
     MODEL_KNOBS,
@@ -43,10 +33,6 @@ from prh.training.config import MAX_LEN, PRESET_DEFAULTS, VIEWS, TrainConfig
 from prh.world.registry import world_names
 
 
-def _per_preset(key: str) -> str:
-    return ", ".join(f"{k} {v[key]:g}" for k, v in PRESET_DEFAULTS.items())
-
-
 def max_len(text: str) -> int:
     """Tokens per sequence: an integer in [2, MAX_LEN]."""
     value = positive_int(text)
@@ -59,14 +45,17 @@ thread_count = bounded_int(MAX_THREADS, "threads")  # CPU threads: an integer in
 
 
 # The help groups of the config's parts (a derived knob's part rides in its field's metadata).
-PARTS = {"model": "model", "optimiser": "optimiser and objective",
-         "world": "world and documents (next-token views)"}  # fmt: skip
+PARTS = {"data": "data: what the model reads", "model": "model",
+         "optimiser": "optimiser and objective",
+         "world": "world and documents (next-token views)", "evaluation": "evaluation",
+         "output": "output and machine"}  # fmt: skip
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Flags of ``prh train``, in help groups by part (none over 12 flags)."""
     d = TrainConfig  # defaults come from the config, so the help cannot drift from it
-    data = p.add_argument_group("data: what the model reads")
+    groups = {part: p.add_argument_group(title) for part, title in PARTS.items()}
+    data = groups["data"]
     src = data.add_mutually_exclusive_group()
     src.add_argument(
         "--world",
@@ -90,27 +79,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="fraction of good views, for --views mixture only (0..1)",
     )
     data.add_argument(
-        "--samples",
-        type=positive_int,
-        default=None,
-        help=f"budget: pairs (JEPA) or sequences (LM) seen (default {d.samples})",
-    )
-    data.add_argument(
         "--seed", type=seed, default=None, help=f"seed (init and data order; default {d.seed})"
     )
-    groups = {part: p.add_argument_group(title) for part, title in PARTS.items()}
+    data.add_argument("--max-len", type=max_len, default=None, help="tokens per sequence "
+                      f"(default {d.max_len}, at most {MAX_LEN})")  # fmt: skip
     groups["model"].add_argument(
         "--preset",
         choices=list(PRESET_DEFAULTS),
         default=None,
         help=f"model size: tiny (2 layers, d=128), small (~33M), base (~109M) (default {d.preset})",
     )
-    _optimiser_flags(groups["optimiser"], data)
-    _world_flags(groups["world"])
+    _run_flags(groups["evaluation"], groups["output"])
+    per_preset = {k: "default per preset: " + ", ".join(f"{n} {v[k]:g}" for n, v in
+                  PRESET_DEFAULTS.items()) for k in ("batch_size", "lr")}  # fmt: skip
     for part, group in groups.items():  # the knobs derived from the configs, by their part
-        add_field_flags(group, [f for f in TRAIN_KNOBS if f.part == part], None)
+        add_field_flags(group, [f for f in TRAIN_KNOBS if f.part == part], None, per_preset)
     add_image_arguments(p.add_argument_group("images and sketches (--modality image|sketch)"))
-    _run_flags(p.add_argument_group("evaluation"), p.add_argument_group("output and machine"))
     _config_flags(p)
 
 
@@ -148,50 +132,8 @@ def _config_flags(p: argparse.ArgumentParser) -> None:
     add_field_flags(p, MODEL_KNOBS, "model shape (text; overrides --preset's)", shape)
 
 
-def _optimiser_flags(p: Any, data: Any) -> None:
-    d = TrainConfig  # defaults from the config, so the help cannot drift from it
-    p.add_argument(
-        "--batch-size",
-        type=positive_int,
-        default=None,
-        help="global batch in pairs/sequences per step (default per preset: "
-        f"{_per_preset('batch_size')})",
-    )
-    p.add_argument(
-        "--lr",
-        type=positive_float,
-        default=None,
-        help=f"peak learning rate (default per preset: {_per_preset('lr')})",
-    )
-    data.add_argument(
-        "--max-len",
-        type=max_len,
-        default=None,
-        help=f"tokens per sequence (default {d.max_len}, at most {MAX_LEN})",
-    )
-    p.add_argument(
-        "--objective",
-        choices=["whitened", "soft", "sigreg"],
-        default=None,
-        help=f"JEPA anti-collapse: batch whitening, soft penalty, SIGReg (default {d.objective})",
-    )
-    p.add_argument(
-        "--sigreg-lambda",
-        type=fraction,
-        default=None,
-        help="SIGReg weight lam: (1-lam) pred + lam SIGReg, 0..1 (default 0.05)",
-    )
-    p.add_argument(
-        "--sigreg-slices",
-        type=positive_int,
-        default=None,
-        help="SIGReg random directions per step (default 256)",
-    )
-
-
 def _run_flags(p: Any, out: Any) -> None:
     """Evaluation flags (``p``) and the run's output and machine flags (``out``)."""
-    d = TrainConfig  # defaults from the config, so the help cannot drift from it
     out.add_argument("--out", metavar="RUN", help="new run directory to create")
     out.add_argument("--resume", metavar="RUN", help="continue the run in RUN from its checkpoint")
     p.add_argument(
@@ -207,18 +149,6 @@ def _run_flags(p: Any, out: Any) -> None:
         help="theory embedding of world states (prh world spectrum --out) to measure "
         "the held-out canonical correlation with during training",
     )
-    p.add_argument(
-        "--eval-every",
-        type=nonnegative_int,
-        default=None,
-        help=f"evaluate every N steps (0: only at the end; default {d.eval_every})",
-    )
-    out.add_argument(
-        "--checkpoint-every",
-        type=nonnegative_int,
-        default=None,
-        help=f"checkpoint every N steps (0: never; default {d.checkpoint_every})",
-    )
     out.add_argument(
         "--threads",
         type=thread_count,
@@ -230,42 +160,8 @@ def _run_flags(p: Any, out: Any) -> None:
     out.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
 
 
-def _world_flags(p: Any) -> None:
-    d = TrainConfig  # defaults from the config, so the help cannot drift from it
-    p.add_argument(
-        "--world-themes",
-        metavar="T",
-        type=nonnegative_int,
-        default=None,
-        help=f"scene themes of the world (0: none; default {d.world_themes}; docs/world.md)",
-    )
-    p.add_argument(
-        "--theme-strength",
-        metavar="X",
-        type=nonnegative_float,
-        default=None,
-        help=f"how narrow a theme is (default {d.theme_strength})",
-    )
-    p.add_argument(
-        "--doc-captions",
-        metavar="D",
-        type=positive_int,
-        default=None,
-        help=f"next-token: captions of one scene per document (default {d.doc_captions}; "
-        "give --max-len about 48 D)",
-    )
-    p.add_argument(
-        "--doc-style",
-        action="store_const",
-        const=True,
-        default=None,
-        help="next-token: a document's captions share one style (register, vocabulary, order)",
-    )
-
-
 # Text flags passed to the config as given (None: left out), besides the shared ones.
-TEXT_FLAGS = ("preset", "max_len", "world_themes", "theme_strength", "doc_captions", "doc_style",
-              "vocab_size")  # fmt: skip
+TEXT_FLAGS = ("preset", "max_len", "vocab_size")
 
 
 def config_from_args(args: argparse.Namespace) -> TrainConfig:
@@ -313,11 +209,10 @@ def flat_config(cfg: TrainConfig) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    from prh.cli.train_checks import check_eval_theory_world, check_fits_machine
     from prh.device import resolve_device
-    from prh.io import check_output_dir
     from prh.training.api import read_run_config, train
     from prh.training.lifecycle import read_stored
+    from prh.training.preflight import preflight
     from prh.training.rundir import run_state
 
     if image_run_requested(args):
@@ -347,19 +242,7 @@ def run(args: argparse.Namespace) -> int:
         cfg = config_from_args(args)
         if args.narration_stride is not None and not cfg.narration_len:  # given at its default
             raise InputError("--narration-stride applies to narrations: give --narration-len too")
-        check_fits_machine(cfg, on_cpu=device.type == "cpu")  # one line, before the folder
-        check_output_dir(args.out, "--out")
-        if args.corpus and not Path(args.corpus).exists():
-            raise InputError(f"--corpus {args.corpus}: no such file or folder")
-        for flag, given in (("--eval-features", args.eval_features),
-                            ("--eval-theory", args.eval_theory)):  # fmt: skip
-            if given:
-                path = Path(given)
-                if path.is_dir():
-                    raise InputError(f"{flag} {path}: is a folder, expected a feature file")
-                if not path.is_file():
-                    raise InputError(f"{flag} {path}: no such file")
-        check_eval_theory_world(cfg)
+        preflight(cfg, args.out, on_cpu=device.type == "cpu")
         over = run_state(Path(args.out)) == "incomplete"
         run_dir = train(cfg, args.out, progress, device=args.device, threads=args.threads)
         if over:

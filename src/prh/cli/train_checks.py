@@ -4,7 +4,8 @@
 that sets the same key (``--set seed=-1`` is refused by ``--seed``'s rule, in its words): each
 key's range is declared once, on its flag. Keys without a flag of their own get the rule of
 :data:`EXTRA_RULES`. Then the model's shape and batch are priced (:mod:`prh.models.budget`)
-against the machine's free memory.
+against the machine's free memory (:mod:`prh.training.preflight`, which a Python caller runs
+too).
 """
 
 from __future__ import annotations
@@ -115,71 +116,3 @@ def check_layer(layer: Mapping[str, Any], where: str, rules: Rules) -> Mapping[s
     for key, value in layer.items():
         check_key(key, value, where, rules)
     return layer
-
-
-def check_fits_machine(cfg: Any, available: int | None = None, on_cpu: bool = True) -> None:
-    """Refuse a model shape and batch whose training step would not fit in the free memory
-    (``available`` bytes; default :func:`prh.memory.available_bytes`). ``on_cpu=False`` (a GPU
-    run, whose activations live on the device): the parameters, gradients and AdamW moments
-    alone, which the host builds before moving them."""
-    from prh.memory import check_fits
-    from prh.models import model_config
-    from prh.models.budget import TRAIN_BYTES_PER_PARAM, parameter_count, train_memory_bytes
-
-    mcfg = model_config(cfg.preset, cfg.vocab_size, max_len=cfg.max_len, **cfg.model_overrides)
-    need = (
-        train_memory_bytes(mcfg, cfg.batch_size, lm=cfg.is_lm)
-        if on_cpu
-        else TRAIN_BYTES_PER_PARAM * parameter_count(mcfg, lm=cfg.is_lm)
-    )
-    shape = (
-        f"d_model {mcfg.d_model:,}, n_layers {mcfg.n_layers:,}, d_ff {mcfg.d_ff:,}, "
-        f"vocab {mcfg.vocab_size:,}, batch {cfg.batch_size:,}"
-    )
-    check_fits(need, f"training a model of {shape}", available)
-
-
-def check_eval_theory_world(cfg: Any) -> None:
-    """Refuse an ``--eval-theory`` file whose metadata names another world than the run's (a
-    moving world's ``g*`` on a still-world run measures nothing the run learns). A file
-    without a recorded world is left to :func:`prh.training.theory_eval.theory_target`."""
-    if not cfg.eval_theory or cfg.world is None:
-        return
-    from prh.features import load_features
-
-    made_for = load_features(cfg.eval_theory).metadata.get("world")
-    if made_for is not None and made_for != cfg.world:
-        raise InputError(
-            f"--eval-theory {cfg.eval_theory}: a theory embedding of world {made_for!r}, but "
-            f"the run trains on world {cfg.world!r}; give the theory of the run's world"
-        )
-
-
-def check_render_cache_fits(
-    n_scenes: int, image: Any, folder: str, available: int | None = None
-) -> None:
-    """Refuse a render cache (``n_scenes x render_views`` images of ``image_size`` px, uint8)
-    that cannot be drawn in free memory (its parts and their concatenation: twice its size) or
-    saved in ``folder``'s free disk space; nothing to check without one (``render_views`` 0)."""
-    import shutil
-    from pathlib import Path
-
-    from prh.memory import GIB, check_fits
-
-    if not image.render_views:
-        return
-    size = n_scenes * image.render_views * image.image_size**2 * 3
-    what = (
-        f"a render cache of {n_scenes:,} scenes x {image.render_views:,} views at "
-        f"{image.image_size} px"
-    )
-    check_fits(2 * size, what, available)
-    probe = Path(folder).absolute()
-    while not probe.exists() and probe != probe.parent:
-        probe = probe.parent
-    free = shutil.disk_usage(probe).free
-    if size > free:
-        raise InputError(
-            f"{what} needs about {size / GIB:,.1f} GiB of disk, {free / GIB:,.1f} GiB free in "
-            f"{probe}"
-        )

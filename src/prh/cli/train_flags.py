@@ -21,20 +21,15 @@ from prh.training.config import OPTIM_FIELDS, OptimConfig, TrainConfig
 TRAIN_KNOBS = (*field_flags(OptimConfig), *field_flags(TrainConfig))
 MODEL_KNOBS = field_flags(ModelConfig, "model.")
 TEXT_ONLY_KNOBS = ("vocab_size", *(f.dest for f in MODEL_KNOBS))
+# Text-world knobs an image run refuses unless left out or at the value that changes nothing.
+TEXT_WORLD_KNOBS = {"world_themes": 0, "theme_strength": None, "doc_captions": 1,
+                    "doc_style": None, "narration_len": 0, "narration_stride": None}  # fmt: skip
 
 # The flags both modalities pass to ``train_config`` as given (None: the preset's default).
 SHARED_OVERRIDES = (
-    "samples",
     "seed",
-    "batch_size",
-    "lr",
-    "objective",
-    "sigreg_lambda",
-    "sigreg_slices",
     "eval_features",
     "eval_theory",
-    "eval_every",
-    "checkpoint_every",
     *(f.dest for f in TRAIN_KNOBS if f.dest not in TEXT_ONLY_KNOBS),
 )
 
@@ -49,10 +44,6 @@ RUN_FLAGS = (
     "preset",
     "max_len",
     *SHARED_OVERRIDES,
-    "world_themes",
-    "theme_strength",
-    "doc_captions",
-    "doc_style",
     "vocab_size",
 )
 

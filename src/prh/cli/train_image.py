@@ -12,6 +12,7 @@ from prh.cli._args import local_workers, nonnegative_int
 from prh.cli.config_flags import add_field_flags, field_flags, given_field_flags
 from prh.cli.train_flags import (
     TEXT_ONLY_KNOBS,
+    TEXT_WORLD_KNOBS,
     check_resume_flags,
     check_resume_out,
     check_resume_threads,
@@ -86,7 +87,6 @@ def image_run_requested(args: argparse.Namespace) -> bool:
 
 def run_image(args: argparse.Namespace) -> int:
     import os
-    from pathlib import Path
 
     from prh.training.image import train_image
 
@@ -101,17 +101,9 @@ def run_image(args: argparse.Namespace) -> int:
     train, image = image_configs(args)
     if not args.out:
         raise InputError("give --out RUN (a new folder) or --resume RUN")
-    from prh.cli.train_checks import check_render_cache_fits
-    from prh.io import check_output_dir
-    from prh.training.image import train_scene_ids
+    from prh.training.preflight import preflight_image
 
-    n_scenes = len(train_scene_ids(train))  # beyond the world's split: refused, never clamped
-    check_render_cache_fits(n_scenes, image, args.render_cache or args.out)  # issue 36
-    check_output_dir(args.out)
-    for flag, given in (("--eval-features", args.eval_features),
-                        ("--eval-theory", args.eval_theory)):  # fmt: skip
-        if given and not Path(given).is_file():
-            raise InputError(f"{flag} {given}: no such file")
+    preflight_image(train, image, args.out, args.render_cache)  # issue 36
     kw = {"device": args.device, "threads": args.threads, "workers": workers}
     run_dir, _ = train_image(train, image, args.out, progress, **kw)
     print(run_dir)
@@ -164,9 +156,7 @@ def _refuse_text_only_flags(args: argparse.Namespace, image_views, default_views
         raise InputError(f"--max-len is text-only; --modality {m} reads images")
     refuse_text_only(args)
     # text-world flags: refused unless left out or at the value that changes nothing
-    for flag, inert in (("world_themes", 0), ("theme_strength", None), ("doc_captions", 1),
-                        ("doc_style", None), ("narration_len", 0),
-                        ("narration_stride", None)):  # fmt: skip
+    for flag, inert in TEXT_WORLD_KNOBS.items():
         if getattr(args, flag, None) not in (None, inert):
             raise InputError(
                 f"--{flag.replace('_', '-')} applies to text runs only; --modality {m} trains on "

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from prh.errors import InputError
@@ -49,11 +50,48 @@ PRESET_DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 
-def _knob(default: Any, help: str, part: str = "optimiser") -> Any:
-    """A field with a ``prh train`` flag: its ``help`` and the ``part`` whose help group lists
-    it (``optimiser``, ``model``, ``world``) ride in the field's metadata, from which
-    :func:`prh.cli.config_flags.field_flags` derives the flag (name, type, default, help)."""
-    return field(default=default, metadata={"help": help, "part": part})
+def _knob(
+    default: Any,
+    help: str,
+    part: str = "optimiser",
+    metavar: str = "",
+    choices: tuple = (),
+    within: str = "",
+) -> Any:
+    """A field with a ``prh train`` flag: its ``help``, the ``part`` whose help group lists it
+    (``optimiser``, ``model``, ``data``, ``world``, ``evaluation``, ``output``), its ``metavar``,
+    ``choices`` and range (``within``, a key of :data:`RANGES`) ride in the field's metadata, from
+    which :func:`prh.cli.config_flags.field_flags` derives the flag (name, type, default, help,
+    rule); the config checks the same range (:func:`check_ranges`): one declaration."""
+    meta = {"help": help, "part": part, "metavar": metavar, "choices": choices, "range": within}
+    return field(default=default, metadata=meta)
+
+
+# A knob's range, by name: (test, what an int is expected to be, what a float is).
+RANGES: dict[str, tuple[Callable[[float], bool], str, str]] = {
+    "positive": (lambda v: v > 0, "a positive integer", "a finite positive number"),
+    "nonnegative": (lambda v: v >= 0, "an integer >= 0", "a finite number >= 0"),
+    "fraction": (lambda v: 0 <= v <= 1, "a number in [0, 1]", "a number in [0, 1]"),
+}
+
+
+def range_error(kind: str, rng: str, value: Any) -> str | None:
+    """``expected <range>, got <value>`` when ``value`` (of annotated type ``kind``) is outside
+    the range named ``rng`` (NaN is outside every one); None inside it or without a range."""
+    if not rng:
+        return None
+    test, as_int, as_float = RANGES[rng]
+    if test(value) and math.isfinite(value):
+        return None
+    return f"expected {as_int if kind == 'int' else as_float}, got {value}"
+
+
+def check_ranges(config: Any) -> None:
+    """Refuse a field of dataclass ``config`` outside its declared range (one line naming it)."""
+    for f in fields(config):
+        message = range_error(str(f.type), f.metadata.get("range", ""), getattr(config, f.name))
+        if message:
+            raise InputError(f"{f.name}: {message}")
 
 
 @dataclass(frozen=True)
@@ -68,7 +106,7 @@ class OptimConfig:
         gradient norm clipped at ``grad_clip`` (0 disables).
     """
 
-    lr: float = 1e-3
+    lr: float = _knob(1e-3, "peak learning rate", metavar="LR", within="positive")
     weight_decay: float = _knob(0.01, "AdamW weight decay (none on biases and norms)")
     warmup_frac: float = _knob(0.05, "fraction of the steps of linear warm-up, 0..1")
     min_lr_frac: float = _knob(0.1, "cosine decay ends at this fraction of --lr, 0..1")
@@ -146,28 +184,45 @@ class TrainConfig:
     corpus: str | None = None
     views: str = "good"
     rho: float = 1.0
-    samples: int = 32_000
+    samples: int = _knob(
+        32_000, "budget: pairs (JEPA) or sequences (LM) seen", "data", "SAMPLES", within="positive"
+    )
     preset: str = "tiny"
     seed: int = 0
-    batch_size: int = 128
+    batch_size: int = _knob(
+        128, "global batch in pairs/sequences per step", metavar="BATCH_SIZE", within="positive"
+    )
     optim: OptimConfig = field(default_factory=OptimConfig)
     max_len: int = 48
-    objective: str = "whitened"
+    objective: str = _knob(
+        "whitened", "JEPA anti-collapse: batch whitening, soft penalty, SIGReg",
+        choices=OBJECTIVES,
+    )  # fmt: skip
     whiten_eps: float = _knob(
         1e-4,
         "whitened objective: ridge on the batch covariance, relative to its mean variance",
     )
     beta: float = _knob(1.0, "soft objective: weight of the whitening penalty (>= 0)")
-    sigreg_lambda: float = 0.05
-    sigreg_slices: int = 256
+    sigreg_lambda: float = _knob(
+        0.05, "SIGReg weight lam: (1-lam) pred + lam SIGReg, 0..1", within="fraction"
+    )
+    sigreg_slices: int = _knob(256, "SIGReg random directions per step", within="positive")
     vocab_size: int = _knob(2048, "tokenizer vocabulary trained on the corpus", "model")
     world_seed: int = 0
     captions_per_scene: int = 5
     train_scenes: int = 0
-    world_themes: int = 0
-    theme_strength: float = 2.0
-    doc_captions: int = 1
-    doc_style: bool = False
+    world_themes: int = _knob(
+        0, "scene themes of the world (0: none; docs/world.md)", "world", "T", within="nonnegative"
+    )
+    theme_strength: float = _knob(2.0, "how narrow a theme is", "world", "X", within="nonnegative")
+    doc_captions: int = _knob(
+        1, "next-token: captions of one scene per document (give --max-len about 48 D)", "world",
+        "D", within="positive",
+    )  # fmt: skip
+    doc_style: bool = _knob(
+        False, "next-token: a document's captions share one style (register, vocabulary, order)",
+        "world",
+    )  # fmt: skip
     narration_len: int = _knob(
         0,
         "next-token on --world moving: frames per narration document, 2..64 (0: none, one "
@@ -179,8 +234,12 @@ class TrainConfig:
     )
     eval_features: str | None = None
     eval_theory: str | None = None
-    eval_every: int = 0
-    checkpoint_every: int = 200
+    eval_every: int = _knob(
+        0, "evaluate every N steps (0: only at the end)", "evaluation", "N", within="nonnegative"
+    )
+    checkpoint_every: int = _knob(
+        200, "checkpoint every N steps (0: never)", "output", "N", within="nonnegative"
+    )
     log_every: int = 10
     model_overrides: dict[str, Any] = field(default_factory=dict)
 
@@ -199,15 +258,12 @@ class TrainConfig:
             )
         if not 0.0 <= self.rho <= 1.0:
             raise InputError(f"rho must be in [0, 1], got {self.rho}")
-        for name in ("samples", "batch_size", "max_len", "vocab_size"):
+        for name in ("max_len", "vocab_size"):
             if getattr(self, name) < 1:
                 raise InputError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.world_themes < 0:
-            raise InputError(f"world_themes must be >= 0 (0 = none), got {self.world_themes}")
+        check_ranges(self)
         if self.world_themes and not world_offers(self.world, "themes"):
             raise InputError("world_themes applies to --world cave only")
-        if self.doc_captions < 1:
-            raise InputError(f"doc_captions must be >= 1, got {self.doc_captions}")
         if (self.doc_captions > 1 or self.doc_style) and self.views != "next-token":
             raise InputError("doc_captions and doc_style apply to --views next-token only")
         if self.doc_style and not world_offers(self.world, "doc_style"):
