@@ -335,6 +335,29 @@ def match_kernels(
     MatchResult
     """
     t0 = time.perf_counter()
+    kx, ky = _check_kernels(kx, ky, polish)
+    n = len(kx)
+    rng = np.random.default_rng(seed)
+    if n == 1:
+        perm = np.zeros(1, dtype=np.int64)
+        return _result(kx, ky, perm, qap_objective(kx, ky, perm), truth, t0, {})
+    ex, ey, rank = _kernel_embeddings(kx, ky, rank, rng)
+    if polish == "auto":
+        polish = "2opt" if n <= 32 else "none"
+    best_name, eys, best_perm = _best_start(ex, ey, max_flips, starts)
+    best_perm = _finish_wasserstein_procrustes(ex, eys, best_perm, refine_iters)
+    info: dict[str, object] = {"start": best_name, "rank": rank, "polish": polish}
+    if polish == "none":
+        return _result(kx, ky, best_perm, qap_objective(kx, ky, best_perm), truth, t0, info)
+    if restarts is None:
+        restarts = 30 if n <= 100 else (5 if n <= 400 else 0)
+    best_perm, best_val, improved = _polish_two_opt(kx, ky, best_perm, restarts, rng)
+    info |= {"restarts": restarts, "restart_improvements": improved}
+    return _result(kx, ky, best_perm, best_val, truth, t0, info)
+
+
+def _check_kernels(kx: np.ndarray, ky: np.ndarray, polish: str) -> tuple[np.ndarray, np.ndarray]:
+    """Both kernels as float64, square and of one size; ``polish`` one of the known modes."""
     kx = np.asarray(kx, dtype=np.float64)
     ky = np.asarray(ky, dtype=np.float64)
     n = len(kx)
@@ -342,25 +365,31 @@ def match_kernels(
         raise InputError(f"kernels must be square and of one size, got {kx.shape} and {ky.shape}")
     if polish not in ("auto", "none", "2opt"):
         raise InputError(f"polish must be 'auto', 'none' or '2opt', got {polish!r}")
-    rng = np.random.default_rng(seed)
-    if n == 1:
-        perm = np.zeros(1, dtype=np.int64)
-        return _result(kx, ky, perm, qap_objective(kx, ky, perm), truth, t0, {})
-    r_max = min(n, 32 if rank is None else rank)
+    return kx, ky
+
+
+def _kernel_embeddings(
+    kx: np.ndarray, ky: np.ndarray, rank: int | None, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """``E = U sqrt(lambda)`` of each kernel's top eigenpairs, and the rank used."""
+    r_max = min(len(kx), 32 if rank is None else rank)
     wx, vx = _top_eigen(kx, r_max, rng)
     wy, vy = _top_eigen(ky, r_max, rng)
     if rank is None:
         rank = int(max(1, (wx > 1e-6 * max(wx.max(), 1e-300)).sum()))
     rank = min(rank, r_max)
     ex, ey = _embedding(wx[:rank], vx[:, :rank]), _embedding(wy[:rank], vy[:, :rank])
-    if polish == "auto":
-        polish = "2opt" if n <= 32 else "none"
+    return ex, ey, rank
 
+
+def _best_start(
+    ex: np.ndarray, ey: np.ndarray, max_flips: int, starts: int
+) -> tuple[str, np.ndarray, np.ndarray]:
+    """The start (name, signed ``E_y``, assignment) whose short refinement fits best."""
     starts_list: list[tuple[str, np.ndarray, np.ndarray]] = []
     for s in _sign_candidates(ex, ey, max_flips)[:starts]:
         starts_list.append(("spectral", ey * s, _nearest(ex, ey * s)))
     starts_list.append(("umeyama", ey, _nearest(np.abs(ex), np.abs(ey))))
-    # a short refinement of every start, then the full refinement of the best one
     best, best_fit, seen = None, -np.inf, set()
     for name, eys, perm in starts_list:
         key = perm.tobytes()
@@ -372,23 +401,31 @@ def match_kernels(
         if fit > best_fit * (1 + 1e-12):
             best, best_fit = (name, eys, perm), fit
     assert best is not None
-    best_name, eys, best_perm = best
-    match = _refine_embedding(ex, eys, best_perm, refine_iters)
-    q = procrustes_rotation(ex, eys[match])
-    best_perm = _assign(ex @ q.T, eys)
-    for _ in range(refine_iters):  # a few exact Wasserstein-Procrustes steps to finish
-        q = procrustes_rotation(ex, eys[best_perm])
-        new = _assign(ex @ q.T, eys)
-        if np.array_equal(new, best_perm):
-            break
-        best_perm = new
-    info: dict[str, object] = {"start": best_name, "rank": rank, "polish": polish}
-    if polish == "none":
-        return _result(kx, ky, best_perm, qap_objective(kx, ky, best_perm), truth, t0, info)
+    return best
 
-    best_perm, best_val = two_opt(kx, ky, best_perm)
-    if restarts is None:
-        restarts = 30 if n <= 100 else (5 if n <= 400 else 0)
+
+def _finish_wasserstein_procrustes(
+    ex: np.ndarray, eys: np.ndarray, perm: np.ndarray, iters: int
+) -> np.ndarray:
+    """The full refinement of the best start, then exact Procrustes/assignment steps."""
+    match = _refine_embedding(ex, eys, perm, iters)
+    q = procrustes_rotation(ex, eys[match])
+    perm = _assign(ex @ q.T, eys)
+    for _ in range(iters):
+        q = procrustes_rotation(ex, eys[perm])
+        new = _assign(ex @ q.T, eys)
+        if np.array_equal(new, perm):
+            break
+        perm = new
+    return perm
+
+
+def _polish_two_opt(
+    kx: np.ndarray, ky: np.ndarray, perm: np.ndarray, restarts: int, rng: np.random.Generator
+) -> tuple[np.ndarray, float, int]:
+    """2-opt on the QAP objective with iterated-local-search restarts (random kicks)."""
+    n = len(kx)
+    best_perm, best_val = two_opt(kx, ky, perm)
     improved = 0
     for _ in range(restarts):
         trial = best_perm.copy()
@@ -399,8 +436,7 @@ def match_kernels(
         if val > best_val * (1 + 1e-12):
             best_perm, best_val = trial, val
             improved += 1
-    info |= {"restarts": restarts, "restart_improvements": improved}
-    return _result(kx, ky, best_perm, best_val, truth, t0, info)
+    return best_perm, best_val, improved
 
 
 def _result(kx, ky, perm, value, truth, t0, info, rotation=None) -> MatchResult:
@@ -511,16 +547,7 @@ def match_samples(
     sx = px[rng.choice(n, min(n, subsample), replace=False)]
     sy = py[rng.choice(n, min(n, subsample), replace=False)]
 
-    cands: list[tuple[str, np.ndarray]] = [
-        ("pca-signs", np.diag(s)) for s in _sign_candidates(sx, sy, max_flips)[:4]
-    ]
-    k = clusters if clusters is not None else int(np.clip(n // 100, 4, 64))
-    if k >= 3 and n >= 2 * k:
-        cx, lx = kmeans(px, k, seed=seed)
-        cy, _ = kmeans(py, k, seed=seed + 1)
-        cm = match_kernels(cx @ cx.T, cy @ cy.T, seed=seed).permutation
-        wx = np.sqrt(np.bincount(lx, minlength=k))[:, None]
-        cands.append(("clusters", procrustes_rotation(wx * cx, wx * cy[cm])))
+    cands, k = _rotation_candidates(px, py, sx, sy, max_flips, clusters, seed)
     say = progress or (lambda done, total: None)
     stages = len(cands) + max(1, rounds)
     best_q, best_c, best_name = None, np.inf, ""
@@ -531,27 +558,69 @@ def match_samples(
             best_q, best_c, best_name = q, c, name
         say(i + 1, stages)
     assert best_q is not None
-    q = best_q
-    perm = blocked_assignment(px @ q.T, py, block=block, seed=seed)
-    say(len(cands) + 1, stages)
-    for j in range(rounds - 1):
-        q = procrustes_rotation(px, py[perm])
-        new = blocked_assignment(px @ q.T, py, block=block, seed=seed)
-        say(len(cands) + 2 + j, stages)
-        if np.array_equal(new, perm):
-            break
-        perm = new
+    done = len(cands) + 1
+    perm = _assignment_rounds(px, py, best_q, block, rounds, seed, lambda j: say(done + j, stages))
     say(stages, stages)
-    q = procrustes_rotation(px, py[perm])
-    xc, yc = x - x.mean(0), y - y.mean(0)
-    num = float(np.linalg.norm(xc.T @ yc[perm]) ** 2)
-    den = float(np.linalg.norm(xc.T @ xc) * np.linalg.norm(yc.T @ yc))
     acc = None if truth is None else float((perm == np.asarray(truth)).mean())
     return MatchResult(
         permutation=perm,
-        objective=num / max(den, 1e-300),
+        objective=_linear_alignment(x, y, perm),
         accuracy=acc,
         seconds=time.perf_counter() - t0,
-        rotation=q,
+        rotation=procrustes_rotation(px, py[perm]),
         info={"start": best_name, "rank": r, "clusters": k, "chamfer": best_c},
     )
+
+
+def _rotation_candidates(
+    px: np.ndarray,
+    py: np.ndarray,
+    sx: np.ndarray,
+    sy: np.ndarray,
+    max_flips: int,
+    clusters: int | None,
+    seed: int,
+) -> tuple[list[tuple[str, np.ndarray]], int]:
+    """Sign patterns of the principal axes and the matched k-means centroids' rotation."""
+    cands: list[tuple[str, np.ndarray]] = [
+        ("pca-signs", np.diag(s)) for s in _sign_candidates(sx, sy, max_flips)[:4]
+    ]
+    n = len(px)
+    k = clusters if clusters is not None else int(np.clip(n // 100, 4, 64))
+    if k >= 3 and n >= 2 * k:
+        cx, lx = kmeans(px, k, seed=seed)
+        cy, _ = kmeans(py, k, seed=seed + 1)
+        cm = match_kernels(cx @ cx.T, cy @ cy.T, seed=seed).permutation
+        wx = np.sqrt(np.bincount(lx, minlength=k))[:, None]
+        cands.append(("clusters", procrustes_rotation(wx * cx, wx * cy[cm])))
+    return cands, k
+
+
+def _assignment_rounds(
+    px: np.ndarray,
+    py: np.ndarray,
+    q: np.ndarray,
+    block: int,
+    rounds: int,
+    seed: int,
+    say: Callable[[int], None],
+) -> np.ndarray:
+    """Blocked assignment of all rows, then ``rounds - 1`` Procrustes/assignment alternations."""
+    perm = blocked_assignment(px @ q.T, py, block=block, seed=seed)
+    say(0)  # ``say(j)``: the j-th assignment round is done
+    for j in range(rounds - 1):
+        q = procrustes_rotation(px, py[perm])
+        new = blocked_assignment(px @ q.T, py, block=block, seed=seed)
+        say(1 + j)
+        if np.array_equal(new, perm):
+            break
+        perm = new
+    return perm
+
+
+def _linear_alignment(x: np.ndarray, y: np.ndarray, perm: np.ndarray) -> float:
+    """``||X_c^T P Y_c||_F^2 / (||X_c^T X_c||_F ||Y_c^T Y_c||_F)``."""
+    xc, yc = x - x.mean(0), y - y.mean(0)
+    num = float(np.linalg.norm(xc.T @ yc[perm]) ** 2)
+    den = float(np.linalg.norm(xc.T @ xc) * np.linalg.norm(yc.T @ yc))
+    return num / max(den, 1e-300)
