@@ -753,24 +753,11 @@ def spectral_align(
     >>> bool(res.pinned), bool(np.abs(res.map - ry.T @ rx).max() < 0.25)
     (True, True)
     """
-    if assignment not in ASSIGNMENTS:
-        raise InputError(f"assignment {assignment!r}: expected one of {', '.join(ASSIGNMENTS)}")
-    if sign_from not in SIGN_SETS:
-        raise InputError(f"sign_from {sign_from!r}: expected one of {', '.join(SIGN_SETS)}")
+    _check_options(assignment, sign_from)
     (ax, bx), (ay, by), ux, uy, k = check_spectral_inputs(
         pairs_x, pairs_y, unpaired_x, unpaired_y, k, names, rank_tol=eps
     )
-    if assignment == "hungarian" and len(ux) != len(uy):
-        raise InputError(
-            f"a one-to-one (hungarian) assignment needs equal row counts, got {len(ux)} and "
-            f"{len(uy)} (use nearest)"
-        )
-    if truth is not None:
-        truth = np.asarray(truth).reshape(-1)
-        if truth.shape != (len(ux),) or not np.issubdtype(truth.dtype, np.integer):
-            raise InputError(f"truth: expected ({len(ux)},) integers, got {truth.shape}")
-        if truth.max(initial=-1) >= len(uy) or truth.min(initial=0) < -1:
-            raise InputError(f"truth: entries must be -1 or 0..{len(uy) - 1}")
+    truth = _check_assignment(assignment, truth, len(ux), len(uy))
     sx_spec = cross_view_spectrum(ax, bx, eps, top=k + 1)
     sy_spec = cross_view_spectrum(ay, by, eps, top=k + 1)
     match, agree, (sep_x, rel_x), (sep_y, rel_y) = _matched_separations(sx_spec, sy_spec, k)
@@ -790,6 +777,46 @@ def spectral_align(
         relative_separation_x=rel_x, relative_separation_y=rel_y, component_pinned=comp,
         pinned=bool(comp.all()) and not reason, reason=reason, info=info,
     )  # fmt: skip
+    return _assigned(res, ux, uy, assignment, truth, seed)
+
+
+def _check_options(assignment: str, sign_from: str) -> None:
+    if assignment not in ASSIGNMENTS:
+        raise InputError(f"assignment {assignment!r}: expected one of {', '.join(ASSIGNMENTS)}")
+    if sign_from not in SIGN_SETS:
+        raise InputError(f"sign_from {sign_from!r}: expected one of {', '.join(SIGN_SETS)}")
+
+
+def _check_assignment(
+    assignment: str, truth: np.ndarray | None, n_x: int, n_y: int
+) -> np.ndarray | None:
+    """The assignment's row counts and ``truth`` checked; ``truth`` as a flat integer array."""
+    if assignment == "hungarian" and n_x != n_y:
+        raise InputError(
+            f"a one-to-one (hungarian) assignment needs equal row counts, got {n_x} and "
+            f"{n_y} (use nearest)"
+        )
+    if truth is None:
+        return None
+    truth = np.asarray(truth).reshape(-1)
+    if truth.shape != (n_x,) or not np.issubdtype(truth.dtype, np.integer):
+        raise InputError(f"truth: expected ({n_x},) integers, got {truth.shape}")
+    if truth.max(initial=-1) >= n_y or truth.min(initial=0) < -1:
+        raise InputError(f"truth: entries must be -1 or 0..{n_y - 1}")
+    return truth
+
+
+def _assigned(
+    res: SpectralResult,
+    ux: np.ndarray,
+    uy: np.ndarray,
+    assignment: str,
+    truth: np.ndarray | None,
+    seed: int,
+) -> SpectralResult:
+    """``res`` with the unpaired rows assigned in the common component coordinates."""
+    from dataclasses import replace
+
     method = assignment
     if method == "auto":
         method = "hungarian" if len(ux) == len(uy) else "nearest"
@@ -804,8 +831,6 @@ def spectral_align(
     if truth is not None and (truth >= 0).any():
         known = truth >= 0
         acc = float((perm[known] == truth[known]).mean())
-    from dataclasses import replace
-
     return replace(res, assignment=perm, assignment_method=method, accuracy=acc)
 
 

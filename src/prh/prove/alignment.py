@@ -34,7 +34,26 @@ def _embed_modality(W_grid: np.ndarray, render: np.ndarray, k: int) -> tuple[np.
 def check_platonic(config: ProveConfig) -> CheckResult:
     """Theorem 1: three modalities with good views through one kernel agree up to rotation."""
     rng = np.random.default_rng([config.seed, 3])
-    N, k = 30, 4
+    ok = _platonic_case(rng, N=30, k=4)
+    fail = _platonic_failure(rng, Nf=12)
+    passed = (
+        ok["gap"] > 1e-6
+        and ok["l_k+1"] > 0
+        and ok["max_pairwise_e_proc"] < 1e-8
+        and ok["max_e_proc_to_g*"] < 1e-8
+        and ok["max_nuisance_spread"] < 1e-8
+        and fail["failure_min_e_cca"] >= fail["1/k"] - 1e-9
+    )
+    return CheckResult(
+        name="platonic",
+        statement="good views, one kernel: every modality is Q_m^T g*(s); l_{k+1} <= 0 breaks it",
+        passed=passed,
+        figures={**ok, **fail},
+    )
+
+
+def _platonic_case(rng: np.random.Generator, N: int, k: int) -> dict[str, float | int]:
+    """A PSD kernel seen by three modalities: their errors to each other and to ``g*``."""
     prior = gen.random_prior(N, rng)
     pi = gen.state_kernel("geometric", prior, rng)  # PSD: l_{k+1} > 0
     world = random_world(prior, [2, 3, 4], rng)  # state-dependent nuisances, random renderings
@@ -53,9 +72,18 @@ def check_platonic(config: ProveConfig) -> CheckResult:
     state_err = max(
         procrustes_error(F, m.nuisance, g_star, np.ones((N, 1)), prior) for F, m in zip(grids, mods)
     )
-    spread = max(float(np.abs(F - F[:, :1, :]).max()) for F in grids)
-    # failure: a kernel with l_{k'+1} < 0 (Erdos-Renyi weights have negative eigenvalues)
-    Nf = 12
+    return {
+        "modalities": len(mods),
+        "l_k+1": float(state.eigenvalues[k]),
+        "gap": float(min(gaps)),
+        "max_pairwise_e_proc": pair_err,
+        "max_e_proc_to_g*": state_err,
+        "max_nuisance_spread": max(float(np.abs(F - F[:, :1, :]).max()) for F in grids),
+    }
+
+
+def _platonic_failure(rng: np.random.Generator, Nf: int) -> dict[str, float | int]:
+    """A kernel with ``l_{k+1} < 0`` (Erdos-Renyi weights): one nuisance direction enters."""
     prior_f = gen.random_prior(Nf, rng)
     while True:
         pi_f = gen.state_kernel("erdos-renyi", prior_f, rng)
@@ -76,31 +104,12 @@ def check_platonic(config: ProveConfig) -> CheckResult:
         ).e_cca
         for i, j in combinations(range(len(mf)), 2)
     )
-    passed = (
-        min(gaps) > 1e-6
-        and state.eigenvalues[k] > 0
-        and pair_err < 1e-8
-        and state_err < 1e-8
-        and spread < 1e-8
-        and e_cca_fail >= 1 / kf - 1e-9
-    )
-    return CheckResult(
-        name="platonic",
-        statement="good views, one kernel: every modality is Q_m^T g*(s); l_{k+1} <= 0 breaks it",
-        passed=passed,
-        figures={
-            "modalities": len(mods),
-            "l_k+1": float(state.eigenvalues[k]),
-            "gap": float(min(gaps)),
-            "max_pairwise_e_proc": pair_err,
-            "max_e_proc_to_g*": state_err,
-            "max_nuisance_spread": spread,
-            "failure_k": kf,
-            "failure_l_k+1": float(ev[kf]),
-            "failure_min_e_cca": e_cca_fail,
-            "1/k": 1 / kf,
-        },
-    )
+    return {
+        "failure_k": kf,
+        "failure_l_k+1": float(ev[kf]),
+        "failure_min_e_cca": e_cca_fail,
+        "1/k": 1 / kf,
+    }
 
 
 def check_bound(config: ProveConfig) -> CheckResult:
@@ -168,24 +177,12 @@ def check_views(config: ProveConfig) -> CheckResult:
     renders = [rng.permutation(N * q.size).reshape(N, q.size) for q in qs]
     star = max(views.rho_star(state_eigs, mu[1], k) for mu in mus)
     rhos = _rho_grid(state_eigs, mus, k)
-    e_ccas, predicted, knns = [], [], []
-    for rho in rhos:
-        grids = [
-            _embed_modality(views.mixture_views(pi, q, rho, kb), R, k)[0]
-            for q, kb, R in zip(qs, kbs, renders)
-        ]
-        qa, qb = (np.tile(q, (N, 1)) for q in qs)
-        e_ccas.append(misalignment(cross_modal_moment(grids[0], qa, grids[1], qb, prior)).e_cca)
-        predicted.append(
-            max(views.predicted_nuisance_count(state_eigs, mu, rho, k) for mu in mus) / k
-        )
-        srng = np.random.default_rng([config.seed, 55])
-        knns.append(
-            mutual_knn(
-                sample_by_state(grids[0], qa, srng), sample_by_state(grids[1], qb, srng), k=10
-            )
-        )
-    e_ccas, predicted, knns = map(np.asarray, (e_ccas, predicted, knns))
+    rows = [_views_at(rho, pi, prior, (qs, kbs, renders), k, config.seed) for rho in rhos]
+    e_ccas, knns = (np.asarray([r[i] for r in rows]) for i in (0, 1))
+    predicted = np.asarray(
+        [max(views.predicted_nuisance_count(state_eigs, mu, rho, k) for mu in mus) / k
+         for rho in rhos]
+    )  # fmt: skip
     err = float(np.abs(e_ccas - predicted).max())
     past = rhos > star
     passed = (
@@ -210,13 +207,29 @@ def check_views(config: ProveConfig) -> CheckResult:
     )
 
 
+def _views_at(
+    rho: float, pi: np.ndarray, prior: np.ndarray, sides: tuple, k: int, seed: int
+) -> tuple[float, float]:
+    """Two modalities at good-view fraction ``rho``: their ``e_cca`` and mutual-kNN@10."""
+    qs, kbs, renders = sides
+    n = len(prior)
+    grids = [
+        _embed_modality(views.mixture_views(pi, q, rho, kb), R, k)[0]
+        for q, kb, R in zip(qs, kbs, renders)
+    ]
+    qa, qb = (np.tile(q, (n, 1)) for q in qs)
+    e_cca = misalignment(cross_modal_moment(grids[0], qa, grids[1], qb, prior)).e_cca
+    srng = np.random.default_rng([seed, 55])
+    knn = mutual_knn(sample_by_state(grids[0], qa, srng), sample_by_state(grids[1], qb, srng), k=10)
+    return e_cca, knn
+
+
 def check_next_token(config: ProveConfig) -> CheckResult:
     """Next-token pairs share a document's style: style enters, modalities misalign."""
     rng = np.random.default_rng([config.seed, 6])
     N, k = 40, 6
     prior = gen.random_prior(N, rng)
     pi = gen.state_kernel("geometric", prior, rng)  # consecutive topics along a document
-    state_eigs = solve_jepa(pi, k).eigenvalues
     specs = [
         (gen.random_prior(3, rng), np.full(2, 0.5)),
         (gen.random_prior(4, rng), np.full(2, 0.5)),
@@ -224,33 +237,15 @@ def check_next_token(config: ProveConfig) -> CheckResult:
     figs: dict = {"k": k}
     out = {}
     for kind in ("next-token", "good"):
-        grids, qs, ms = [], [], []
-        for i, (style, wording) in enumerate(specs):
-            q, K_next = views.document_nuisance(style, wording, 0.95, seed=config.seed + i)
-            W = views.mixture_views(pi, q, 0.0 if kind == "next-token" else 1.0, K_next)
-            grids.append(_embed_modality(W, rng.permutation(W.shape[0]).reshape(N, q.size), k)[0])
-            qs.append(np.tile(q, (N, 1)))
-            ms.append(
-                views.predicted_nuisance_count(
-                    state_eigs,
-                    views.nuisance_spectrum(q, K_next),
-                    0.0 if kind == "next-token" else 1.0,
-                    k,
-                )
-            )
-        style_frac = max(nuisance_fraction(F, q, prior) for F, q in zip(grids, qs))
-        e_cca = misalignment(cross_modal_moment(grids[0], qs[0], grids[1], qs[1], prior)).e_cca
-        srng = np.random.default_rng([config.seed, 66])
-        knn = mutual_knn(
-            sample_by_state(grids[0], qs[0], srng), sample_by_state(grids[1], qs[1], srng), k=10
-        )
-        out[kind] = (style_frac, e_cca, max(ms) / k, knn)
+        rho = 0.0 if kind == "next-token" else 1.0
+        style_frac, e_cca, pred, knn = _documents_at(rho, pi, prior, specs, k, rng, config.seed)
+        out[kind] = (style_frac, e_cca, pred, knn)
         key = kind.replace("-", "_")
         figs.update(
             {
                 f"style_fraction_{key}": style_frac,
                 f"e_cca_{key}": e_cca,
-                f"predicted_{key}": max(ms) / k,
+                f"predicted_{key}": pred,
                 f"mutual_knn_{key}": knn,
             }
         )
@@ -270,3 +265,36 @@ def check_next_token(config: ProveConfig) -> CheckResult:
         passed=passed,
         figures=figs,
     )
+
+
+def _documents_at(
+    rho: float,
+    pi: np.ndarray,
+    prior: np.ndarray,
+    specs: list,
+    k: int,
+    rng: np.random.Generator,
+    seed: int,
+) -> tuple[float, float, float, float]:
+    """Two document modalities at good-view fraction ``rho`` (0: next-token pairs).
+
+    Returns the larger style fraction of the two embeddings, their ``e_cca``, the predicted
+    ``max(m_A, m_B) / k`` and their mutual-kNN@10.
+    """
+    n, state_eigs = len(prior), solve_jepa(pi, k).eigenvalues
+    grids, qs, ms = [], [], []
+    for i, (style, wording) in enumerate(specs):
+        q, K_next = views.document_nuisance(style, wording, 0.95, seed=seed + i)
+        W = views.mixture_views(pi, q, rho, K_next)
+        grids.append(_embed_modality(W, rng.permutation(W.shape[0]).reshape(n, q.size), k)[0])
+        qs.append(np.tile(q, (n, 1)))
+        ms.append(
+            views.predicted_nuisance_count(state_eigs, views.nuisance_spectrum(q, K_next), rho, k)
+        )
+    style_frac = max(nuisance_fraction(F, q, prior) for F, q in zip(grids, qs))
+    e_cca = misalignment(cross_modal_moment(grids[0], qs[0], grids[1], qs[1], prior)).e_cca
+    srng = np.random.default_rng([seed, 66])
+    knn = mutual_knn(
+        sample_by_state(grids[0], qs[0], srng), sample_by_state(grids[1], qs[1], srng), k=10
+    )
+    return style_frac, e_cca, max(ms) / k, knn
