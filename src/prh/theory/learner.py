@@ -11,6 +11,7 @@ exact expectation under ``W`` instead of sampled pairs. Seeded and deterministic
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -109,19 +110,8 @@ def train_jepa(W: np.ndarray, config: LearnerConfig) -> LearnerResult:
     M, k = W.shape[0], config.k
     if k >= M:
         raise InputError(f"learner: expected k < M = {M}, got {k}")
-    g = torch.Generator().manual_seed(config.seed)
     dtype = torch.float64
-    if config.model == "table":
-        model = torch.nn.Embedding(M, k, dtype=dtype)
-        torch.nn.init.normal_(model.weight, std=1.0, generator=g)
-    else:
-        model = torch.nn.Sequential(
-            torch.nn.Embedding(M, config.hidden, dtype=dtype),  # one-hot @ W1 == a lookup
-            torch.nn.ReLU(),
-            torch.nn.Linear(config.hidden, k, dtype=dtype),
-        )
-        for prm in model.parameters():
-            torch.nn.init.normal_(prm, std=1.0 / math.sqrt(prm.shape[-1]), generator=g)
+    model = _learner_model(M, config, dtype)
     opt = torch.optim.Adam(model.parameters(), lr=config.lr)
     total = config.steps + config.full_batch_steps
     sched = torch.optim.lr_scheduler.LambdaLR(
@@ -129,31 +119,12 @@ def train_jepa(W: np.ndarray, config: LearnerConfig) -> LearnerResult:
     )
     Wt = torch.as_tensor(W, dtype=dtype)
     d = Wt.sum(1)  # (M,)
-    probs = (W / W.sum()).ravel()  # (M * M,)
-    pair_rng = np.random.default_rng(config.seed)  # draws the batches' pairs
+    batch_law = _batch_laws(W, config.batch_size, config.seed, dtype)
     all_x = torch.arange(M)
-    eye = torch.eye(k, dtype=dtype)
     losses = []
-
-    def batch_law() -> tuple:
-        # B sampled pairs, aggregated: the minibatch mean of ||f(x_a) - f(x_b)||^2 equals
-        # sum_ij What_ij ||f_i - f_j||^2 with What the empirical (symmetrised) pair law, and the
-        # batch covariance is taken under its marginal. Exact, and O(M^2) instead of O(B).
-        counts = torch.as_tensor(pair_rng.multinomial(config.batch_size, probs), dtype=dtype)
-        counts = counts.reshape(M, M)  # how often each ordered pair (x_a, x_b) was drawn
-        What = (counts + counts.T) / (2 * config.batch_size)  # (M, M)
-        return What, What.sum(1)
-
     for step in range(total):
         pair_w, w = batch_law() if step < config.steps else (Wt, d)
-        z = model(all_x)  # (M, k): the encoder on every observation, weighted below
-        if config.whitening == "hard":
-            loss = hard_whitened_loss(z, pair_w, w)
-        else:
-            zc = z - w @ z  # (M, k)
-            cov = zc.T @ (w[:, None] * zc)  # (k, k)
-            pred = 2 * (w[:, None] * z * z).sum() - 2 * (z * (pair_w @ z)).sum()
-            loss = pred + config.beta * ((cov - eye) ** 2).sum()
+        loss = _learner_loss(model(all_x), pair_w, w, config)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -164,3 +135,58 @@ def train_jepa(W: np.ndarray, config: LearnerConfig) -> LearnerResult:
         if config.whitening == "hard":
             z = whiten(z, HARD_EPS, weights=d)
     return LearnerResult(embedding=z.numpy().copy(), losses=np.asarray(losses))
+
+
+def _learner_model(M: int, config: LearnerConfig, dtype):
+    """A table of ``M`` vectors, or a one-hidden-layer MLP on one-hot observations, seeded."""
+    import torch
+
+    g = torch.Generator().manual_seed(config.seed)
+    k = config.k
+    if config.model == "table":
+        model = torch.nn.Embedding(M, k, dtype=dtype)
+        torch.nn.init.normal_(model.weight, std=1.0, generator=g)
+        return model
+    model = torch.nn.Sequential(
+        torch.nn.Embedding(M, config.hidden, dtype=dtype),  # one-hot @ W1 == a lookup
+        torch.nn.ReLU(),
+        torch.nn.Linear(config.hidden, k, dtype=dtype),
+    )
+    for prm in model.parameters():
+        torch.nn.init.normal_(prm, std=1.0 / math.sqrt(prm.shape[-1]), generator=g)
+    return model
+
+
+def _batch_laws(W: np.ndarray, batch_size: int, seed: int, dtype) -> Callable[[], tuple]:
+    """Each call draws ``batch_size`` pairs from ``W`` and returns their empirical law.
+
+    The minibatch mean of ``||f(x_a) - f(x_b)||^2`` equals ``sum_ij What_ij ||f_i - f_j||^2``
+    with ``What`` the empirical (symmetrised) pair law, and the batch covariance is taken under
+    its marginal. Exact, and O(M^2) instead of O(B).
+    """
+    import torch
+
+    M = W.shape[0]
+    probs = (W / W.sum()).ravel()  # (M * M,)
+    pair_rng = np.random.default_rng(seed)  # draws the batches' pairs
+
+    def draw() -> tuple:
+        counts = torch.as_tensor(pair_rng.multinomial(batch_size, probs), dtype=dtype)
+        counts = counts.reshape(M, M)  # how often each ordered pair (x_a, x_b) was drawn
+        What = (counts + counts.T) / (2 * batch_size)  # (M, M)
+        return What, What.sum(1)
+
+    return draw
+
+
+def _learner_loss(z, pair_w, w, config: LearnerConfig):
+    """The hard-whitened loss, or prediction plus ``beta`` times the covariance's distance to I."""
+    import torch
+
+    if config.whitening == "hard":
+        return hard_whitened_loss(z, pair_w, w)
+    zc = z - w @ z  # (M, k)
+    cov = zc.T @ (w[:, None] * zc)  # (k, k)
+    pred = 2 * (w[:, None] * z * z).sum() - 2 * (z * (pair_w @ z)).sum()
+    eye = torch.eye(z.shape[1], dtype=z.dtype)
+    return pred + config.beta * ((cov - eye) ** 2).sum()
