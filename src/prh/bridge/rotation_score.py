@@ -275,6 +275,24 @@ def _check(name: str, a: np.ndarray, min_rows: int) -> np.ndarray:
     return a
 
 
+def _check_paired(
+    x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, y_test: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The four sets as checked float rows: paired counts, equal train and test widths."""
+    xtr, ytr = _check("x_train", x_train, 2), _check("y_train", y_train, 2)
+    xte, yte = _check("x_test", x_test, 2), _check("y_test", y_test, 2)
+    if len(xtr) != len(ytr) or len(xte) != len(yte):
+        raise InputError(
+            f"paired rows required: train {len(xtr)} vs {len(ytr)}, test {len(xte)} vs {len(yte)}"
+        )
+    if xtr.shape[1] != xte.shape[1] or ytr.shape[1] != yte.shape[1]:
+        raise InputError(
+            f"train and test widths differ: X {xtr.shape[1]} vs {xte.shape[1]}, "
+            f"Y {ytr.shape[1]} vs {yte.shape[1]}"
+        )
+    return xtr, ytr, xte, yte
+
+
 def rotation_score(
     x_train: np.ndarray,
     y_train: np.ndarray,
@@ -317,17 +335,7 @@ def rotation_score(
     """
     if dims < 1:
         raise InputError(f"dims must be >= 1, got {dims}")
-    xtr, ytr = _check("x_train", x_train, 2), _check("y_train", y_train, 2)
-    xte, yte = _check("x_test", x_test, 2), _check("y_test", y_test, 2)
-    if len(xtr) != len(ytr) or len(xte) != len(yte):
-        raise InputError(
-            f"paired rows required: train {len(xtr)} vs {len(ytr)}, test {len(xte)} vs {len(yte)}"
-        )
-    if xtr.shape[1] != xte.shape[1] or ytr.shape[1] != yte.shape[1]:
-        raise InputError(
-            f"train and test widths differ: X {xtr.shape[1]} vs {xte.shape[1]}, "
-            f"Y {ytr.shape[1]} vs {yte.shape[1]}"
-        )
+    xtr, ytr, xte, yte = _check_paired(x_train, y_train, x_test, y_test)
     bx, by = pca_basis(xtr, dims), pca_basis(ytr, dims)
     if common:  # one k for both sides: the top-k principal subspaces must be one rotation apart
         k = min(len(bx[1]), len(by[1]))

@@ -62,46 +62,15 @@ class OnnxEncoder(Encoder):
         super().__init__()
         p = Path(path).expanduser()
         self.spec = f"onnx:{path}"
-        if p.is_dir():
-            raise InputError(f"{self.spec}: {p} is a folder, expected an .onnx file")
-        if not p.is_file():
-            raise InputError(f"{self.spec}: no such file {p}")
-        try:
-            import onnxruntime as ort
-        except ImportError:
-            raise InputError(f"{self.spec}: needs onnxruntime (pip install onnxruntime)") from None
-        opts = ort.SessionOptions()
-        if threads is not None:
-            opts.intra_op_num_threads = max(1, int(threads))
-        opts.log_severity_level = 3
-        try:
-            self.session = ort.InferenceSession(
-                str(p), sess_options=opts, providers=["CPUExecutionProvider"]
-            )
-        except Exception as e:  # onnxruntime raises its own Fail/InvalidGraph types
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise InputError(f"{self.spec}: not a loadable ONNX model ({first})") from None
+        self.session = _open_session(p, self.spec, threads)
         self.inputs = {i.name: i for i in self.session.get_inputs()}
         self.mean, self.std, self.max_length = float(mean), float(std), int(max_length)
         if "input_ids" in self.inputs:
             self.modality = "text"
             self.tokenizer = _load_tokenizer(p.parent, self.spec)
-        else:
-            image_inputs = [i for i in self.inputs.values() if len(i.shape) == 4]
-            if len(self.inputs) != 1 or not image_inputs:
-                got = {i.name: i.shape for i in self.inputs.values()}
-                raise InputError(
-                    f"{self.spec}: expected an 'input_ids' text input or one (B, 3, H, W) image"
-                    f" input, got {got}"
-                )
-            self.modality = "image"
-            inp = image_inputs[0]
-            self._image_input = inp.name
-            h, w = inp.shape[2], inp.shape[3]
-            fixed = isinstance(h, int) and isinstance(w, int)
-            if fixed and h != w:
-                raise InputError(f"{self.spec}: non-square image input {h}x{w} is not supported")
-            self.image_size = int(h) if fixed else int(image_size)
+            return
+        self.modality = "image"
+        self._image_input, self.image_size = _image_input(self.inputs, self.spec, image_size)
 
     def _run(self, feeds: dict) -> list[np.ndarray]:
         return self.session.run(None, feeds)
@@ -168,3 +137,40 @@ def _load_tokenizer(folder: Path, spec: str):
         else:
             raise InputError(f"{spec}: tokenizer has no pad, eos or unk token to pad with")
     return tok
+
+
+def _open_session(p: Path, spec: str, threads: int | None):
+    """An onnxruntime CPU session on the file ``p``; a bad path or graph is one line."""
+    if p.is_dir():
+        raise InputError(f"{spec}: {p} is a folder, expected an .onnx file")
+    if not p.is_file():
+        raise InputError(f"{spec}: no such file {p}")
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        raise InputError(f"{spec}: needs onnxruntime (pip install onnxruntime)") from None
+    opts = ort.SessionOptions()
+    if threads is not None:
+        opts.intra_op_num_threads = max(1, int(threads))
+    opts.log_severity_level = 3
+    try:
+        return ort.InferenceSession(str(p), sess_options=opts, providers=["CPUExecutionProvider"])
+    except Exception as e:  # onnxruntime raises its own Fail/InvalidGraph types
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise InputError(f"{spec}: not a loadable ONNX model ({first})") from None
+
+
+def _image_input(inputs: dict, spec: str, image_size: int) -> tuple[str, int]:
+    """The one ``(B, 3, H, W)`` input's name and side (fixed in the graph, or ``image_size``)."""
+    image_inputs = [i for i in inputs.values() if len(i.shape) == 4]
+    if len(inputs) != 1 or not image_inputs:
+        got = {i.name: i.shape for i in inputs.values()}
+        raise InputError(
+            f"{spec}: expected an 'input_ids' text input or one (B, 3, H, W) image input, got {got}"
+        )
+    inp = image_inputs[0]
+    h, w = inp.shape[2], inp.shape[3]
+    fixed = isinstance(h, int) and isinstance(w, int)
+    if fixed and h != w:
+        raise InputError(f"{spec}: non-square image input {h}x{w} is not supported")
+    return inp.name, int(h) if fixed else int(image_size)

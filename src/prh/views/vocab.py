@@ -85,15 +85,7 @@ def learn_merges(
             for p in itertools.pairwise(ws):
                 counts[p] -= f
                 touched[p] = counts[p]
-            merged, j = [], 0
-            while j < len(ws):
-                if j + 1 < len(ws) and (ws[j], ws[j + 1]) == pair:
-                    merged.append(new)
-                    j += 2
-                else:
-                    merged.append(ws[j])
-                    j += 1
-            syms[i] = merged
+            merged = syms[i] = _merged(ws, pair, new)
             for p in itertools.pairwise(merged):
                 counts[p] += f
                 where[p].add(i)
@@ -107,6 +99,19 @@ def learn_merges(
                 counts.pop(p, None)
                 where.pop(p, None)
     return alphabet, merges
+
+
+def _merged(ws: list[str], pair: Pair, new: str) -> list[str]:
+    """``ws`` with every occurrence of ``pair``, left to right, replaced by ``new``."""
+    merged, j = [], 0
+    while j < len(ws):
+        if j + 1 < len(ws) and (ws[j], ws[j + 1]) == pair:
+            merged.append(new)
+            j += 2
+        else:
+            merged.append(ws[j])
+            j += 1
+    return merged
 
 
 def build_vocab(
