@@ -109,7 +109,7 @@ def decode_image(data: bytes, limits: ImageLimits = ImageLimits()) -> np.ndarray
         ``status`` 413 for too many bytes or pixels, 415 for a format outside
         :data:`ALLOWED_FORMATS`, 400 for empty, non-image, truncated or corrupt data.
     """
-    from PIL import Image, ImageOps, UnidentifiedImageError
+    from PIL import Image, UnidentifiedImageError
 
     if len(data) == 0:
         raise ImageRejected("empty upload: expected an image file")
@@ -132,34 +132,43 @@ def decode_image(data: bytes, limits: ImageLimits = ImageLimits()) -> np.ndarray
                 f"image header is truncated or corrupt: {type(e).__name__}: {e}"
             ) from None
         with im:
-            w, h = im.size
-            if w < 1 or h < 1:
-                raise ImageRejected(f"image has size {w}x{h}, expected at least 1x1")
-            if w * h > limits.max_pixels:
-                raise ImageRejected(
-                    f"image is {w}x{h} = {w * h} pixels, the limit is {limits.max_pixels} "
-                    "(decompression bomb?)",
-                    status=413,
-                )
-            try:
-                if limits.max_side is not None and im.format in ("JPEG", "MPO"):
-                    # Let libjpeg decode at 1/2, 1/4 or 1/8 scale when that still covers max_side.
-                    im.draft("RGB", (limits.max_side, limits.max_side))
-                im.load()  # truncated/corrupt data raises here
-                out = ImageOps.exif_transpose(im)
-                out = _to_rgb(out)
-                if limits.max_side is not None:
-                    out.thumbnail((limits.max_side, limits.max_side), Image.Resampling.LANCZOS)
-            except (Image.DecompressionBombError, Image.DecompressionBombWarning):
-                raise ImageRejected("image has too many pixels (decompression bomb)", 413) from None
-            except Exception as e:  # OSError for truncated data; others on hostile input
-                raise ImageRejected(
-                    f"image data is truncated or corrupt: {type(e).__name__}: {e}"
-                ) from None
+            out = _load_rgb(im, limits)
     arr = np.asarray(out, dtype=np.uint8)  # (H, W, 3)
     if arr.ndim != 3 or arr.shape[2] != 3:  # pragma: no cover - _to_rgb guarantees it
         raise ImageRejected(f"decoded image has shape {arr.shape}, expected (H, W, 3)")
     return np.ascontiguousarray(arr)
+
+
+def _load_rgb(im, limits: ImageLimits):
+    """An opened PIL image checked against the limits, decoded, upright and RGB (a PIL image).
+
+    Runs inside :func:`decode_image`'s warnings filter, so a decompression bomb raises here.
+    """
+    from PIL import Image, ImageOps
+
+    w, h = im.size
+    if w < 1 or h < 1:
+        raise ImageRejected(f"image has size {w}x{h}, expected at least 1x1")
+    if w * h > limits.max_pixels:
+        raise ImageRejected(
+            f"image is {w}x{h} = {w * h} pixels, the limit is {limits.max_pixels} "
+            "(decompression bomb?)",
+            status=413,
+        )
+    try:
+        if limits.max_side is not None and im.format in ("JPEG", "MPO"):
+            # Let libjpeg decode at 1/2, 1/4 or 1/8 scale when that still covers max_side.
+            im.draft("RGB", (limits.max_side, limits.max_side))
+        im.load()  # truncated/corrupt data raises here
+        out = _to_rgb(ImageOps.exif_transpose(im))
+        if limits.max_side is not None:
+            out.thumbnail((limits.max_side, limits.max_side), Image.Resampling.LANCZOS)
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
+        raise ImageRejected("image has too many pixels (decompression bomb)", 413) from None
+    except Exception as e:  # OSError for truncated data; others on hostile input
+        msg = f"image data is truncated or corrupt: {type(e).__name__}: {e}"
+        raise ImageRejected(msg) from None
+    return out
 
 
 def read_image(path: str | Path, limits: ImageLimits = FILE_LIMITS) -> np.ndarray:
