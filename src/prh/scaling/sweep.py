@@ -190,9 +190,7 @@ def run_sweep(
     t0 = time.perf_counter()
     cells = grid.cells(seed)
     options = runner.options()
-    desc = {"grid": grid.describe(), "backend": runner.name, "options": options, "seed": seed,
-            "results": RESULTS}  # fmt: skip
-    desc = json.loads(json.dumps(desc))  # tuples -> lists, as a re-read sweep.json has them
+    desc = _description(grid, runner.name, options, seed)
     with _lock(out):
         res_path = out / RESULTS
         rows = read_results(res_path) if res_path.exists() else []
@@ -223,6 +221,13 @@ def run_sweep(
                 say(_progress_line(o.row, summary.skipped + summary.ran, len(cells)))
     summary.seconds = time.perf_counter() - t0
     return summary
+
+
+def _description(grid: CellSource, backend: str, options: dict, seed: int) -> dict:
+    """What ``sweep.json`` records, with tuples as lists (as a re-read file has them)."""
+    desc = {"grid": grid.describe(), "backend": backend, "options": options, "seed": seed,
+            "results": RESULTS}  # fmt: skip
+    return json.loads(json.dumps(desc))
 
 
 def _progress_line(row: dict, done: int, total: int) -> str:
