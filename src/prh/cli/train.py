@@ -57,12 +57,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     groups = {part: p.add_argument_group(title) for part, title in PARTS.items()}
     data = groups["data"]
     src = data.add_mutually_exclusive_group()
-    src.add_argument(
-        "--world",
-        choices=world_names(),
-        default=None,
-        help="train on a world's train scenes (cave)",
-    )
+    src.add_argument("--world", choices=world_names(), help="train on a world's train scenes "
+                     "(cave)")  # fmt: skip
     src.add_argument("--corpus", metavar="PATH", help="train on a caption corpus file")
     data.add_argument(
         "--views",
@@ -72,12 +68,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "one caption (bad), a mixture with fraction --rho of good, or next-token LM "
         f"(default {d.views})",
     )
-    data.add_argument(
-        "--rho",
-        type=fraction,
-        default=None,
-        help="fraction of good views, for --views mixture only (0..1)",
-    )
+    data.add_argument("--rho", type=fraction, help="fraction of good views, for --views mixture "
+                      "only (0..1)")  # fmt: skip
     data.add_argument(
         "--seed", type=seed, default=None, help=f"seed (init and data order; default {d.seed})"
     )
@@ -136,12 +128,8 @@ def _run_flags(p: Any, out: Any) -> None:
     """Evaluation flags (``p``) and the run's output and machine flags (``out``)."""
     out.add_argument("--out", metavar="RUN", help="new run directory to create")
     out.add_argument("--resume", metavar="RUN", help="continue the run in RUN from its checkpoint")
-    p.add_argument(
-        "--eval-features",
-        metavar="FILE",
-        default=None,
-        help="feature file (ids scene_<i>) to measure alignment with during training",
-    )
+    p.add_argument("--eval-features", metavar="FILE", help="feature file (ids scene_<i>) to "
+                   "measure alignment with during training")  # fmt: skip
     p.add_argument(
         "--eval-theory",
         metavar="FILE",
