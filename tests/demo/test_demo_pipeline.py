@@ -30,6 +30,7 @@ MODALITIES = {
     "image_samples": 128,
     "image_train_scenes": 24,
     "zero_pair_captioner": True,
+    "literal": "moving-literal",  # issue 31's literal-caption twin (the quick preset has none)
 }
 
 SUMMARY_KEYS = {
@@ -226,7 +227,7 @@ def test_toy_demo_outputs_resume_and_idempotence(tmp_path, tiny_bert):
     assert len(on_disk["claims"]) == 3
     assert set(on_disk["timings"]) == {
         "vision", "train", "embed", "measure", "word_order", "efficiency", "law", "bridge",
-        "modalities", "theory", "control",
+        "modalities", "theory", "control", "literal",
     }  # fmt: skip
 
     # the runs are one sweep: a results row per run, each with its whole curve
