@@ -45,13 +45,13 @@ def test_three_seeds_apart_and_near_the_predictions_is_shown():
 
 def test_a_pair_far_from_its_prediction_is_not_shown_even_when_literal_is_ahead():
     # the image encoder misses shape: two directions of literal ~ image near 0, not 1
-    lit = pair([ONES[:6] + [0.1, 0.05]] * 3, ONES)
+    lit = pair([[*ONES[:6], 0.1, 0.05]] * 3, ONES)
     part = pair([PARTIAL] * 3, PARTIAL)
     v = judge_literal(lit, part)
     assert v.label == NOT_SHOWN and "literal by 0.950" in v.reason
     assert v.figures["literal"]["largest_deviation"] == pytest.approx(0.95)
     # one direction just inside the tolerance, the others exact: near
-    ok = pair([ONES[:7] + [1.0 - TOLERANCE + 1e-9]] * 3, ONES)
+    ok = pair([[*ONES[:7], 1.0 - TOLERANCE + 1e-09]] * 3, ONES)
     assert judge_literal(ok, part).figures["literal"]["largest_deviation"] <= TOLERANCE
 
 
@@ -84,6 +84,6 @@ def test_a_single_seed_reads_its_held_out_state_intervals_and_says_so():
 
 
 def test_an_undefined_figure_is_inconclusive():
-    lit = pair([ONES[:7] + [math.nan]], ONES, state_ci=(0.9, 1.0))
+    lit = pair([[*ONES[:7], math.nan]], ONES, state_ci=(0.9, 1.0))
     v = judge_literal(lit, pair([PARTIAL], PARTIAL, (0.7, 0.8)))
     assert v.label == INCONCLUSIVE and v.reason == "a figure is undefined"
