@@ -87,3 +87,10 @@ def test_an_undefined_figure_is_inconclusive():
     lit = pair([[*ONES[:7], math.nan]], ONES, state_ci=(0.9, 1.0))
     v = judge_literal(lit, pair([PARTIAL], PARTIAL, (0.7, 0.8)))
     assert v.label == INCONCLUSIVE and v.reason == "a figure is undefined"
+
+
+def test_the_rule_reads_as_docs_demo_md_states_it():
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "demo.md").read_text()
+    assert RULE_LITERAL in " ".join(doc.split())  # word for word, whatever the line breaks
