@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 
 import pytest
@@ -161,7 +161,10 @@ def test_a_spectral_pair_cap_below_the_method_s_minimum_is_one_line():
 def test_the_literal_twin_is_the_text_recipe_on_literal_captions():
     lit = FULL.literal_config()
     assert lit.world == "moving-literal" and lit.control == "" and lit.literal == ""
-    assert (lit.text, lit.sweep, lit.measure) == (FULL.text, FULL.sweep, FULL.measure)
+    assert (lit.sweep, lit.measure) == (FULL.sweep, FULL.measure)
+    assert lit.text == replace(FULL.text, doc_captions=1)  # it trains no next-token run
+    assert protocol.backend(lit).train == replace(protocol.backend(FULL).train,
+                                                  world="moving-literal")  # fmt: skip
     assert lit.sweep.curve_seeds == 3 and lit.image.modalities == ()
     assert not lit.caption.build and DEFAULT.control_config().literal == ""
     with pytest.raises(InputError, match=r"^demo: this config has no literal-caption world$"):

@@ -423,13 +423,14 @@ class DemoConfig:
 
     def literal_config(self) -> DemoConfig:
         """The literal twin's config: the text recipe, budgets, sizes and seeds on ``literal``,
-        no control, no twin, no captioner and no image run of its own (:mod:`prh.demo.literal`
-        trains its text-good runs and compares them with the main demo's image-good)."""
+        no control, no twin, no captioner, no image run and no next-token documents of its own
+        (:mod:`prh.demo.literal` trains its text-good runs alone and compares them with the main
+        demo's image-good; the twin does not move, so it has no narrations to tell)."""
         if not self.literal:
             raise InputError("demo: this config has no literal-caption world")
         return self.with_settings(
             name=f"{self.name}-literal", world=self.literal, control="", literal="",
-            modalities=(), captioner=False, zero_pair_captioner=False,
+            modalities=(), captioner=False, zero_pair_captioner=False, doc_captions=1,
         )  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
