@@ -151,6 +151,7 @@ def literal_context(lit: dict[str, Any] | None) -> dict[str, Any] | None:
     v = lit["verdict"]
     single = v["basis"].startswith("single seed")
     return {
+        "skipped": None,
         "world": lit["world"],
         "image": lit["image"],
         "label": v["label"] + (" (single seed)" if single else ""),
