@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 
 import pytest
@@ -29,7 +29,7 @@ OLD_SETTINGS = {
     "decoder_scenes": 500, "modalities": ("image-good", "sketch-good"), "image_samples": 12800,
     "image_lr": 1e-4, "image_size": 32, "image_train_scenes": 100, "backbone": "efficientnet-lite0",
     "freeze_until": 8, "backbone_size": 96, "scratch_branch": True, "pair_free_samples": False,
-    "zero_pair_captioner": True, "spectral_pairs": 0, "world": "cave",
+    "zero_pair_captioner": True, "spectral_pairs": 0, "world": "cave", "literal": "",
 }  # fmt: skip
 
 
@@ -45,8 +45,8 @@ def test_every_flat_setting_routes_and_round_trips():
         cfg = DEFAULT.with_settings(preset=value) if name == "preset" else None
         got = (cfg or demo_config("default", **{name: value})).to_dict()
         want = {**base, name: value}
-        if name == "world":  # the preset's control world became the world: no control
-            want["control"] = ""
+        if name == "world":  # the preset's control world became the world: no control, and
+            want["control"] = want["literal"] = ""  # no literal twin of the preset's world
         assert got == want, name
     # all at once, and the digest callers' names
     others = {k: v for k, v in OLD_SETTINGS.items() if k != "preset"}
@@ -69,7 +69,7 @@ def test_presets_differ_from_default_only_where_meant():
     assert _changed(QUICK) == {
         "name", "eval_scenes", "bridge_scenes", "samples", "law_rhos", "law_samples",
         "heldout_samples", "heldout_runs", "null", "bootstrap", "decoder_steps",
-        "decoder_scenes", "modalities",
+        "decoder_scenes", "modalities", "literal",
     }  # fmt: skip
 
 
@@ -156,3 +156,21 @@ def test_a_spectral_pair_cap_below_the_method_s_minimum_is_one_line():
     with pytest.raises(InputError, match="spectral_pairs 10 is below the spectral method's"):
         demo_config("default", spectral_pairs=10)
     assert demo_config("default", spectral_pairs=0).measure.spectral_pairs == 0  # skipped
+
+
+def test_the_literal_twin_is_the_text_recipe_on_literal_captions():
+    lit = FULL.literal_config()
+    assert lit.world == "moving-literal" and lit.control == "" and lit.literal == ""
+    assert (lit.sweep, lit.measure) == (FULL.sweep, FULL.measure)
+    assert lit.text == replace(FULL.text, doc_captions=1)  # it trains no next-token run
+    assert protocol.backend(lit).train == replace(protocol.backend(FULL).train,
+                                                  world="moving-literal")  # fmt: skip
+    assert lit.sweep.curve_seeds == 3 and lit.image.modalities == ()
+    assert not lit.caption.build and DEFAULT.control_config().literal == ""
+    with pytest.raises(InputError, match=r"^demo: this config has no literal-caption world$"):
+        QUICK.literal_config()
+    with pytest.raises(InputError, match=r"^demo: literal 'moving': expected '' \(none\) or the"):
+        DEFAULT.with_settings(literal="moving")
+    with pytest.raises(InputError, match=r"^demo: literal 'nowhere'"):
+        demo_config(literal="nowhere")
+    assert demo_config(world="cave", literal="moving-literal").literal == "moving-literal"

@@ -30,6 +30,7 @@ MODALITIES = {
     "image_samples": 128,
     "image_train_scenes": 24,
     "zero_pair_captioner": True,
+    "literal": "moving-literal",  # issue 31's literal-caption twin (the quick preset has none)
 }
 
 SUMMARY_KEYS = {
@@ -202,6 +203,49 @@ def _check_theory_curves(on_disk: dict, rows: list, out: Path, sweep: Path, html
     assert (out / "theory_curves.png").read_bytes()[:4] == b"\x89PNG"
 
 
+def _check_literal(on_disk: dict, html: str, out: Path) -> None:
+    """Issue 31's literal-caption twin: text-good trained again on literal captions at the same
+    recipe and budget (both seeds), both caption kinds against the same image-good encoder
+    beside the theory's predictions, and the rule's verdict."""
+    from prh.scaling.claims import LABELS
+    from prh.training import load_run
+    from prh.world import make_world
+    from prh.world.observation import predicted_cc
+
+    lit = on_disk["literal"]
+    assert lit["world"] == "moving-literal" and lit["image"] == "image-good" and lit["seeds"] == 2
+    assert set(lit["runs"]) == set(lit["train_seconds"]) == {"text-literal", "text-literal-s1"}
+    assert all(s > 0 for s in lit["train_seconds"].values())
+    # the same recipe and budget as text-good, on the literal world, its own seeds
+    good = next(r for r in on_disk["runs"] if r["name"] == "good")
+    a = load_run(out / lit["runs"]["text-literal"], device="cpu").config
+    b = load_run(out / good["path"], device="cpu").config
+    assert (a.world, b.world, a.seed, b.seed) == ("moving-literal", "moving", 0, 0)
+    where = ("world", "eval_features", "eval_theory")  # the world, and its sweep's files
+    assert {k: v for k, v in a.to_dict().items() if k not in where} == {
+        k: v for k, v in b.to_dict().items() if k not in where
+    }
+    assert load_run(out / lit["runs"]["text-literal-s1"], device="cpu").config.seed == 1
+    assert set(lit["theory_cc"]) == set(lit["runs"])
+    for r in lit["theory_cc"].values():
+        assert len(r["correlations"]) == 8 and r["modality"] == "text"
+        assert -1 <= r["own"]["mean"] <= 1 and r["ceiling"] == pytest.approx(1.0, abs=1e-6)
+    # the predictions: 1 in every direction for literal captions, six of eight for partial
+    for kind, world in (("literal", "moving-literal"), ("partial", "moving")):
+        want = predicted_cc(make_world(world, seed=0), "image", "text", 8)["observation"]
+        assert lit["pairs"][kind]["predicted"] == pytest.approx(want)
+        assert len(lit["pairs"][kind]["seeds"]) == 2
+    assert lit["pairs"]["literal"]["predicted"] == pytest.approx([1.0] * 8, abs=1e-6)
+    # partial seed 0 is the theory step's image-good ~ text-good pair, read the same way
+    main = next(p for p in on_disk["modalities"]["pairs"]
+                if {p["x"], p["y"]} == {"image-good", "text-good"})  # fmt: skip
+    assert lit["pairs"]["partial"]["seeds"][0]["mean"] == pytest.approx(main["cc"], abs=1e-6)
+    v = lit["verdict"]
+    assert v["label"] in LABELS and v["basis"].startswith("single seed")  # 2 seeds < 3
+    assert v["figures"]["literal"]["seeds"] == 2
+    assert "Literal against partial captions" in html and v["label"] in html
+
+
 @pytest.mark.slow
 def test_toy_demo_outputs_resume_and_idempotence(tmp_path, tiny_bert):
     import torch
@@ -226,7 +270,7 @@ def test_toy_demo_outputs_resume_and_idempotence(tmp_path, tiny_bert):
     assert len(on_disk["claims"]) == 3
     assert set(on_disk["timings"]) == {
         "vision", "train", "embed", "measure", "word_order", "efficiency", "law", "bridge",
-        "modalities", "theory", "control",
+        "modalities", "theory", "control", "literal",
     }  # fmt: skip
 
     # the runs are one sweep: a results row per run, each with its whole curve
@@ -305,19 +349,23 @@ def test_toy_demo_outputs_resume_and_idempotence(tmp_path, tiny_bert):
     assert "Three modalities trained apart" in html and (out / "modalities.png").is_file()
     _check_theory(on_disk, html, names)
     _check_theory_curves(on_disk, rows, out, sweep, html)
+    _check_literal(on_disk, html, out)
 
     # idempotent: a rerun trains nothing, reuses features and step results, same numbers
     weights = {p: os.stat(p).st_mtime_ns for p in out.glob("sweep-*/runs/*/model.safetensors")}
     assert len(weights) == 8
     image_runs = out.glob("modalities/sweep-*/runs/*/model.safetensors")  # the image sweep's
     weights.update({p: os.stat(p).st_mtime_ns for p in image_runs})
-    assert len(weights) == 10
+    literal_runs = out.glob("literal/sweep-*/runs/*/model.safetensors")  # the twin's sweep
+    weights.update({p: os.stat(p).st_mtime_ns for p in literal_runs})
+    assert len(weights) == 12
     again = run_demo(
         toy_config(tiny_bert, **CAPTION, **MODALITIES), out, log=lines.append, skip_prove=True
     )
     assert again["alignment"] == summary["alignment"]
     assert again["runs"] == on_disk["runs"]
     assert again["modalities"] == json.loads(json.dumps(summary["modalities"]))
+    assert again["literal"] == json.loads(json.dumps(summary["literal"]))
     assert {p: os.stat(p).st_mtime_ns for p in weights} == weights
 
     # resumable: a killed demo (a run without its final weights, its row lost) retrains that

@@ -76,3 +76,38 @@ def test_still_world_and_old_summaries():
     assert "No spectrum: no gap at any k." in page and "Each encoder against g*" not in page
     del s["theory_cc"]  # a summary written before the theory step
     assert theory_context(s) is None
+
+
+def _literal_section(seeds: int) -> dict[str, Any]:
+    from prh.demo.literal_rule import PairFigures, judge_literal
+
+    one = {"mean": 0.9, "ci": [0.85, 0.95], "correlations": [0.9] * 8}
+    pairs = {
+        "literal": {"pair": "image-good~text-literal", "seeds": [one] * seeds,
+                    "predicted": [1.0] * 8},
+        "partial": {"pair": "image-good~text-good", "seeds": [{**one, "mean": 0.7}] * seeds,
+                    "predicted": [1.0] * 6 + [0.0, 0.0]},
+    }  # fmt: skip
+    figs = [
+        PairFigures([s["mean"] for s in p["seeds"]], [s["correlations"] for s in p["seeds"]],
+                    p["predicted"], tuple(p["seeds"][0]["ci"]))
+        for p in pairs.values()
+    ]  # fmt: skip
+    own = {"mean": 0.95, "ci": [0.9, 0.97]}
+    return {"world": "moving-literal", "image": "image-good", "seeds": seeds, "pairs": pairs,
+            "theory_cc": {"text-literal": {**one, "own": own, "ceiling": 1.0}},
+            "verdict": judge_literal(*figs).to_dict()}  # fmt: skip
+
+
+def test_the_literal_section_shows_both_pairs_the_predictions_and_the_label():
+    page = render("theory.html", th=theory_context({**summary(), "literal": _literal_section(1)}))
+    assert "Literal against partial captions, against the same image encoder" in page
+    assert "NOT SHOWN (single seed)" in page  # partial misses 0 0 by 0.9: the label, its basis
+    for text in ("image-good~text-literal", "image-good~text-good", "1.00 1.00 1.00 1.00 1.00 "
+                 "1.00 0.00 0.00", "0.750", "0.950 [0.900, 0.970]"):  # fmt: skip
+        assert text in page, text
+    three = theory_context({**summary(), "literal": _literal_section(3)})["literal"]
+    assert three["label"] == "NOT SHOWN" and three["basis"].startswith("3 seeds")
+    skipped = {**summary(), "literal": {"skipped": "no image-good run"}}
+    assert "Not run: no image-good run." in render("theory.html", th=theory_context(skipped))
+    assert "Literal against" not in render("theory.html", th=theory_context(summary()))

@@ -51,3 +51,36 @@ def test_the_protocol_follows_the_settings_it_names():
 def test_an_estimate_without_an_interval_reads_as_two_undefined_bounds():
     assert ci_bounds({"ci": None}) == ci_bounds({}) == (None, None)
     assert ci_bounds({"ci": [0.1, 0.2]}) == (0.1, 0.2)
+
+
+LITERAL = {
+    "world": "moving-literal",
+    "image": "image-good",
+    "seeds": 1,
+    "runs": {"text-literal": "literal/sweep-x/runs/abc"},
+    "train_seconds": {"text-literal": 12.5},
+    "k": 8,
+    "theory_cc": {"text-literal": {"mean": 0.95, "ci": [0.94, 0.96], "own": {"mean": 0.95}}},
+    "pairs": {"literal": {"pair": "image-good~text-literal", "seeds": [], "predicted": [1.0]}},
+    "verdict": {"label": "NOT SHOWN", "reason": "r", "basis": "single seed: ...", "rule": "x",
+                "figures": {}},
+}  # fmt: skip
+
+
+def test_the_literal_section_round_trips_and_an_older_summary_without_it_still_reads():
+    from prh.demo.summary import LiteralSummary
+
+    d = json.loads(SUMMARIES[0].read_text())
+    body = {k: v for k, v in d.items() if k not in STAMP_KEYS and k != "literal"}
+    old = DemoSummary.from_dict(body)  # written before the literal twin: no such key
+    assert old.literal is None and "literal" not in old.to_dict()
+    assert old.to_dict() == body  # key for key, as it was
+    new = DemoSummary.from_dict({**body, "literal": LITERAL})
+    assert isinstance(new.literal, LiteralSummary) and new.literal.label == "NOT SHOWN"
+    again = json.loads(json.dumps(new.to_dict()))
+    assert again["literal"] == LITERAL
+    assert list(again).index("literal") == list(again).index("control") + 1  # file order
+    assert DemoSummary.from_dict(again) == new
+    skipped = DemoSummary.from_dict({**body, "literal": {"skipped": "no image-good run"}})
+    assert skipped.literal.label is None
+    assert skipped.to_dict()["literal"] == {"skipped": "no image-good run"}

@@ -61,3 +61,19 @@ def test_cell_id_is_stable_and_depends_on_what_matters():
     assert a != Cell("fit", "mixture", 0.5, 1000, 4).cell_id("theory", {"k": 1})
     assert a != c.cell_id("theory", {"k": 2}) and a != c.cell_id("cave", {"k": 1})
     assert a == "f9aaeea83c398e4f"  # stable across processes and versions: resume depends on it
+
+
+def test_a_run_set_of_several_seeds_keeps_seed_zero_s_cells_and_adds_the_others():
+    from prh.scaling.grid import RunSet
+
+    one = RunSet("toy", (("text", "good", 256),))
+    three = RunSet("toy", (("text", "good", 256), ("text", "bad", 256)), seeds=3)
+    assert [(c.views, c.seed) for c in three.cells(5)] == [
+        ("good", 5), ("good", 6), ("good", 7), ("bad", 5), ("bad", 6), ("bad", 7),
+    ]  # fmt: skip
+    # seed 0's cell is the one-seed set's: a sweep that ran it keeps it (same id)
+    assert three.cells(5)[0].cell_id("cave", {}) == one.cells(5)[0].cell_id("cave", {})
+    assert len({c.cell_id("cave", {}) for c in three.cells(5)}) == 6
+    assert three.describe() == one.describe()  # the family, not the seeds picked
+    with pytest.raises(InputError, match=r"^run set toy: seeds must be >= 1, got 0$"):
+        RunSet("toy", one.runs, seeds=0)

@@ -312,6 +312,11 @@ class DemoConfig:
         The world of the control (``""``: none): the text good / bad runs and the image/sketch
         runs again on it at the same budgets and sizes, measured the same way
         (:mod:`prh.demo.control`); the default demo's control is the still ``cave``.
+    literal : str
+        The literal-caption twin of ``world`` (``""``: none): its states, renders and pair kernel,
+        captions that state every factor. A text-good run trains on it at the text-good recipe
+        and budget (``curve_seeds`` seeds), judged against the same image encoder as text-good
+        (:mod:`prh.demo.literal`; needs the image-good run).
     seed, world_seed : int
         Base seed of every run and the world's seed.
     vision, text_baseline : str
@@ -327,6 +332,7 @@ class DemoConfig:
     name: str = "default"
     world: str = "moving"
     control: str = "cave"
+    literal: str = "moving-literal"
     seed: int = 0
     world_seed: int = 0
     vision: str = "efficientnet-lite0"
@@ -384,6 +390,11 @@ class DemoConfig:
                 f"demo: control {self.control!r}: expected '' (none) or a world other than "
                 f"{self.world!r} among {names}"
             )
+        if self.literal and (self.literal not in names or self.literal == self.world):
+            raise InputError(
+                f"demo: literal {self.literal!r}: expected '' (none) or the literal-caption twin "
+                f"of {self.world!r} among {names}"
+            )
 
     def with_settings(self, **settings: Any) -> DemoConfig:
         """This config with ``settings`` by their flat names (:data:`SETTINGS`: ``samples``,
@@ -406,8 +417,20 @@ class DemoConfig:
         if not self.control:
             raise InputError("demo: this config has no control world")
         return self.with_settings(
-            name=f"{self.name}-control", world=self.control, control="", curve_seeds=1,
-            captioner=False, zero_pair_captioner=False,
+            name=f"{self.name}-control", world=self.control, control="", literal="",
+            curve_seeds=1, captioner=False, zero_pair_captioner=False,
+        )  # fmt: skip
+
+    def literal_config(self) -> DemoConfig:
+        """The literal twin's config: the text recipe, budgets, sizes and seeds on ``literal``,
+        no control, no twin, no captioner, no image run and no next-token documents of its own
+        (:mod:`prh.demo.literal` trains its text-good runs alone and compares them with the main
+        demo's image-good; the twin does not move, so it has no narrations to tell)."""
+        if not self.literal:
+            raise InputError("demo: this config has no literal-caption world")
+        return self.with_settings(
+            name=f"{self.name}-literal", world=self.literal, control="", literal="",
+            modalities=(), captioner=False, zero_pair_captioner=False, doc_captions=1,
         )  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
@@ -419,10 +442,10 @@ class DemoConfig:
         }
 
     def digest(self, *settings: str) -> str:
-        """A short hash of the named settings (flat names; all when none): names cached files."""
+        """A short hash of the named settings (flat names; when none, all but :data:`ADDED`):
+        names cached files."""
         d = self.to_dict()
-        if settings:
-            d = {f: d[f] for f in settings}
+        d = {f: d[f] for f in settings} if settings else {f: d[f] for f in d if f not in ADDED}
         blob = json.dumps(d, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:10]
 
@@ -435,6 +458,12 @@ SETTINGS: dict[str, tuple[str, str]] = {
 ``"encoder.backbone"``: a field of a library config the part holds): the names
 :func:`demo_config`, :meth:`DemoConfig.with_settings`, :meth:`DemoConfig.to_dict` and
 :meth:`DemoConfig.digest` take."""
+
+
+ADDED = ("literal",)
+"""Settings added after the demo folders' step-cost files were named (``costs-<digest>``, the
+one cache named by every setting): left out of :meth:`DemoConfig.digest` of all settings, so a
+folder keeps the costs it recorded; a step they add records its cost under its own name."""
 
 
 def _get_path(obj: Any, path: str) -> Any:
@@ -486,6 +515,7 @@ QUICK = DEFAULT.with_settings(
     decoder_steps=0,  # a decoder alone would take most of the 5 minutes: nearest caption
     decoder_scenes=1000,
     modalities=(),  # one image encoder alone takes about 6 minutes on 2 cores
+    literal="",  # its comparison needs the image encoder
 )
 
 
@@ -504,4 +534,6 @@ def demo_config(preset: str = "default", **overrides: Any) -> DemoConfig:
     world = given.get("world")
     if world is not None and world == base.control and "control" not in given:
         given["control"] = ""  # the preset's control world is now the world: no control
+    if world is not None and world != base.world and "literal" not in given:
+        given["literal"] = ""  # the preset's literal twin is the preset world's, not this one's
     return base.with_settings(**given)

@@ -30,7 +30,10 @@ Steps (each logs one line with its wall and CPU time; each caches its result und
 12. ``control``: the text good / bad and image/sketch encoders again on the control world (the
     still cave: no gap), measured the same way (:mod:`prh.demo.control`); issue 21's targets
     (:mod:`prh.demo.theory_targets`).
-13. ``report``: ``OUT/summary.json``, ``OUT/report.html`` and the PNG plots.
+13. ``literal``: text-good again on the literal-caption twin of the world, both caption kinds
+    against the same image encoder beside the theory's predictions, and the rule's verdict
+    (:mod:`prh.demo.literal`).
+14. ``report``: ``OUT/summary.json``, ``OUT/report.html`` and the PNG plots.
 
 A rerun reuses every finished result (sweep cells by id, features and step results by a hash of
 the settings they depend on), so a killed demo continues where it stopped and a finished one only
@@ -56,7 +59,7 @@ from prh.demo.world import check_world_sizes
 from prh.io import write_json
 from prh.jsonio import read_json
 
-N_STEPS = 13
+N_STEPS = 14
 
 
 def _record_cost(ctx: Context, name: str, wall: float, cpu: float) -> None:
@@ -131,7 +134,8 @@ def run_demo(
     results["theory"] = _step(ctx, 11, "theory", lambda: step_theory(ctx, text, vision, runs, mod))
     results["control"] = _step(ctx, 12, "control", lambda: step_control(ctx))
     results["theory"]["targets"] = theory_targets(ctx, results)
-    return _step(ctx, 13, "report", lambda: write_outputs(ctx, results))
+    results["literal"] = _step(ctx, 13, "literal", lambda: step_literal(ctx, runs, mod))
+    return _step(ctx, 14, "report", lambda: write_outputs(ctx, results))
 
 
 def step_theory(
@@ -150,6 +154,14 @@ def step_theory(
     log_theory(ctx, value)
     log_spectral(ctx, value["spectral"])
     return value
+
+
+def step_literal(ctx: Context, runs: dict[str, Path], mod: ModalityEvidence) -> dict[str, Any]:
+    """The literal-caption twin against the modalities step's image-good encoder
+    (:func:`prh.demo.literal.step_literal`)."""
+    from prh.demo.literal import step_literal as literal
+
+    return literal(ctx, runs, mod.sets, mod.image_runs)
 
 
 def theory_targets(ctx: Context, results: dict[str, Any]) -> list[dict[str, Any]]:

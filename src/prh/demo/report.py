@@ -28,7 +28,14 @@ from prh.demo.html_parts import (
 from prh.demo.plots import plot_bars, plot_curves
 from prh.demo.report_modalities import modalities_context, modalities_summary, pair_rows
 from prh.demo.report_theory import theory_context
-from prh.demo.summary import DemoSummary, Machine, Protocol, WorldSummary, ci_bounds
+from prh.demo.summary import (
+    DemoSummary,
+    LiteralSummary,
+    Machine,
+    Protocol,
+    WorldSummary,
+    ci_bounds,
+)
 from prh.io import atomic_write, write_json
 from prh.provenance import stamped
 from prh.world.registry import world_title
@@ -293,6 +300,7 @@ def build_summary(ctx: Context, results: dict[str, Any]) -> DemoSummary:
         bridge={k: v for k, v in results["bridge"].items() if k != "samples"},
         modalities=modalities_summary(results.get("modalities"), theory.get("pairs")),
         **theory_summary(results),
+        literal=LiteralSummary.from_dict(results["literal"]) if results.get("literal") else None,
         runs=[dict(r) for r in results["runs"]],
         config=cfg,
         timings=ctx.timings,

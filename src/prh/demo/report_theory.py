@@ -31,6 +31,7 @@ def theory_context(summary: dict[str, Any]) -> dict[str, Any] | None:
         "control": _control_table(summary),
         "spectral": spectral_table(summary),
         "targets": targets_table(summary.get("theory_targets") or []),
+        "literal": literal_context(summary.get("literal")),
     }
 
 
@@ -137,4 +138,62 @@ def spectral_table(summary: dict[str, Any]) -> dict[str, Any] | None:
         return None
     head = ["world", "pair", "eigenvalues", "held-out R^2 spectral / paired",
             "R@1 spectral / paired", "assignment accuracy"]  # fmt: skip
+    return table(head, rows)
+
+
+def literal_context(lit: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The literal-caption twin's tables and verdict (:mod:`prh.demo.literal`); None when the
+    demo did not run it (or skipped it: ``skipped`` then says why)."""
+    if not lit:
+        return None
+    if "skipped" in lit:
+        return {"skipped": lit["skipped"]}
+    v = lit["verdict"]
+    single = v["basis"].startswith("single seed")
+    return {
+        "skipped": None,
+        "world": lit["world"],
+        "image": lit["image"],
+        "label": v["label"] + (" (single seed)" if single else ""),
+        "reason": v["reason"],
+        "basis": v["basis"],
+        "rule": v["rule"],
+        "pairs": literal_pairs_table(lit),
+        "theory": _literal_theory_table(lit["theory_cc"]),
+    }
+
+
+def literal_pairs_table(lit: dict[str, Any]) -> dict[str, Any]:
+    """Per caption kind: the image~text pair's cc seed by seed, its interval, the k held-out
+    correlations (seed means, descending) beside the k predicted, and the largest deviation."""
+    figs = lit["verdict"].get("figures") or {}
+    rows: list[list[Cell]] = []
+    for kind, p in lit["pairs"].items():
+        seeds = p["seeds"]
+        k = len(p["predicted"])
+        mean = sorted((sum(s["correlations"][i] for s in seeds) / len(seeds) for i in range(k)),
+                      reverse=True)  # fmt: skip
+        f = figs.get(kind) or {}
+        rows.append([
+            strong(p["pair"]), kind, " ".join(num(s["mean"]) for s in seeds), num(f.get("cc")),
+            interval(*(f.get("interval") or (None, None))), " ".join(num(c, 2) for c in mean),
+            " ".join(num(c, 2) for c in p["predicted"]), num(f.get("predicted_mean")),
+            num(f.get("largest_deviation")),
+        ])  # fmt: skip
+    head = ["pair", "captions", "cc per seed", "cc (seed mean)", "interval",
+            "the k held-out correlations (descending)", "the k predicted (perfect encoders)",
+            "predicted mean", "largest deviation"]  # fmt: skip
+    return table(head, rows)
+
+
+def _literal_theory_table(tc: dict[str, Any]) -> dict[str, Any]:
+    rows: list[list[Cell]] = []
+    for name, r in tc.items():
+        own = r.get("own") or {}
+        rows.append([name, f"{num(r['mean'])} {interval(*r['ci'])}",
+                     " ".join(num(c, 2) for c in r["correlations"]),
+                     f"{num(own.get('mean'))} {interval(*(own.get('ci') or (None, None)))}",
+                     num(r.get("ceiling"))])  # fmt: skip
+    head = ["encoder", "cc vs g* (width-fair)", "the k held-out correlations",
+            "cc vs its own modality's theory", "its modality's ceiling vs g*"]  # fmt: skip
     return table(head, rows)

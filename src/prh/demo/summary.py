@@ -3,9 +3,10 @@
 :meth:`DemoSummary.to_dict` writes the file's format ``prh-demo-summary/1`` key for key as it
 always was (sections in the same order); :meth:`DemoSummary.from_dict` reads it back, and reads
 summaries of older demos too (``docs/results/*/summary.json``: no theory sections, no
-``runs``), their missing sections ``None``. The protocol's sentences are formatted from the
-config (:meth:`Protocol.of`), not written as prose beside it. Sections whose shape belongs to one
-step (the bridge, the law, the modalities, ...) stay that step's dicts.
+``runs``, no ``literal``), their missing sections ``None``. The protocol's sentences are
+formatted from the config (:meth:`Protocol.of`), not written as prose beside it. Sections
+whose shape belongs to one step (the bridge, the law, the modalities, ...) stay that step's
+dicts.
 
 Layer: plain data; no I/O (:func:`prh.demo.report.write_outputs` writes the file).
 """
@@ -23,6 +24,8 @@ from prh.encoders.registry import pretraining
 
 REFERENCE_VISION = "DINOv2"  # the PRH reference's vision encoder, which the demo does not use
 STAMP_KEYS = frozenset({"format", "prh_version", "inputs", "seed", "options", "git", "created"})
+ADDED = frozenset({"literal"})
+"""Sections added after the format's current writer's first files: written only when present."""
 
 
 def ci_bounds(d: Mapping[str, Any]) -> tuple[float | None, float | None]:
@@ -122,6 +125,46 @@ Section = dict[str, Any]
 
 
 @dataclass(frozen=True)
+class LiteralSummary:
+    """The literal-caption twin (:mod:`prh.demo.literal`): text-good on literal captions beside
+    text-good on partial ones, against the same image encoder, and the rule's verdict
+    (:mod:`prh.demo.literal_rule`); ``skipped`` its reason when the demo did not run it.
+
+    ``theory_cc``: each literal run against g* and its own theory; ``pairs``: per caption kind
+    (``literal``, ``partial``) the image~text pair seed by seed and the predicted ``k``
+    correlations; ``verdict``: ``{label, reason, basis, rule, figures}``.
+    """
+
+    world: str = ""
+    image: str = ""
+    seeds: int = 0
+    runs: dict[str, str] = field(default_factory=dict)
+    train_seconds: dict[str, float] = field(default_factory=dict)
+    k: int | None = None
+    theory_cc: Section = field(default_factory=dict)
+    pairs: Section = field(default_factory=dict)
+    verdict: Section | None = None
+    skipped: str | None = None
+
+    @property
+    def label(self) -> str | None:
+        """The verdict's label (``None`` when skipped)."""
+        return None if self.verdict is None else self.verdict["label"]
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.skipped is not None:
+            return {"skipped": self.skipped}
+        d = dataclasses.asdict(self)
+        del d["skipped"]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> LiteralSummary:
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+
+@dataclass(frozen=True)
 class DemoSummary:
     """Everything ``summary.json`` holds, its sections in file order (see the module; a section
     an older summary lacks reads as empty or ``None``)."""
@@ -143,6 +186,7 @@ class DemoSummary:
     spectral: Section | None = None
     theory_targets: list[Section] | None = None
     control: Section | None = None
+    literal: LiteralSummary | None = None
     runs: list[Section] | None = None
     config: Section = field(default_factory=dict)
     timings: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -155,12 +199,15 @@ class DemoSummary:
     theory_claims: list[Section] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``summary.json`` object (without the provenance header), every section."""
-        typed = (Protocol, Machine, WorldSummary)
+        """The ``summary.json`` object (without the provenance header), every section; a section
+        newer than the format (:data:`ADDED`) only when present, so that an older summary read
+        back writes back key for key."""
+        typed = (Protocol, Machine, WorldSummary, LiteralSummary)
         return {
             f.name: v.to_dict() if isinstance(v, typed) else v
             for f in dataclasses.fields(self)
             for v in (getattr(self, f.name),)
+            if not (v is None and f.name in ADDED)
         }
 
     @classmethod
@@ -168,7 +215,8 @@ class DemoSummary:
         """A summary read back (a stamped file's header keys are skipped)."""
         known = {f.name for f in dataclasses.fields(cls)}
         kw = {k: v for k, v in d.items() if k in known and k not in STAMP_KEYS}
-        typed = {"machine": Machine, "protocol": Protocol, "world": WorldSummary}
+        typed = {"machine": Machine, "protocol": Protocol, "world": WorldSummary,
+                 "literal": LiteralSummary}  # fmt: skip
         for name, kind in typed.items():
             if d.get(name):
                 kw[name] = kind.from_dict(d[name])

@@ -212,7 +212,8 @@ class CellSource(Protocol):
 
 @dataclass(frozen=True)
 class RunSet:
-    """Independent runs, each once at the base seed: cells of split ``run``, no law to fit.
+    """Independent runs, each at ``seeds`` seeds from the base seed: cells of split ``run``, no
+    law to fit.
 
     Attributes
     ----------
@@ -221,6 +222,8 @@ class RunSet:
     runs : tuple of (str, str, int)
         ``(modality, views, samples)`` of each run: ``modality`` in :data:`CELL_MODALITIES`,
         ``views`` a pure kind (``good``, ``bad``, ``next-token``).
+    seeds : int
+        Seeds of every run (``seed .. seed + seeds - 1``); 1: the base seed alone.
 
     :meth:`describe` names the family, not the runs chosen: cells are independent (each id says
     all that determines it), so a sweep folder keeps every run it ever finished and a later set
@@ -229,8 +232,11 @@ class RunSet:
 
     name: str
     runs: tuple[tuple[str, str, int], ...]
+    seeds: int = 1
 
     def __post_init__(self) -> None:
+        if self.seeds < 1:
+            raise InputError(f"run set {self.name}: seeds must be >= 1, got {self.seeds}")
         for m, v, s in self.runs:
             if m not in CELL_MODALITIES or v not in VIEWS[1:] or s < 1:
                 raise InputError(
@@ -241,8 +247,13 @@ class RunSet:
             raise InputError(f"run set {self.name}: a run is listed twice")
 
     def cells(self, seed: int = 0) -> list[Cell]:
-        """One ``run`` cell per run, at ``seed``, in the listed order."""
-        return [Cell("run", v, None, int(s), int(seed), modality=m) for m, v, s in self.runs]
+        """One ``run`` cell per run and seed (``seed``, ``seed + 1``, ...), in the listed order,
+        the seeds of one run together."""
+        return [
+            Cell("run", v, None, int(s), int(seed) + j, modality=m)
+            for m, v, s in self.runs
+            for j in range(self.seeds)
+        ]
 
     def describe(self) -> dict:
         return {"name": self.name, "kind": "run-set"}

@@ -1,0 +1,200 @@
+"""The demo's literal-caption twin (issue 31, item 3): one rotation against a bounded misalignment.
+
+The demo's text-good run trains on partial captions (the object's size half the time, its cell
+one time in six): text does not identify the state, and the theory predicts a bounded
+misalignment with a perfect image encoder (:func:`prh.world.observation.predicted_cc`). Its
+literal twin (``DemoConfig.literal``, the world ``moving-literal``: the same states, renders
+and pair kernel, captions that state every factor) makes text identify the state, and the
+theory predicts canonical correlations of 1 in all ``k`` directions. This step:
+
+1. trains text-good on the twin at the text-good recipe and budget, ``curve_seeds`` seeds
+   (a :class:`~prh.scaling.grid.RunSet` of the cave runner into ``OUT/literal/sweep-<hash>/``,
+   its own sweep: no other run's seed or random stream moves);
+2. embeds its held-out and bridge states' literal captions (``OUT/literal/features/``) and the
+   partial runs' other seeds (``good-s<j>``) where the modalities step did not;
+3. reads each literal run against g* and against its own modality's theory (literal captions'
+   :func:`prh.demo.theory.theory_scores`), and every image-good ~ text pair, literal and partial,
+   seed by seed (width-fair held-out canonical correlation, :func:`prh.demo.theory.two_readouts`)
+   beside the theory's prediction for each;
+4. judges the rule fixed before the run (:func:`prh.demo.literal_rule.judge_literal`).
+
+Everything it computes is cached under ``OUT/literal/``; a rerun reuses it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from prh.demo import protocol, steps
+from prh.demo.context import Context
+from prh.demo.figures import fig, interval
+from prh.demo.literal_rule import PairFigures, judge_literal
+from prh.demo.sweeps import run_cells
+from prh.scaling.grid import RunSet
+
+IMAGE = "image-good"
+"""The image encoder both text runs are read against."""
+TEXT = {"literal": "text-literal", "partial": "text-good"}
+"""Caption kind -> its text-good run's evidence name (seed 0; seed ``j`` adds ``-s<j>``)."""
+
+
+def seed_name(base: str, j: int) -> str:
+    """``base`` for seed 0, ``base-s<j>`` for seed ``j``."""
+    return base if j == 0 else f"{base}-s{j}"
+
+
+def literal_runs(ctx: Context) -> dict[str, dict[str, Any]]:
+    """Train (or reuse) the twin's text-good runs (``ctx`` is the twin's); name -> ``{"dir",
+    "train_seconds"}``, seed 0 first."""
+    cfg = ctx.cfg
+    runner = protocol.backend(cfg)
+    runs = RunSet("prh-demo-literal", (("text", "good", cfg.text.samples),),
+                  seeds=cfg.sweep.curve_seeds)  # fmt: skip
+    sweep = protocol.sweep_dir(ctx.out, cfg)
+    _, rows = run_cells(ctx, runs, runner, sweep, what="literal ", tag="literal: ")
+    by_id = {r["cell_id"]: r for r in rows}
+    out = {}
+    for cell in runs.cells(cfg.seed):
+        row = by_id[cell.cell_id(runner.name, runner.options())]
+        out[seed_name(TEXT["literal"], cell.seed - cfg.seed)] = {
+            "dir": sweep / row["extra"]["run_dir"], "train_seconds": row["extra"]["train_seconds"]
+        }  # fmt: skip
+    return out
+
+
+def _embed(ctx: Context, name: str, run: Path) -> dict[str, Path]:
+    from prh.encoders import load_encoder
+
+    return steps.embed_text(ctx, name, run.name, lambda: load_encoder(str(run)))
+
+
+def feature_sets(
+    ctx: Context, lctx: Context, runs: Mapping[str, Any], text_runs: Mapping[str, Path],
+    sets: Mapping[str, Mapping[str, Path]],
+) -> dict[str, dict[str, dict[str, Path]]]:  # fmt: skip
+    """``{"literal", "partial"}`` -> evidence name -> feature files, seed 0 first: the twin's
+    runs on literal captions, text-good's seeds on partial ones (the modalities step's files
+    where it embedded them)."""
+    literal = {n: _embed(lctx, n.removeprefix("text-"), r["dir"]) for n, r in runs.items()}
+    partial = {}
+    for j in range(len(runs)):
+        name, run = seed_name(TEXT["partial"], j), seed_name("good", j)
+        partial[name] = dict(sets[name]) if name in sets else _embed(ctx, run, text_runs[run])
+    return {"literal": literal, "partial": partial}
+
+
+def measure(
+    lctx: Context, worlds: Mapping[str, Any], image: Mapping[str, Path],
+    texts: Mapping[str, Mapping[str, Mapping[str, Path]]],
+) -> dict[str, Any]:  # fmt: skip
+    """``{"k", "theory_cc", "pairs"}`` (cached by the files): each literal run against g* and
+    its own theory; per caption kind, the image~text pairs seed by seed and the prediction."""
+    from prh.demo.modalities import load_sets
+    from prh.demo.theory import theory_scores, two_readouts
+    from prh.demo.world import scene_ids
+    from prh.features import last_layer
+    from prh.world.observation import predicted_cc
+
+    cfg = lctx.cfg
+    named = {IMAGE: image, **{n: p for kind in texts.values() for n, p in kind.items()}}
+    files = "|".join(f"{n}:{Path(p['test']).name}:{Path(p['train']).name}"
+                     for n, p in named.items())  # fmt: skip
+    h = hashlib.sha256(f"{files}|{cfg.digest('world', 'world_seed', 'seed')}".encode())
+
+    def go() -> dict[str, Any]:
+        test_ids, fit_ids = scene_ids(cfg, worlds["literal"])
+        train, test, dims = load_sets(named)
+        k = int(worlds["literal"].gap_k)
+        lit = {n: train[n] for n in texts["literal"]}
+        theory = theory_scores(worlds["literal"], lit, {n: test[n] for n in lit}, dims, fit_ids,
+                               test_ids, seed=cfg.seed)  # fmt: skip
+        emb = {n: (last_layer(train[n], dims[n]), last_layer(test[n], dims[n])) for n in named}
+        (i_fit, i_test), pairs = emb[IMAGE], {}
+        for kind, names in texts.items():
+            per_seed = [two_readouts(i_fit, emb[n][0], i_test, emb[n][1], k, seed=cfg.seed)
+                        for n in names]  # fmt: skip
+            pred = predicted_cc(worlds[kind], "image", "text", k)["observation"]
+            pairs[kind] = {"pair": f"{IMAGE}~{next(iter(names))}", "names": list(names),
+                           "seeds": per_seed, "predicted": pred}  # fmt: skip
+        return {"k": k, "theory_cc": theory, "pairs": pairs}
+
+    value, _ = lctx.cached_json(f"literal-{h.hexdigest()[:10]}", go)
+    return value
+
+
+def pair_figures(pair: Mapping[str, Any]) -> PairFigures:
+    """What the rule reads of one caption kind's pair (:func:`measure`)."""
+    seeds = pair["seeds"]
+    return PairFigures(
+        cc=[s["mean"] for s in seeds],
+        correlations=[s["correlations"] for s in seeds],
+        predicted=pair["predicted"],
+        state_ci=tuple(seeds[0]["ci"]),
+    )
+
+
+def why_not(ctx: Context, worlds: Mapping[str, Any], image_runs: Mapping[str, Path]) -> str:
+    """Why the twin cannot be compared here (``""``: it can)."""
+    from prh.demo.world import scene_ids
+    from prh.world import has_theory
+
+    if IMAGE not in image_runs:
+        return "no image-good run to compare the captions against (the default demo trains one)"
+    if not all(has_theory(w) for w in worlds.values()):
+        return "the world or its literal twin has no pair kernel to predict from"
+    if scene_ids(ctx.cfg, worlds["partial"]) != scene_ids(ctx.cfg.literal_config(),
+                                                          worlds["literal"]):  # fmt: skip
+        return f"world {ctx.cfg.literal!r} does not share the held-out states of {ctx.cfg.world!r}"
+    return ""
+
+
+def step_literal(
+    ctx: Context, text_runs: Mapping[str, Path], sets: Mapping[str, Mapping[str, Path]] | None,
+    image_runs: Mapping[str, Path],
+) -> dict[str, Any]:  # fmt: skip
+    """Train, embed, measure and judge the twin (module docstring); ``{"world", "image", "seeds",
+    "runs", "train_seconds", "k", "theory_cc", "pairs", "verdict"}``, or ``{"skipped": why}``."""
+    from prh.demo.world import demo_world
+
+    if not ctx.cfg.literal:
+        ctx.log("  no literal-caption world in this config")
+        return {"skipped": "no literal-caption world in this config"}
+    lcfg = ctx.cfg.literal_config()
+    worlds = {"partial": demo_world(ctx.cfg), "literal": demo_world(lcfg)}
+    reason = why_not(ctx, worlds, image_runs)
+    if reason or sets is None:
+        ctx.log(f"  skipped: {reason or 'no feature sets'}")
+        return {"skipped": reason or "no feature sets"}
+    lctx = Context(lcfg, ctx.out / "literal", ctx.log)
+    ctx.log(f"  world {lcfg.world}: text-good at {lcfg.text.samples} samples, "
+            f"{lcfg.sweep.curve_seeds} seed(s), against {IMAGE}")  # fmt: skip
+    runs = literal_runs(lctx)
+    texts = feature_sets(ctx, lctx, runs, text_runs, sets)
+    value = measure(lctx, worlds, sets[IMAGE], texts)
+    verdict = judge_literal(*(pair_figures(value["pairs"][k]) for k in ("literal", "partial")))
+    section = {
+        "world": lcfg.world, "image": IMAGE, "seeds": len(runs),
+        "runs": {n: str(r["dir"].relative_to(ctx.out)) for n, r in runs.items()},
+        "train_seconds": {n: r["train_seconds"] for n, r in runs.items()},
+        **value, "verdict": verdict.to_dict(),
+    }  # fmt: skip
+    log_literal(ctx, section)
+    return section
+
+
+def log_literal(ctx: Context, s: Mapping[str, Any]) -> None:
+    """One line per literal run against the theory, one per pair, the verdict."""
+    for name, r in s["theory_cc"].items():
+        own = r["own"]
+        ctx.log(f"  {name:<18} cc vs g* {fig(r['mean'])} {interval(*r['ci'])}; vs its own "
+                f"theory {fig(own['mean'])} {interval(*own['ci'])}")  # fmt: skip
+    for kind, p in s["pairs"].items():
+        ccs = " ".join(fig(x["mean"]) for x in p["seeds"])
+        pred = sum(p["predicted"]) / len(p["predicted"])
+        ctx.log(f"  {p['pair']:<24} cc {ccs} ({len(p['seeds'])} seed(s); {kind} captions), "
+                f"predicted {fig(pred)}")  # fmt: skip
+    v = s["verdict"]
+    ctx.log(f"  literal above partial: {v['label']} ({v['basis']}): {v['reason']}")
