@@ -40,6 +40,9 @@ runs on ``cuda`` (TF32 off), sizes default to 16k, 64k and 100k, the dense basel
 above 16k, and a ``gpu floor`` column times the two full Grams on the GPU (``torch.matmul`` in
 row blocks, synchronised). See ``docs/benchmarks.md`` for the output to expect.
 
+``--matrix`` prints instead a score matrix's time and work before and after each layer's states
+are shared by every metric and cell (``benchmarks/bench_matrix.py``, its flags).
+
 ``--svcca-seeds S`` prints instead how much the reference's SVCCA moves between seeds: its formula
 (standardise, randomised ``torch.svd_lowrank(q = 10)``, scikit-learn ``CCA``, ``1e-10`` noise, mean
 correlation; re-written here) for seeds ``0..S-1`` against prh's exact SVCCA, on two partly aligned
@@ -347,6 +350,10 @@ def _parser() -> argparse.ArgumentParser:
         " at N rows (each of --backends), by phase"
     )  # fmt: skip
     p.add_argument("--backends", default="numpy,torch", help="backends for --profile")
+    p.add_argument(
+        "--matrix", action="store_true", help="instead: a score matrix before and after sharing"
+        " each layer's states (benchmarks/bench_matrix.py, which reads the other flags)"
+    )  # fmt: skip
     p.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
     return p
 
@@ -402,6 +409,11 @@ def _row(n: int, args: argparse.Namespace, with_baseline: bool, budget: float) -
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if "--matrix" in argv:  # the score matrix's table, with its own flags
+        from bench_matrix import parser, run
+
+        return run(parser().parse_args([a for a in argv if a != "--matrix"]))
     args = _parser().parse_args(argv)
     if args.worker:
         m, n, d, k, s = args.worker
