@@ -10,7 +10,7 @@ import pytest
 
 import prh
 import prh.cli as cli
-from prh.metrics import api, kernel
+from prh.metrics import api, kernel, matrix
 from prh.metrics.api import KNN_METRICS, METRICS, MetricOptions, get_metric
 from prh.metrics.cost import planned_work
 from prh.metrics.states import StateCache, Work, nbytes
@@ -43,6 +43,14 @@ def counted(monkeypatch):
     monkeypatch.setattr(api, "knn", count("searches", api.knn))
     monkeypatch.setattr(kernel, "knn", count("searches", kernel.knn))
     monkeypatch.setattr(api, "kernel_side", count("gemms", api.kernel_side))
+    both = matrix.knn_both
+
+    def knn_both(*a, **kw):
+        out = both(*a, **kw)
+        calls["searches"] += out[2]
+        return out
+
+    monkeypatch.setattr(matrix, "knn_both", knn_both)
     return calls
 
 
@@ -61,25 +69,42 @@ def _cells(r, metric: str) -> list[dict]:
 
 def test_kNN_metrics_search_each_layer_once(models, counted):
     xs, ys = models
-    kw = {"k": 5, "null": 10, "bootstrap": 4, "seed": 1}
-    r = prh.measure_matrix(xs, ys, KNN_METRICS, **kw)
-    # 10 distinct layers: one search each, not 6 cells x 2 sides x 2 layers x 4 metrics = 96
+    kw = {"k": 5, "null": 10, "seed": 1}
+    metrics = (*KNN_METRICS, "cknna")
+    r = prh.measure_matrix(xs, ys, metrics, **kw)
+    # 10 distinct layers: one search each, not 6 cells x 2 sides x 2 layers x 5 metrics = 120
+    # (the cosine lists and CKNNA's inner-product lists from one sweep: the rows are unit)
     assert r.work == Work(searches=10, gemms=0)
     assert counted == {"searches": 10, "gemms": 0}
-    for metric in KNN_METRICS:
-        assert _cells(r, metric) == _unshared(xs, ys, metric, **kw)
+    kw["bootstrap"] = 4  # CKNNA's resamples search again: not the matrix's work
+    r = prh.measure_matrix(xs, ys, metrics, **kw)
+    assert r.work == Work(searches=10, gemms=0)
+    for metric in metrics:
+        assert _cells(r, metric) == _unshared(xs, ys, metric, **kw), metric
+
+
+def test_raw_rows_search_twice_and_score_the_same(models, counted):
+    xs, ys = models
+    metrics = ("mutual_knn", "cknna")
+    r = prh.measure_matrix(xs, ys, metrics, k=5, preprocess_features=False)
+    # rows far from unit: the inner product ranks otherwise than the cosine, two searches a layer
+    assert r.work == Work(searches=20, gemms=0) and counted["searches"] == 20
+    for metric in metrics:
+        assert _cells(r, metric) == _unshared(xs, ys, metric, k=5, preprocess_features=False)
 
 
 def test_every_metric_prepares_each_layer_once(models, counted):
     xs, ys = models
-    kw = {"k": 5, "null": 6, "bootstrap": 3, "seed": 2, "options": MetricOptions(cca_dim=4)}
+    kw = {"k": 5, "null": 6, "seed": 2, "options": MetricOptions(cca_dim=4)}
     r = prh.measure_matrix(xs, ys, "all", **kw)
-    # cosine lists (four metrics) and CKNNA's inner-product lists: two searches per layer; one
+    # cosine lists (four metrics) and CKNNA's inner-product lists from one sweep per layer; one
     # linear Gram per layer for CKA and unbiased CKA (resamples of the bootstrap not counted)
-    assert r.work == Work(searches=20, gemms=10)
+    assert r.work == Work(searches=10, gemms=10)
     assert r.work == planned_work([get_metric(m) for m in METRICS], layers=10)
+    assert counted == {"searches": 10, "gemms": 10}
+    r = prh.measure_matrix(xs, ys, "all", bootstrap=3, **kw)
     for metric in METRICS:
-        assert _cells(r, metric) == _unshared(xs, ys, metric, **kw), metric
+        assert _cells(r, metric) == _unshared(xs, ys, metric, bootstrap=3, **kw), metric
 
 
 def test_a_small_state_budget_prepares_again_and_scores_the_same(models):
@@ -134,7 +159,7 @@ def test_the_cost_estimate_counts_the_same_work(models, tmp_path, monkeypatch, c
     argv += ["--cca-dim", 4, "--null", 3, "--json", tmp_path / "m.json"]
     assert cli.main(list(map(str, argv))) == 0
     err = capsys.readouterr().err
-    assert "20 kNN searches and 10 Gram products in all" in err
+    assert "10 kNN searches and 10 Gram products in all" in err
     assert "cycle_knn: the layer preparations of mutual_knn" in err
     assert "unbiased_cka: the layer preparations of cka" in err
-    assert json.loads((tmp_path / "m.json").read_text())["work"] == {"searches": 20, "gemms": 10}
+    assert json.loads((tmp_path / "m.json").read_text())["work"] == {"searches": 10, "gemms": 10}

@@ -112,12 +112,15 @@ def estimate_matrix(
 def planned_work(metrics: list, layers: int) -> Work:
     """The searches and Gram products of a matrix whose distinct inputs hold ``layers`` layers in
     all, for the :class:`prh.metrics.api.Metric` objects ``metrics``: one preparation per layer
-    and kind of state (metrics of one ``state`` share it), the count
+    and kind of state (metrics of one ``state`` share it; the cosine lists and CKNNA's share one
+    sweep, :func:`prh.metrics.knn.knn_both`, on rows L2-normalised as preprocessed), the count
     :attr:`prh.metrics.matrix.MatrixResult.work` reports when every state fits its budget."""
     kinds = {m.state: m.work for m in metrics}
     total = Work()
     for one in kinds.values():
         total = total + one.scaled(layers)
+    if "knn lists" in kinds and "cknna" in kinds:  # one sweep for both on unit rows
+        total = total + Work(searches=-layers)
     return total
 
 

@@ -287,13 +287,16 @@ def knn_kernel_side(
     block_size: int | None = None,
     backend: str = "numpy",
     device: str = "auto",
+    nbrs: np.ndarray | None = None,
 ) -> KnnKernelSide:
-    """Precompute one CKNNA side: neighbours by the inner product ``K`` itself, as the reference."""
+    """Precompute one CKNNA side: neighbours by the inner product ``K`` itself, as the reference
+    (``nbrs``: those lists, ``knn(x, k, normalize=False)``, already searched)."""
     if k < 2:
         raise InputError(f"CKNNA needs k >= 2, got k = {k}")
     if x.shape[0] < 4:
         raise InputError(f"CKNNA (unbiased HSIC) needs N >= 4 rows, got {x.shape[0]}")
-    nbrs = knn(x, k, normalize=False, block_size=block_size, backend=backend, device=device)
+    if nbrs is None:
+        nbrs = knn(x, k, normalize=False, block_size=block_size, backend=backend, device=device)
     x64 = np.asarray(x, dtype=np.float64)
     return KnnKernelSide(x64, nbrs, _masked_hsic(nbrs, nbrs, x64, x64))
 

@@ -18,6 +18,9 @@ import numpy as np
 
 from prh.errors import InputError
 from prh.metrics.api import METRICS, MeasureResult, MetricOptions, get_metric, measure
+from prh.metrics.kernel import knn_kernel_side
+from prh.metrics.knn import knn_both
+from prh.metrics.layers import resolve_pair
 from prh.metrics.preprocess import CLAMPS, as_layers, preprocess
 from prh.metrics.states import StateCache, Work, work
 
@@ -173,10 +176,11 @@ def measure_matrix(
         rows = _array_rows(xs, ys, preprocess_features, clamp)
     caches, kinds = _caches(names, options, StateCache() if lists is None else lists, state_bytes)
     out = MatrixResult(names, x_names, y_names)
-    matrix = len(xs) * len(ys) > 1
+    matrix, saved = len(xs) * len(ys) > 1, 0
     for i in range(len(xs)):
         for j in range(len(ys)):
             c = rows(i, j)
+            saved += _search_once(c, layers, kinds, options or MetricOptions(), k)
             label = f"[{i},{j}] {x_names[i]} ~ {y_names[j]}" if matrix else ""
             for name in names:
                 r = measure(
@@ -188,12 +192,12 @@ def measure_matrix(
                 out.put(i, j, r)
                 if on_cell is not None:
                     on_cell(i, j, r)
-    out.work = work(kinds)
+    out.work = work(kinds.values()) + Work(searches=-saved)
     return out
 
 
-def _caches(names, options, lists: StateCache, budget: int | None) -> tuple[dict, list]:
-    """``({metric: its StateCache}, [(one preparation's Work, StateCache) per state kind])``:
+def _caches(names, options, lists: StateCache, budget: int | None) -> tuple[dict, dict]:
+    """``({metric: its StateCache}, {state kind: (one preparation's Work, its StateCache)})``:
     metrics that prepare the same states share one cache (the neighbour lists: ``lists``)."""
     kinds: dict[str, tuple[Work, StateCache]] = {}
     caches = {}
@@ -202,7 +206,32 @@ def _caches(names, options, lists: StateCache, budget: int | None) -> tuple[dict
         if m.state not in kinds:
             kinds[m.state] = (m.work, lists if m.state == "knn lists" else StateCache(budget))
         caches[name] = kinds[m.state][1]
-    return caches, list(kinds.values())
+    return caches, kinds
+
+
+def _search_once(c: Cell, layers, kinds: dict, o: MetricOptions, k: int) -> int:
+    """With both the cosine lists and CKNNA in the matrix, prepare each layer of the cell that
+    CKNNA has not yet seen from one tile sweep for both (:func:`prh.metrics.knn.knn_both`); the
+    searches that saved. A cell that :func:`prh.metrics.measure` will refuse is left to it."""
+    if "knn lists" not in kinds or "cknna" not in kinds:
+        return 0
+    (_, lists), (_, sides) = kinds["knn lists"], kinds["cknna"]
+    n = c.a.shape[0]
+    if c.b.shape[0] != n or not 2 <= k < n or n < 4:
+        return 0
+    pair = resolve_pair(layers, (c.a.shape[1], c.b.shape[1])) if layers is not None else None
+    saved = 0
+    for side, (x, key, name) in enumerate(((c.a, c.key_a, c.name_a), (c.b, c.key_b, c.name_b))):
+        for layer in range(x.shape[1]) if pair is None else [pair[side]]:
+            rows = x[:, layer]  # (N, D)
+            if (key, layer) in sides or not np.any(rows != 0, axis=1).all():
+                continue
+            cos, ip, searches = knn_both(rows, k, block_size=o.block_size, backend=o.backend,
+                                         device=o.device, name=name)  # fmt: skip
+            sides[key, layer] = knn_kernel_side(rows, k, nbrs=ip)
+            if (key, layer) not in lists:
+                lists[key, layer], saved = cos, saved + 2 - searches
+    return saved
 
 
 def _metric_names(metrics: str | Sequence[str]) -> tuple[str, ...]:

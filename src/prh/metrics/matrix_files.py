@@ -337,8 +337,9 @@ def _print_cost(req, files: _Files, sides, names, options, lists: dict) -> None:
     for m in names:
         metric, sample = get_metric(m, options), None
         prior = first.setdefault(metric.state, m)
-        if metric.null is not None:
-            sample = tuple(_first_lists(files, f, options, lists) for f in (xs[0], ys[0]))
+        if metric.null is not None:  # with CKNNA, the matrix searches both lists at once
+            kept = {} if "cknna" in names else lists
+            sample = tuple(_first_lists(files, f, options, kept) for f in (xs[0], ys[0]))
         costs.append(
             estimate_matrix(
                 m, n, width, lx, ly, req.null, options, distinct_files=len(shapes), sample=sample,
