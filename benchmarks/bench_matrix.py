@@ -10,7 +10,8 @@ adds CKA, unbiased CKA and SVCCA), one run, two columns side by side:
   and CKNNA preparing both sides of every cell);
 * ``after``: :func:`prh.measure_matrix`, which prepares each layer's states once per kind.
 
-Each column gives its wall time and its work (kNN searches, kernel Gram products, counted by
+Each column gives its wall time, its CPU time (this process's, all threads: the steadier figure
+on a shared machine) and its work (kNN searches, kernel Gram products, counted by
 :class:`prh.metrics.states.StateCache`); ``same`` says whether every score of every metric is
 equal, bit for bit; ``load`` is the 1-minute load average at the end.
 
@@ -80,28 +81,33 @@ def run(args: argparse.Namespace) -> int:
           f"{len(metrics)} metrics ({', '.join(metrics)}), {os.cpu_count()} CPUs, "
           f"load average {_load()} at the start")  # fmt: skip
     head = (
-        "| N | cells | before s | before searches | before gemms | after s | after searches"
-        " | after gemms | before / after | same | load |"
+        "| N | cells | before s | before cpu s | before searches | before gemms | after s"
+        " | after cpu s | after searches | after gemms | before / after | cpu before / after"
+        " | same | load |"
     )
     print(head + "\n|" + "--:|" * (head.count("|") - 1))
     for n in (int(s) for s in (args.sizes or "1024").split(",")):
         xs, ys = models(nx, ny, layers, n, args.dim, args.seed)
         measure_matrix(xs[:1], ys[:1], "mutual_knn", k=args.k)  # warm: imports, BLAS threads
-        t0 = time.perf_counter()
-        old, old_work = before(xs, ys, metrics, options)
-        t_old = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        new = measure_matrix(xs, ys, metrics, k=args.k, options=options)
-        t_new = time.perf_counter() - t0
+        (old, old_work), t_old = _timed(before, xs, ys, metrics, options)
+        new, t_new = _timed(measure_matrix, xs, ys, metrics, k=args.k, options=options)
         same = all(np.array_equal(old[m], new.scores[m], equal_nan=True) for m in metrics)
         print(
-            f"| {n:,} | {nx * ny} | {t_old:.2f} | {old_work.searches:,} | {old_work.gemms:,} "
-            f"| {t_new:.2f} | {new.work.searches:,} | {new.work.gemms:,} | {t_old / t_new:.2f} "
+            f"| {n:,} | {nx * ny} | {t_old[0]:.2f} | {t_old[1]:.2f} | {old_work.searches:,} "
+            f"| {old_work.gemms:,} | {t_new[0]:.2f} | {t_new[1]:.2f} | {new.work.searches:,} "
+            f"| {new.work.gemms:,} | {t_old[0] / t_new[0]:.2f} | {t_old[1] / t_new[1]:.2f} "
             f"| {'yes' if same else 'NO'} | {os.getloadavg()[0]:.1f} |",
             flush=True,
         )
     print(f"load average {_load()} at the end (1, 5, 15 min)")
     return 0
+
+
+def _timed(call, *args, **kwargs) -> tuple:
+    """``(call(*args, **kwargs), (wall seconds, CPU seconds of this process))``."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    out = call(*args, **kwargs)
+    return out, (time.perf_counter() - t0, time.process_time() - c0)
 
 
 def parser() -> argparse.ArgumentParser:
