@@ -16,7 +16,9 @@ on a shared machine) and its work (kNN searches, kernel Gram products, counted b
 equal, bit for bit; ``load`` is the 1-minute load average at the end.
 
 Run with ``python benchmarks/bench_metrics.py --matrix [--models 3,3] [--layers 8,6] [--sizes
-1024] [--metrics knn|all]`` (or this file directly, same flags).
+1024] [--metrics knn|all]`` (or this file directly, same flags). ``--plain`` only times
+:func:`prh.measure_matrix` on the same inputs and prints the sum of its scores: it runs on a
+checkout of an older ``prh`` too (``PYTHONPATH=<checkout>/src``), to time ``main`` itself.
 """
 
 from __future__ import annotations
@@ -29,9 +31,8 @@ import time
 import numpy as np
 
 from prh.metrics import measure, measure_matrix
-from prh.metrics.api import KNN_METRICS, METRICS, MetricOptions, get_metric
+from prh.metrics.api import KNN_METRICS, METRICS, MetricOptions
 from prh.metrics.preprocess import preprocess
-from prh.metrics.states import StateCache, Work, work
 
 KNN_BASED = (*KNN_METRICS, "cknna")
 
@@ -52,10 +53,13 @@ def before(xs: list, ys: list, metrics: tuple[str, ...], options: MetricOptions)
     """``(scores by metric, Work)`` of the matrix as ``main`` made it: ``measure`` per cell and
     metric; neighbour lists shared by the list metrics, SVCCA bases per metric, CKA and CKNNA
     states per call."""
+    from prh.metrics.api import get_metric
+    from prh.metrics.states import StateCache, Work, work
+
     px = [preprocess(x, 0.95, False, f"X {i}") for i, x in enumerate(xs)]
     py = [preprocess(y, 0.95, False, f"Y {j}") for j, y in enumerate(ys)]
     lists, svcca = StateCache(), StateCache()
-    made: list[tuple[Work, StateCache]] = [(Work(searches=1), lists), (Work(), svcca)]
+    made: list = [(Work(searches=1), lists), (Work(), svcca)]
     scores = {m: np.full((len(xs), len(ys)), np.nan) for m in metrics}
     for i, a in enumerate(px):
         for j, b in enumerate(py):
@@ -71,12 +75,26 @@ def before(xs: list, ys: list, metrics: tuple[str, ...], options: MetricOptions)
     return scores, work(made)
 
 
+def plain(xs: list, ys: list, metrics: tuple[str, ...], options: MetricOptions, k: int) -> None:
+    """Time :func:`prh.measure_matrix` alone: the ``--plain`` line, which also runs on a checkout
+    from before :mod:`prh.metrics.states` existed (``main`` as it was)."""
+    measure_matrix(xs[:1], ys[:1], "mutual_knn", k=k)  # warm: imports, BLAS threads
+    r, t = _timed(measure_matrix, xs, ys, metrics, k=k, options=options)
+    digest = float(sum(np.nansum(r.scores[m]) for m in metrics))
+    print(f"measure_matrix alone: {t[0]:.2f} s wall, {t[1]:.2f} s CPU, sum of scores "
+          f"{digest!r}, load {os.getloadavg()[0]:.1f}")  # fmt: skip
+
+
 def run(args: argparse.Namespace) -> int:
     """Time both columns on one matrix per ``--sizes`` entry and print the table."""
     nx, ny = (int(v) for v in args.models.split(","))
     layers = tuple(int(v) for v in args.layers.split(","))
     metrics = METRICS if args.metrics == "all" else KNN_BASED
     options = MetricOptions(k=args.k, cca_dim=min(10, args.dim))
+    if args.plain:
+        for n in (int(s) for s in (args.sizes or "1024").split(",")):
+            plain(*models(nx, ny, layers, n, args.dim, args.seed), metrics, options, args.k)
+        return 0
     print(f"score matrix {nx} x {ny} models, layers {layers}, D = {args.dim}, k = {args.k}, "
           f"{len(metrics)} metrics ({', '.join(metrics)}), {os.cpu_count()} CPUs, "
           f"load average {_load()} at the start")  # fmt: skip
@@ -119,6 +137,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--models", default="3,3", help="X models, Y models (default 3,3)")
     p.add_argument("--layers", default="8,6", help="layers of each X, each Y model (default 8,6)")
     p.add_argument("--metrics", choices=("knn", "all"), default="knn", help="kNN-based or all")
+    p.add_argument(
+        "--plain", action="store_true", help="only time measure_matrix (runs on an older prh too)"
+    )
     return p
 
 
