@@ -337,8 +337,10 @@ def measure(
         How to name the inputs in error messages (file paths).
     cache : dict, optional
         Per-side states (neighbour lists, kernel statistics) of the observed features, keyed by
-        ``(name, layer)``; a caller measuring one file against many passes one dict per metric
-        and options, so each file's states are computed once. Only use it with stable names.
+        ``(name, layer)``; a caller measuring one file against many passes one dict per kind of
+        state (:attr:`Metric.state`: metrics of one kind share it) and options, so each file's
+        states are computed once (:class:`prh.metrics.states.StateCache` also counts them).
+        Only use it with stable names.
         Without it, passing the same array as ``a`` and ``b`` (``X = Y``, same preprocessing)
         still computes its states (neighbour lists, ...) once.
     cache_keys : (hashable, hashable), optional
