@@ -23,6 +23,8 @@ One table, one run. For each N (default 1k, 4k, 16k, 64k) at D = 768, k = 10:
   among as many threads as BLAS has, each product on one BLAS thread), and ``prh/tp-half``;
 * ``t-half``: the half Grams by torch's CPU products (torch's own floor), and ``t/t-half``:
   the torch cell's time over it;
+* ``cpu b/p``: the dense baseline's CPU seconds (its process, all threads) over prh's: the work
+  each did, which a shared machine's scheduling does not move as it moves wall time;
 * ``load``: the 1-minute load average when the row finished (also printed at the start and end).
 
 Every cell runs in a fresh subprocess. Time is wall-clock of the call. Peak memory is the growth
@@ -39,6 +41,9 @@ scans, merges, exact selection, normalisation), beside the half-Gram of the same
 runs on ``cuda`` (TF32 off), sizes default to 16k, 64k and 100k, the dense baseline is skipped
 above 16k, and a ``gpu floor`` column times the two full Grams on the GPU (``torch.matmul`` in
 row blocks, synchronised). See ``docs/benchmarks.md`` for the output to expect.
+
+``--matrix`` prints instead a score matrix's time and work before and after each layer's states
+are shared by every metric and cell (``benchmarks/bench_matrix.py``, its flags).
 
 ``--svcca-seeds S`` prints instead how much the reference's SVCCA moves between seeds: its formula
 (standardise, randomised ``torch.svd_lowrank(q = 10)``, scikit-learn ``CCA``, ``1e-10`` noise, mean
@@ -282,16 +287,17 @@ def worker(method: str, n: int, d: int, k: int, seed: int) -> None:
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")  # reset the peak RSS counter
     rss0 = _status_kib("VmRSS")
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     score = call()
-    dt = time.perf_counter() - t0
+    dt, cpu = time.perf_counter() - t0, time.process_time() - c0
     peak = _status_kib("VmHWM") - rss0
     device = "-"
     if method == "torch":
         import torch
 
         device = "cuda" if torch.cuda.is_available() else "cpu"
-    print(json.dumps({"time": dt, "peak_kib": peak, "score": score, "device": device}))
+    out = {"time": dt, "cpu": cpu, "peak_kib": peak, "score": score, "device": device}
+    print(json.dumps(out))
 
 
 def _run_cell(method: str, n: int, d: int, k: int, seed: int) -> dict:
@@ -347,6 +353,10 @@ def _parser() -> argparse.ArgumentParser:
         " at N rows (each of --backends), by phase"
     )  # fmt: skip
     p.add_argument("--backends", default="numpy,torch", help="backends for --profile")
+    p.add_argument(
+        "--matrix", action="store_true", help="instead: a score matrix before and after sharing"
+        " each layer's states (benchmarks/bench_matrix.py, which reads the other flags)"
+    )  # fmt: skip
     p.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
     return p
 
@@ -356,12 +366,12 @@ def _header(gpu: bool) -> str:
     head += f" {'same':>4} | {'base s':>8} {'base MiB':>9} | {'floor s':>8} {'half s':>8}"
     head += f" {'tp-half s':>9} {'t-half s':>8}" + (f" {'gpu fl s':>8}" if gpu else "")
     head += f" | {'prh/floor':>9} {'prh/half':>8} {'prh/tp-half':>11} {'t/t-half':>8}"
-    head += f" {'base/prh':>8}"
+    head += f" {'base/prh':>8} {'cpu b/p':>7}"
     return head + f" | {'|score diff|':>12} {'load':>4}"
 
 
-def _ratio(num: dict, den: dict) -> float:
-    return num["time"] / den["time"] if "time" in num and "time" in den else float("nan")
+def _ratio(num: dict, den: dict, key: str = "time") -> float:
+    return num[key] / den[key] if key in num and key in den else float("nan")
 
 
 def _row(n: int, args: argparse.Namespace, with_baseline: bool, budget: float) -> str:
@@ -397,11 +407,17 @@ def _row(n: int, args: argparse.Namespace, with_baseline: bool, budget: float) -
     line += f" | {_ratio(prh, floor):>9.2f} {_ratio(prh, half):>8.2f}"
     line += f" {_ratio(prh, tphalf):>11.2f} {_ratio(tch, thalf):>8.2f}"
     diff = abs(base["score"] - prh["score"]) if "score" in base and "score" in prh else None
-    line += f" {_ratio(base, prh):>8.1f} | " + f"{'-' if diff is None else f'{diff:.1e}':>12}"
+    line += f" {_ratio(base, prh):>8.1f} {_ratio(base, prh, 'cpu'):>7.1f}"
+    line += " | " + f"{'-' if diff is None else f'{diff:.1e}':>12}"
     return line + f" {os.getloadavg()[0]:>4.1f}"
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if "--matrix" in argv:  # the score matrix's table, with its own flags
+        from bench_matrix import parser, run
+
+        return run(parser().parse_args([a for a in argv if a != "--matrix"]))
     args = _parser().parse_args(argv)
     if args.worker:
         m, n, d, k, s = args.worker

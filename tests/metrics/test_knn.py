@@ -327,3 +327,46 @@ def test_an_error_in_a_tile_thread_surfaces_and_stops_the_sweep(monkeypatch):
     with pytest.raises(MemoryError, match="tile"):
         knn_tiles.sweep(x, 5, 10, failing, workers=2)
     assert len(calls) < 20  # of 210 tiles: the rest were cancelled
+
+
+def _unit_cases():
+    """Rows L2-normalised in float32 as the reference preprocessing leaves them: near ties,
+    exact duplicates and equal cosines, identical rows, heavy ties, random rows."""
+    rng = np.random.default_rng(21)
+    ternary = x_ternary(5)
+    heavy = np.concatenate([np.ones((30, 48)), rng.standard_normal((30, 48))])
+    return [
+        l2_normalize(x)
+        for x in (
+            near_ties(0),
+            np.concatenate([near_ties(4, 120), near_ties(4, 40, noise=0.0)]),
+            np.concatenate([ternary, ternary[:10]]),
+            np.ones((9, 48)),
+            heavy,
+            rng.standard_normal((300, 96)),
+        )
+    ]
+
+
+@pytest.mark.parametrize("case", range(6))
+def test_both_lists_from_one_sweep_equal_two_canonical_brute_forces(case):
+    from prh.metrics.knn import knn_both
+
+    x = _unit_cases()[case]
+    k = min(10, len(x) - 1)
+    cosine, inner = brute_force_canonical(x, k), brute_force_canonical(x, k, normalize=False)
+    assert cosine != inner or case != 0  # near ties: re-normalising unit rows reorders some
+    for bs in (None, 1, 13, 64):
+        for backend in ("numpy", "torch"):
+            cos, ip, searches = knn_both(x, k, block_size=bs, backend=backend, device="cpu")
+            assert (cos.tolist(), ip.tolist(), searches) == (cosine, inner, 1), (bs, backend)
+
+
+def test_both_lists_of_rows_far_from_unit_take_two_searches():
+    from prh.metrics.knn import knn_both
+
+    x = near_ties(1, 200)  # norms about 7: candidates of x x^T are not the cosine's
+    cos, ip, searches = knn_both(x, 8)
+    assert searches == 2
+    assert cos.tolist() == brute_force_canonical(x, 8)
+    assert ip.tolist() == brute_force_canonical(x, 8, normalize=False)

@@ -28,6 +28,7 @@ from prh.metrics.neighbors import (
 )
 from prh.metrics.null_knn import CycleKnnNull, MutualKnnNull
 from prh.metrics.preprocess import CLAMPS, as_layers, check_nonzero_rows, check_pair, preprocess
+from prh.metrics.states import Work
 from prh.progress import Progress
 
 KNN_METRICS = ("mutual_knn", "cycle_knn", "lcs_knn", "edit_distance_knn")
@@ -86,7 +87,9 @@ class Metric:
     states_b)``, where given, returns a per-permutation statistic of the best layer pair that needs
     no per-pair loop: an object whose ``counts(perm)`` are every layer pair's integer score
     numerators and ``scale`` their denominator's inverse (:class:`prh.metrics.null_knn.
-    MutualKnnNull`).
+    MutualKnnNull`). ``state`` names what ``prepare`` makes: metrics with the same ``state`` make
+    the same per-side states, which a score matrix prepares once for all of them
+    (:mod:`prh.metrics.states`); ``work`` is one preparation's searches and Gram products.
     """
 
     name: str
@@ -97,6 +100,8 @@ class Metric:
     min_rows: int
     rows: Callable[[Any, Any], np.ndarray] | None = None
     null: Callable[[list[Any], list[Any]], Any] | None = None
+    state: str = ""
+    work: Work = field(default_factory=Work)
 
 
 def get_metric(name: str, options: MetricOptions | None = None) -> Metric:
@@ -112,7 +117,8 @@ def get_metric(name: str, options: MetricOptions | None = None) -> Metric:
             return float(fn(sa, sb if perm is None else permute_knn(sb, perm)).mean())
 
         null = {"mutual_knn": MutualKnnNull, "cycle_knn": CycleKnnNull}.get(name)
-        return Metric(name, prep, score, True, True, o.k + 1, fn, null)
+        lists = Work(searches=1)  # one search per layer, shared by the four list metrics
+        return Metric(name, prep, score, True, True, o.k + 1, fn, null, "knn lists", lists)
     if name in ("cka", "unbiased_cka"):
         unbiased = name == "unbiased_cka"
 
@@ -126,6 +132,8 @@ def get_metric(name: str, options: MetricOptions | None = None) -> Metric:
             False,
             False,
             4 if unbiased else 2,
+            state=f"{o.kernel} kernel",  # biased and unbiased CKA share each layer's Gram
+            work=Work(gemms=1),
         )
     if name == "cknna":
         return Metric(
@@ -137,6 +145,8 @@ def get_metric(name: str, options: MetricOptions | None = None) -> Metric:
             True,
             True,
             max(o.k + 1, 4),
+            state="cknna",  # ranked by the raw inner product: not the cosine lists' search
+            work=Work(searches=1),
         )
     if name == "svcca":
         return Metric(
@@ -146,6 +156,7 @@ def get_metric(name: str, options: MetricOptions | None = None) -> Metric:
             False,
             False,
             o.cca_dim + 1,
+            state="svcca",
         )
     raise InputError(f"unknown metric {name!r}, expected one of {', '.join(METRICS)}")
 
@@ -326,8 +337,10 @@ def measure(
         How to name the inputs in error messages (file paths).
     cache : dict, optional
         Per-side states (neighbour lists, kernel statistics) of the observed features, keyed by
-        ``(name, layer)``; a caller measuring one file against many passes one dict per metric
-        and options, so each file's states are computed once. Only use it with stable names.
+        ``(name, layer)``; a caller measuring one file against many passes one dict per kind of
+        state (:attr:`Metric.state`: metrics of one kind share it) and options, so each file's
+        states are computed once (:class:`prh.metrics.states.StateCache` also counts them).
+        Only use it with stable names.
         Without it, passing the same array as ``a`` and ``b`` (``X = Y``, same preprocessing)
         still computes its states (neighbour lists, ...) once.
     cache_keys : (hashable, hashable), optional

@@ -5,7 +5,9 @@ distinct file (neighbour lists, kernel statistics) and, per cell, ``L_X L_Y`` pa
 observation plus ``L_X L_Y R`` for ``R`` null draws. The rates are timed on random features of
 the matrix's ``N`` (and a width of at most 256 columns, scaled linearly to the files' width), so
 the estimate follows this machine and its load; it is an estimate (the adaptive stop usually
-needs far fewer draws than the cap, a real file's layers share neighbours).
+needs far fewer draws than the cap, a real file's layers share neighbours). Metrics that prepare
+the same states (the four neighbour-list metrics; biased and unbiased CKA) share them, so only the
+first of them counts the preparations; :func:`planned_work` counts the searches and Gram products.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+
+from prh.metrics.states import Work
 
 _WIDTH = 256  # columns of the random features the rates are timed on
 _LAYERS = 6  # layers a side of the timed batched null (its per-draw cost is shared by the pairs)
@@ -44,6 +48,7 @@ class MatrixCost:
     null_s: float
     total_s: float
     pair_draw_us: float
+    shared_with: str | None = None
 
 
 def estimate_matrix(
@@ -58,6 +63,7 @@ def estimate_matrix(
     distinct_files: int | None = None,
     seed: int = 0,
     sample: tuple[list, list] | None = None,
+    shared_with: str | None = None,
 ) -> MatrixCost:
     """Estimated cost of ``metric`` over every (X, Y) cell (layer search and null included).
 
@@ -75,6 +81,8 @@ def estimate_matrix(
         One real cell's per-layer states (``Metric.prepare`` of each layer of one X and one Y):
         a batched null is timed on them, since its cost per draw depends on how many neighbours
         a model's layers share (random lists share none and cost several times more).
+    shared_with : str, optional
+        An earlier metric of the matrix that prepares the same states: none to prepare here.
     """
     from prh.metrics.api import MetricOptions, get_metric
 
@@ -86,7 +94,7 @@ def estimate_matrix(
     pairs = sum(a * b for a in layers_x for b in layers_y)
     files = distinct_files if distinct_files is not None else len(layers_x) + len(layers_y)
     mean_layers = (sum(layers_x) + sum(layers_y)) / (len(layers_x) + len(layers_y))
-    preparations = round(files * mean_layers)
+    preparations = 0 if shared_with else round(files * mean_layers)
     prepare_s = preparations * t_prep
     null_s = pairs * null * t_pair
     return MatrixCost(
@@ -97,7 +105,23 @@ def estimate_matrix(
         null_s,
         prepare_s + null_s + pairs * t_pair,
         t_pair * 1e6,
+        shared_with,
     )
+
+
+def planned_work(metrics: list, layers: int) -> Work:
+    """The searches and Gram products of a matrix whose distinct inputs hold ``layers`` layers in
+    all, for the :class:`prh.metrics.api.Metric` objects ``metrics``: one preparation per layer
+    and kind of state (metrics of one ``state`` share it; the cosine lists and CKNNA's share one
+    sweep, :func:`prh.metrics.knn.knn_both`, on rows L2-normalised as preprocessed), the count
+    :attr:`prh.metrics.matrix.MatrixResult.work` reports when every state fits its budget."""
+    kinds = {m.state: m.work for m in metrics}
+    total = Work()
+    for one in kinds.values():
+        total = total + one.scaled(layers)
+    if "knn lists" in kinds and "cknna" in kinds:  # one sweep for both on unit rows
+        total = total + Work(searches=-layers)
+    return total
 
 
 def _rates(m, n: int, width: int, la: int, lb: int, seed: int = 0) -> tuple[float, float]:
@@ -135,11 +159,21 @@ def _null_rate(m, states_a: list, states_b: list, seed: int = 0) -> float:
     return (time.perf_counter() - t0) / (len(perms) * len(states_a) * len(states_b))
 
 
-def describe(costs: list[MatrixCost], cells: int, null: int, adaptive: bool) -> str:
-    """One line per metric: the work and its estimated time, for stderr before a matrix starts."""
+def describe(
+    costs: list[MatrixCost], cells: int, null: int, adaptive: bool, work: Work | None = None
+) -> str:
+    """One line per metric: the work and its estimated time, for stderr before a matrix starts;
+    first, with ``work``, the searches and Gram products of the whole matrix."""
     lines = []
+    if work is not None:
+        lines.append(
+            f"  {work.searches:,} kNN searches and {work.gemms:,} Gram products in all (one per"
+            " layer and kind of state, shared by every metric and cell)"
+        )
     for c in costs:
         text = f"{c.metric}: {c.preparations:,} layer preparations (~{_clock(c.prepare_s)})"
+        if c.shared_with:
+            text = f"{c.metric}: the layer preparations of {c.shared_with}"
         if null:
             stop = "; the adaptive stop usually ends a cell far sooner" if adaptive else ""
             text += (

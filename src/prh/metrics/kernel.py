@@ -239,15 +239,22 @@ def cka(
 
 @dataclass(frozen=True)
 class KnnKernelSide:
-    """One CKNNA side: features ``x`` ``(N, D)`` float64, neighbours ``(N, k)``, self ``HSIC_u``."""
+    """One CKNNA side: neighbours ``nbrs`` ``(N, k)``, their kernel values ``sims`` ``(N, k)``
+    (``K_ij`` for ``j = nbrs[i, p]``, float64) and the self ``HSIC_u``.
 
-    x: np.ndarray
+    The masked HSIC only reads ``K`` at pairs ``(i, j)`` with ``j`` a neighbour of ``i`` on both
+    sides, so each side's values at its own neighbours, computed once per layer, serve every
+    pair of layers and every permutation of the null: ``O(N k)`` per score, not ``O(N k D)``.
+    """
+
     nbrs: np.ndarray
+    sims: np.ndarray
     self_hsic: float
 
 
 def _pair_dots(x: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
-    """``<x_i, x_j>`` for index pairs, float64, in chunks."""
+    """``<x_i, x_j>`` for index pairs, float64, in chunks (each pair's float64 sum along ``D``,
+    the same number whatever the chunk)."""
     out = np.empty(len(i))
     step = 1 << 16
     for s in range(0, len(i), step):
@@ -255,20 +262,31 @@ def _pair_dots(x: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
     return out
 
 
-def _masked_hsic(nbrs_a, nbrs_b, xa, xb) -> float:
-    """Unbiased HSIC of ``M * K`` and ``M * L`` with ``M_ij = [j in nbrs_a(i)][j in nbrs_b(i)]``.
+def _neighbour_sims(x: np.ndarray, nbrs: np.ndarray) -> np.ndarray:
+    """``(N, k)`` ``<x_i, x_j>`` for ``j = nbrs[i, p]``, float64."""
+    n, k = nbrs.shape
+    rows = np.repeat(np.arange(n), k)  # (N k,) i of each pair, row-major like nbrs
+    return _pair_dots(x, rows, nbrs.reshape(-1)).reshape(n, k)
+
+
+def _masked_hsic(a: tuple, b: tuple) -> float:
+    """Unbiased HSIC of ``M * K`` and ``M * L`` with ``M_ij = [j in nbrs_a(i)][j in nbrs_b(i)]``,
+    from each side's ``(nbrs, sims)``.
 
     The reference computes ``sum(K~ * L~.T)`` for the first term; with masked (non-symmetric)
     matrices that is the sum of ``K_ij L_ij`` over pairs kept in both directions.
     """
+    (nbrs_a, sims_a), (nbrs_b, sims_b) = a, b
     n, k = nbrs_a.shape
     keep = np.zeros((n, k), dtype=bool)
+    at_b = np.zeros((n, k), dtype=np.int64)  # position in nbrs_b(i) of nbrs_a[i, p]
     for s in range(0, n, 1 << 14):
-        a, b = nbrs_a[s : s + (1 << 14)], nbrs_b[s : s + (1 << 14)]
-        keep[s : s + (1 << 14)] = (a[:, :, None] == b[:, None, :]).any(axis=2)  # (n', k)
+        ra, rb = nbrs_a[s : s + (1 << 14)], nbrs_b[s : s + (1 << 14)]
+        eq = ra[:, :, None] == rb[:, None, :]  # (n', k, k)
+        keep[s : s + (1 << 14)], at_b[s : s + (1 << 14)] = eq.any(axis=2), eq.argmax(axis=2)
     i = np.broadcast_to(np.arange(n)[:, None], (n, k))[keep]  # (P,) pairs (i, j) kept
     j = nbrs_a[keep]
-    kv, lv = _pair_dots(xa, i, j), _pair_dots(xb, i, j)  # (P,) K_ij, L_ij
+    kv, lv = sims_a[keep], sims_b[i, at_b[keep]]  # (P,) K_ij, L_ij
     keys = np.sort(i * n + j)
     rev = j * n + i
     pos = np.minimum(np.searchsorted(keys, rev), max(len(keys) - 1, 0))
@@ -287,23 +305,26 @@ def knn_kernel_side(
     block_size: int | None = None,
     backend: str = "numpy",
     device: str = "auto",
+    nbrs: np.ndarray | None = None,
 ) -> KnnKernelSide:
-    """Precompute one CKNNA side: neighbours by the inner product ``K`` itself, as the reference."""
+    """Precompute one CKNNA side: neighbours by the inner product ``K`` itself, as the reference
+    (``nbrs``: those lists, ``knn(x, k, normalize=False)``, already searched), and ``K`` at them."""
     if k < 2:
         raise InputError(f"CKNNA needs k >= 2, got k = {k}")
     if x.shape[0] < 4:
         raise InputError(f"CKNNA (unbiased HSIC) needs N >= 4 rows, got {x.shape[0]}")
-    nbrs = knn(x, k, normalize=False, block_size=block_size, backend=backend, device=device)
-    x64 = np.asarray(x, dtype=np.float64)
-    return KnnKernelSide(x64, nbrs, _masked_hsic(nbrs, nbrs, x64, x64))
+    if nbrs is None:
+        nbrs = knn(x, k, normalize=False, block_size=block_size, backend=backend, device=device)
+    sims = _neighbour_sims(np.asarray(x, dtype=np.float64), nbrs)
+    return KnnKernelSide(nbrs, sims, _masked_hsic((nbrs, sims), (nbrs, sims)))
 
 
 def cknna_from_sides(
     a: KnnKernelSide, b: KnnKernelSide, perm: np.ndarray | None = None, *, eps: float = 0.0
 ) -> float:
     """CKNNA between two precomputed sides, with ``B``'s rows permuted by ``perm`` if given."""
-    nb, xb = (b.nbrs, b.x) if perm is None else (permute_knn(b.nbrs, perm), b.x[perm])
-    kl = _masked_hsic(a.nbrs, nb, a.x, xb)
+    nb, sb = (b.nbrs, b.sims) if perm is None else (permute_knn(b.nbrs, perm), b.sims[perm])
+    kl = _masked_hsic((a.nbrs, a.sims), (nb, sb))
     prod = a.self_hsic * b.self_hsic
     return float(kl / (np.sqrt(prod) + eps)) if prod > 0 else float("nan")
 

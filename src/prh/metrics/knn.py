@@ -115,16 +115,106 @@ def knn(
         raise InputError(f"unknown kNN backend {backend!r}, expected one of {BACKENDS}")
     if normalize:
         x = l2_normalize(x, name)
-    norms = row_norms(x)  # (N,)
-    d = x.shape[1]
-    gamma = d * _U32 / (1 - d * _U32) + d * _U64 / (1 - d * _U64)
-    slack = 2.0 * gamma * norms * norms.max() * 1.0001 + 1e-300  # (N,) per-row threshold slack
+    slack = _slack(x)
     c = min(k + _MARGIN, n - 1)
     if backend == "faiss":
         return _knn_faiss(x, k, c, slack, block_size)
     if backend == "torch":
         return _knn_torch(x, k, c, slack, block_size, device)
     return _knn_symmetric(x, k, c, slack, block_size)
+
+
+def _gamma(d: int) -> float:
+    """Error bound of a float32 dot product of length ``d`` plus its float64 re-scoring, relative
+    to the product of the two norms (the module docstring's ``g'``)."""
+    return d * _U32 / (1 - d * _U32) + d * _U64 / (1 - d * _U64)
+
+
+def _slack(x: np.ndarray) -> np.ndarray:
+    """``(N,)`` per-row threshold slack of float32 rows ``x``: twice the error bound."""
+    norms = row_norms(x)  # (N,)
+    return 2.0 * _gamma(x.shape[1]) * norms * norms.max() * 1.0001 + 1e-300
+
+
+def knn_both(
+    x: np.ndarray,
+    k: int = 10,
+    *,
+    block_size: int | None = None,
+    backend: str = "numpy",
+    device: str = "auto",
+    name: str = "features",
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """``knn(x, k)`` and ``knn(x, k, normalize=False)`` from one tile sweep where they can share it.
+
+    The cosine lists rank the rows ``x_n`` of ``x`` L2-normalised in float32, the inner-product
+    lists the rows ``x`` themselves. When the rows are nearly unit (features already
+    L2-normalised, as the reference preprocessing leaves them), the float32 candidates of
+    ``x x^T`` serve both: with ``r_i = ||x_n,i - x_i||``, ``|<x_n,i, x_n,j> - <x_i, x_j>| <=
+    delta_i = r_i max_j ||x_n,j|| + ||x_i|| max_j r_j``, so widening the slack by ``2 delta_i``
+    (and taking the larger norms) keeps every bound of the module docstring, and the cosine lists
+    are the exact canonical ones, as :func:`knn` gives them. It shares when the widening is at
+    most the slack itself, and for the numpy backend or torch on the CPU (the tile sweep); else it
+    runs two searches.
+
+    Returns
+    -------
+    (np.ndarray, np.ndarray, int)
+        ``(N, k)`` cosine lists, ``(N, k)`` inner-product lists, searches made (1 or 2).
+    """
+    opts = {"block_size": block_size, "backend": backend, "device": device, "name": name}
+    xp = np.ascontiguousarray(x, dtype=np.float32)
+    if xp.ndim != 2:
+        raise InputError(f"{name}: expected (N, D) features, got shape {xp.shape}")
+    check_k(k, xp.shape[0], name)
+    xn = l2_normalize(xp, name)
+    slack_p, (slack_n, close) = _slack(xp), _cosine_slack(xp, xn)
+    sweeps = backend == "numpy" or (backend == "torch" and not device_topk(torch_device(device)))
+    if not (close and sweeps):
+        return knn(xp, k, **opts), knn(xp, k, normalize=False, **opts), 2
+    c = min(k + _MARGIN, xp.shape[0] - 1)
+    best_v, best_i = _candidates(xp, c, block_size, backend)
+    ip = _select_all(xp, k, slack_p, best_v, best_i)
+    return _select_all(xn, k, slack_n, best_v, best_i), ip, 1
+
+
+def _cosine_slack(xp: np.ndarray, xn: np.ndarray) -> tuple[np.ndarray, bool]:
+    """``(slack, close)``: the slack of the cosine lists of ``xn`` on candidates of ``xp``
+    (:func:`knn_both`), and whether its widening is at most the plain slack."""
+    r = row_norms(xn.astype(np.float64) - xp) * 1.0001  # (N,) exact differences, then norms
+    np_, nn = row_norms(xp), row_norms(xn)  # (N,) each
+    norms = np.maximum(np_, nn)
+    base = 2.0 * _gamma(xp.shape[1]) * norms * norms.max() * 1.0001 + 1e-300
+    delta = (r * nn.max() + np_ * r.max()) * 1.0001  # (N,) bound on the change of any dot product
+    return base + 2.0 * delta, bool(2.0 * delta.max() <= base.min())
+
+
+def _candidates(x: np.ndarray, c: int, block_size: int | None, backend: str) -> tuple:
+    """The float32 top-``c`` of every row of ``x x^T`` by the tile sweep, numpy's products or
+    torch's on the CPU (full float32, one thread per product, torch's threads as the workers)."""
+    bs = block_size or tile_side(x.shape[0])
+    if backend != "torch":
+        return sweep(x, c, bs, numpy_product)
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with _full_float32():
+            return sweep(x, c, bs, torch_product, threads)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _select_all(x: np.ndarray, k: int, slack: np.ndarray, best_v, best_i) -> np.ndarray:
+    """Exact top-k of every row of ``x`` from candidates ``(best_v, best_i)`` ``(N, c)``."""
+    n = x.shape[0]
+    out = np.empty((n, k), dtype=np.int64)
+    step = 1 << 14
+    for s0 in range(0, n, step):
+        q = np.arange(s0, min(s0 + step, n))
+        out[q] = _select(x, q, best_v[q], best_i[q], k, slack, None, n)
+    return out
 
 
 def check_k(k: int, n: int, name: str = "features") -> None:
@@ -170,12 +260,7 @@ def _knn_symmetric(
     ``workers`` threads, default as many as BLAS has)."""
     n = x.shape[0]
     best_v, best_i = sweep(x, c, block_size or tile_side(n), product or numpy_product, workers)
-    out = np.empty((n, k), dtype=np.int64)
-    step = 1 << 14
-    for s0 in range(0, n, step):
-        q = np.arange(s0, min(s0 + step, n))
-        out[q] = _select(x, q, best_v[q], best_i[q], k, slack, None, n)
-    return out
+    return _select_all(x, k, slack, best_v, best_i)
 
 
 def _knn_faiss(

@@ -1,8 +1,10 @@
 """``measure_matrix``: every X against every Y, the PRH benchmark's score matrix, one call.
 
 Each cell is :func:`prh.metrics.measure` of one X and one Y (best layer pair, null, interval);
-each side's per-layer states (neighbour lists, SVCCA bases) are computed once and shared by every
-cell and every kNN metric that uses them (a model's neighbours do not depend on the other side).
+each side's per-layer states (neighbour lists, kernel statistics and their Gram, CKNNA's lists,
+SVCCA bases) are prepared once and shared by every cell and every metric that uses them (a
+model's neighbours do not depend on the other side): :mod:`prh.metrics.states`. The matrix
+reports that work (:attr:`MatrixResult.work`: searches and Gram products).
 ``prh measure --x ... --y ...`` is this function plus file loading and writing.
 """
 
@@ -15,8 +17,14 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from prh.errors import InputError
-from prh.metrics.api import KNN_METRICS, METRICS, MeasureResult, MetricOptions, measure
+from prh.metrics.api import METRICS, MeasureResult, MetricOptions, get_metric, measure
+from prh.metrics.kernel import knn_kernel_side
+from prh.metrics.knn import knn_both
+from prh.metrics.layers import resolve_pair
 from prh.metrics.preprocess import CLAMPS, as_layers, preprocess
+from prh.metrics.states import StateCache, Work, work
+
+STATE_BYTES = 2**30  # bytes of kernel states (float64 rows, small Grams) a matrix keeps per kind
 
 
 class Cell(NamedTuple):
@@ -51,6 +59,9 @@ class MatrixResult:
     results : list of dict
         One per cell and metric: ``x_name``, ``y_name``, ``row``, ``col`` and
         :meth:`MeasureResult.to_dict`.
+    work : Work
+        The kNN searches and Gram products made to prepare the observed states (bootstrap
+        resamples' states and CKA's per-pair products not counted).
     """
 
     metrics: tuple[str, ...]
@@ -64,6 +75,7 @@ class MatrixResult:
     null_critical: dict[str, np.ndarray] = field(default_factory=dict)
     null_draws: dict[str, np.ndarray] = field(default_factory=dict)
     results: list[dict[str, Any]] = field(default_factory=list)
+    work: Work = field(default_factory=Work)
 
     def __post_init__(self) -> None:
         nx, ny = len(self.x_names), len(self.y_names)
@@ -106,7 +118,8 @@ def measure_matrix(
     progress: bool = False,
     rows: Rows | None = None,
     on_cell: Callable[[int, int, MeasureResult], None] | None = None,
-    lists: dict[Any, Any] | None = None,
+    lists: StateCache | None = None,
+    state_bytes: int | None = STATE_BYTES,
 ) -> MatrixResult:
     """The score matrix of every X against every Y, for one or more metrics.
 
@@ -129,9 +142,12 @@ def measure_matrix(
         preprocesses each once here); ``xs`` and ``ys`` then only count the cells.
     on_cell : callable, optional
         Called as ``on_cell(i, j, result)`` after each cell and metric.
-    lists : dict, optional
+    lists : StateCache, optional
         The neighbour lists of every kNN metric by ``(key, layer)``, to share with the caller
         (``prh measure`` times its cost estimate on the first cell's lists, then reuses them).
+    state_bytes : int or None
+        Bytes of each other kind of state kept (kernel states hold float64 rows); past it the
+        least recently used are prepared again when needed. None: no limit.
 
     Returns
     -------
@@ -158,27 +174,64 @@ def measure_matrix(
         raise InputError(f"unknown clamp rule {clamp!r}, expected one of {', '.join(CLAMPS)}")
     if rows is None:
         rows = _array_rows(xs, ys, preprocess_features, clamp)
-    # one dict of neighbour lists for every kNN metric; SVCCA bases per metric; kernel states
-    # (N x N) are too large to keep for every input.
-    lists = {} if lists is None else lists
-    caches = {m: lists if m in KNN_METRICS else {} for m in names if m in (*KNN_METRICS, "svcca")}
+    caches, kinds = _caches(names, options, StateCache() if lists is None else lists, state_bytes)
     out = MatrixResult(names, x_names, y_names)
-    matrix = len(xs) * len(ys) > 1
+    matrix, saved = len(xs) * len(ys) > 1, 0
     for i in range(len(xs)):
         for j in range(len(ys)):
             c = rows(i, j)
+            saved += _search_once(c, layers, kinds, options or MetricOptions(), k)
             label = f"[{i},{j}] {x_names[i]} ~ {y_names[j]}" if matrix else ""
             for name in names:
                 r = measure(
                     c.a, c.b, name, k=k, null=null, bootstrap=bootstrap, seed=seed, layers=layers,
                     preprocess_features=False, options=options, name_a=c.name_a,
-                    name_b=c.name_b, cache=caches.get(name), cache_keys=(c.key_a, c.key_b),
+                    name_b=c.name_b, cache=caches[name], cache_keys=(c.key_a, c.key_b),
                     progress=progress, label=label, null_stop=null_stop,
                 )  # fmt: skip
                 out.put(i, j, r)
                 if on_cell is not None:
                     on_cell(i, j, r)
+    out.work = work(kinds.values()) + Work(searches=-saved)
     return out
+
+
+def _caches(names, options, lists: StateCache, budget: int | None) -> tuple[dict, dict]:
+    """``({metric: its StateCache}, {state kind: (one preparation's Work, its StateCache)})``:
+    metrics that prepare the same states share one cache (the neighbour lists: ``lists``)."""
+    kinds: dict[str, tuple[Work, StateCache]] = {}
+    caches = {}
+    for name in names:
+        m = get_metric(name, options or MetricOptions())
+        if m.state not in kinds:
+            kinds[m.state] = (m.work, lists if m.state == "knn lists" else StateCache(budget))
+        caches[name] = kinds[m.state][1]
+    return caches, kinds
+
+
+def _search_once(c: Cell, layers, kinds: dict, o: MetricOptions, k: int) -> int:
+    """With both the cosine lists and CKNNA in the matrix, prepare each layer of the cell that
+    CKNNA has not yet seen from one tile sweep for both (:func:`prh.metrics.knn.knn_both`); the
+    searches that saved. A cell that :func:`prh.metrics.measure` will refuse is left to it."""
+    if "knn lists" not in kinds or "cknna" not in kinds:
+        return 0
+    (_, lists), (_, sides) = kinds["knn lists"], kinds["cknna"]
+    n = c.a.shape[0]
+    if c.b.shape[0] != n or not 2 <= k < n or n < 4:
+        return 0
+    pair = resolve_pair(layers, (c.a.shape[1], c.b.shape[1])) if layers is not None else None
+    saved = 0
+    for side, (x, key, name) in enumerate(((c.a, c.key_a, c.name_a), (c.b, c.key_b, c.name_b))):
+        for layer in range(x.shape[1]) if pair is None else [pair[side]]:
+            rows = x[:, layer]  # (N, D)
+            if (key, layer) in sides or not np.any(rows != 0, axis=1).all():
+                continue
+            cos, ip, searches = knn_both(rows, k, block_size=o.block_size, backend=o.backend,
+                                         device=o.device, name=name)  # fmt: skip
+            sides[key, layer] = knn_kernel_side(rows, k, nbrs=ip)
+            if (key, layer) not in lists:
+                lists[key, layer], saved = cos, saved + 2 - searches
+    return saved
 
 
 def _metric_names(metrics: str | Sequence[str]) -> tuple[str, ...]:

@@ -293,7 +293,9 @@ def measure_files(req: MeasureRequest) -> MatrixResult:
         print(f"prh measure: left out {skip['model']} ({skip['side']}): {skip['reason']}",
               file=sys.stderr)  # fmt: skip
     bpb = _bpb_of(files, xs) if req.bpb_plot else []
-    lists: dict[Any, Any] = {}  # every kNN metric's neighbour lists, by (file, layer)
+    from prh.metrics.states import StateCache
+
+    lists = StateCache()  # every kNN metric's neighbour lists, by (file, layer)
     if len(xs) * len(ys) > 1 and req.null and not req.no_progress:
         _print_cost(req, files, (xs, ys), names, options, lists)
     acc, results = _measure_all(req, xs, ys, x_names, y_names, names, options, files, lists)
@@ -325,23 +327,28 @@ def _print_cost(req, files: _Files, sides, names, options, lists: dict) -> None:
     """The matrix's work and estimated time, on stderr, before the first cell. A batched null is
     timed on the first cell's neighbour lists, which ``lists`` keeps for the matrix."""
     from prh.metrics.api import get_metric
-    from prh.metrics.cost import describe, estimate_matrix
+    from prh.metrics.cost import describe, estimate_matrix, planned_work
 
     xs, ys = sides
     shapes = {p: files.get(p, None)[1].shape for p in [*xs, *ys]}  # (N, L, D) each
     n, width = shapes[xs[0]][0], max(s[2] for s in shapes.values())
     lx, ly = [shapes[x][1] for x in xs], [shapes[y][1] for y in ys]
-    costs = []
+    costs, first = [], {}  # first: the metric that prepares each kind of state
     for m in names:
-        sample = None
-        if get_metric(m, options).null is not None:
-            sample = tuple(_first_lists(files, f, options, lists) for f in (xs[0], ys[0]))
+        metric, sample = get_metric(m, options), None
+        prior = first.setdefault(metric.state, m)
+        if metric.null is not None:  # with CKNNA, the matrix searches both lists at once
+            kept = {} if "cknna" in names else lists
+            sample = tuple(_first_lists(files, f, options, kept) for f in (xs[0], ys[0]))
         costs.append(
             estimate_matrix(
-                m, n, width, lx, ly, req.null, options, distinct_files=len(shapes), sample=sample
+                m, n, width, lx, ly, req.null, options, distinct_files=len(shapes), sample=sample,
+                shared_with=None if prior == m else prior,
             )
-        )
-    text = describe(costs, len(xs) * len(ys), req.null, req.null_stop == "adaptive")
+        )  # fmt: skip
+    metrics = [get_metric(m, options) for m in names]
+    work = planned_work(metrics, sum(s[1] for s in shapes.values()))
+    text = describe(costs, len(xs) * len(ys), req.null, req.null_stop == "adaptive", work)
     print(f"prh measure: {text}", file=sys.stderr, flush=True)
 
 

@@ -111,6 +111,7 @@ def json_file(req: MeasureRequest, acc: Any, results, names, sides, skipped: lis
             }
             for m in names
         },
+        "work": acc.work.to_dict(),
         "results": results,
     }
     return json_bytes(json_safe(doc))
