@@ -1,0 +1,150 @@
+"""The kernel metrics' batched null on torch (prh.metrics.null_kernel) against the pair loop.
+
+The reference is the numpy pair loop that ``measure`` runs on ``--backend numpy``: every draw
+rescored pair by pair with ``cka_from_sides`` / ``svcca_from_bases``. The batched null must give
+the same p-values exactly (ties with the observed score included: tiny N makes the identity and
+other exact ties frequent), the same draws to float rounding, and the same adaptive stop.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+
+from prh.metrics import null_kernel
+from prh.metrics.api import MetricOptions, Preprocessing, measure
+from prh.metrics.cca import svcca_basis, svcca_from_bases
+from prh.metrics.kernel import cka_from_sides, kernel_side
+
+CASES = [("cka", "linear"), ("cka", "rbf"), ("unbiased_cka", "linear"),
+         ("unbiased_cka", "rbf"), ("svcca", "linear")]  # fmt: skip
+
+
+def layered(seed: int, n: int, noise_a, noise_b, shared: float = 1.0):
+    """``(N, L_A, 24)`` and ``(N, L_B, 16)`` views of one latent, noisier by layer."""
+    rng = np.random.default_rng(seed)
+    z = rng.standard_normal((n, 6))
+    zb = shared * z + (1 - shared) * rng.standard_normal((n, 6))
+
+    def side(latent, noises, d):
+        return np.stack(
+            [
+                latent @ rng.standard_normal((6, d)) + s * rng.standard_normal((n, d))
+                for s in noises
+            ],
+            axis=1,
+        )
+
+    return side(z, noise_a, 24), side(zb, noise_b, 16)
+
+
+def both(a, b, metric, kernel, **kw):
+    """``measure`` by the pair loop (numpy) and by the batched null (torch, CPU)."""
+    out = []
+    for backend in ("numpy", "torch"):
+        opts = MetricOptions(backend=backend, device="cpu", kernel=kernel, cca_dim=4)
+        out.append(measure(a, b, metric, options=opts, **kw))
+    return out
+
+
+@pytest.mark.parametrize("metric, kernel", CASES)
+@pytest.mark.parametrize("shared", [1.0, 0.15])  # aligned (p small) and barely (p spread)
+def test_same_p_values_and_draws_as_the_pair_loop(metric, kernel, shared):
+    a, b = layered(1, 120, (0.5, 1.5, 3.0), (2.0, 5.0), shared)
+    loop, batched = both(a, b, metric, kernel, null=80, seed=7)
+    assert batched.p_value == loop.p_value and batched.n_null == loop.n_null == 80
+    assert batched.null_critical == pytest.approx(loop.null_critical, abs=1e-12)
+    assert batched.score == loop.score and batched.layers == loop.layers
+
+
+@pytest.mark.parametrize("metric, kernel", CASES)
+@pytest.mark.parametrize("seed", [0, 5])
+def test_exact_ties_with_the_observed_score_resolve_as_the_loop(metric, kernel, seed):
+    """N = 5 rows (120 permutations): among 400 draws the identity recurs, tying the observed
+    score exactly in the loop; the batched score of the same draw differs from it by rounding,
+    either way, so only the rescoring keeps the p-value the loop's."""
+    a, b = layered(seed, 5, (0.3, 0.9), (0.3,) if metric != "svcca" else (0.3, 0.5), 1.0)
+    a, b = (x / np.linalg.norm(x, axis=2, keepdims=True) for x in (a, b))
+    kw = dict(null=400, seed=1, preprocessing=Preprocessing(enabled=False))
+    loop, batched = both(a, b, metric, kernel, **kw)
+    assert batched.p_value == loop.p_value
+    assert batched.null_critical == pytest.approx(loop.null_critical, abs=1e-12)
+
+
+@pytest.mark.parametrize("metric, kernel", CASES)
+def test_adaptive_stop_and_fixed_pair_agree(metric, kernel):
+    a, b = layered(3, 90, (0.5, 2.0), (1.0, 4.0, 8.0), 0.3)
+    loop, batched = both(a, b, metric, kernel, null=200, seed=2, null_stop="adaptive")
+    assert (batched.n_null, batched.p_value) == (loop.n_null, loop.p_value)
+    loop, batched = both(a, b, metric, kernel, null=40, seed=2, layers=(0, -1))
+    assert batched.p_value == loop.p_value and batched.layers == loop.layers == (0, 2)
+
+
+@pytest.mark.parametrize("unbiased", [False, True])
+@pytest.mark.parametrize("kernel", ["linear", "rbf"])
+def test_cka_scores_equal_cka_from_sides_per_pair_and_draw(unbiased, kernel):
+    import torch
+
+    a, b = layered(4, 60, (0.5, 2.0), (1.0, 3.0, 6.0))
+    a, b = (x / np.linalg.norm(x, axis=2, keepdims=True) for x in (a, b))  # RBF at sigma 1
+    sa = [kernel_side(a[:, i], kernel) for i in range(2)]
+    sb = [kernel_side(b[:, j], kernel) for j in range(3)]
+    perms = np.stack([np.random.default_rng(s).permutation(60) for s in range(5)])
+    got = null_kernel.CkaNull(sa, sb, unbiased, 1e-6, torch.device("cpu")).scores(perms)
+    for t, perm in enumerate(perms):
+        for i in range(2):
+            for j in range(3):
+                want = cka_from_sides(sa[i], sb[j], perm, unbiased=unbiased, eps=1e-6)
+                assert got[t, i, j] == pytest.approx(want, abs=1e-13)
+
+
+def test_svcca_scores_equal_svcca_from_bases_per_pair_and_draw():
+    import torch
+
+    a, b = layered(5, 50, (0.5, 2.0, 4.0), (1.0, 3.0))
+    ua = [svcca_basis(a[:, i], 5) for i in range(3)]
+    ub = [svcca_basis(b[:, j], 5) for j in range(2)]
+    perms = np.stack([np.random.default_rng(s).permutation(50) for s in range(4)])
+    got = null_kernel.SvccaNull(ua, ub, torch.device("cpu")).scores(perms)
+    for t, perm in enumerate(perms):
+        for i in range(3):
+            for j in range(2):
+                assert got[t, i, j] == pytest.approx(
+                    svcca_from_bases(ua[i], ub[j], perm), abs=1e-12
+                )
+
+
+def test_cuda_branch_mocked_on_cpu_sizes_batches_by_free_memory(monkeypatch):
+    """The GPU branch (batch sized by the device's free memory) run on the CPU: the same
+    p-values; the batch is what the fake free memory allows."""
+    import torch
+
+    a, b = layered(6, 64, (0.5, 2.0), (1.0, 3.0), 0.3)
+    loop = both(a, b, "cka", "linear", null=60, seed=4)[0]
+    monkeypatch.setattr(null_kernel, "on_accelerator", lambda dev: True)
+    free = 3 * 16 * 2 * 64 * 64 * 4  # a quarter of it holds three draws of 2 B layers
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda dev=None: (free, 2 * free))
+    built = []
+    kernel_null = null_kernel.kernel_null
+    monkeypatch.setattr(
+        null_kernel, "kernel_null", lambda *a, **k: built.append(kernel_null(*a, **k)) or built[-1]
+    )
+    _, batched = both(a, b, "cka", "linear", null=60, seed=4)
+    assert built and built[0].batch == 3
+    assert batched.p_value == loop.p_value
+    assert batched.null_critical == pytest.approx(loop.null_critical, abs=1e-12)
+
+
+def test_sides_too_large_fall_back_to_the_loop(monkeypatch):
+    monkeypatch.setattr(null_kernel, "MAX_KERNEL_BYTES", 0)
+    a, b = layered(7, 40, (0.5,), (1.0,), 0.5)
+    assert null_kernel.kernel_null("cka", [kernel_side(a[:, 0])], [kernel_side(b[:, 0])], 0.0,
+                                   "cpu") is None  # fmt: skip
+    loop, batched = both(a, b, "cka", "linear", null=30, seed=0)
+    assert batched.p_value == loop.p_value and batched.null_critical == loop.null_critical
+
+
+def test_cknna_keeps_the_pair_loop():
+    assert null_kernel.kernel_null("cknna", [], [], 0.0, "cpu") is None
