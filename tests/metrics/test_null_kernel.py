@@ -117,14 +117,14 @@ def test_svcca_scores_equal_svcca_from_bases_per_pair_and_draw():
 
 
 def test_cuda_branch_mocked_on_cpu_sizes_batches_by_free_memory(monkeypatch):
-    """The GPU branch (batch sized by the device's free memory) run on the CPU: the same
-    p-values; the batch is what the fake free memory allows."""
+    """The GPU branch (torch's indexing, the batch sized by the device's free memory) run on the
+    CPU: the same p-values; the batch is what the fake free memory allows."""
     import torch
 
     a, b = layered(6, 64, (0.5, 2.0), (1.0, 3.0), 0.3)
     loop = both(a, b, "cka", "linear", null=60, seed=4)[0]
     monkeypatch.setattr(null_kernel, "on_accelerator", lambda dev: True)
-    free = 3 * 16 * 2 * 64 * 64 * 4  # a quarter of it holds three draws of 2 B layers
+    free = 3 * 8 * (2 + 1) * (64 * 63 // 2) * 4  # a quarter of it: three draws of 2 B layers
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda dev=None: (free, 2 * free))
     built = []
     kernel_null = null_kernel.kernel_null

@@ -11,18 +11,19 @@ kernel and one inner product with ``A``'s:
 less its row and column means over ``N - 2``, plus its total over ``(N - 1)(N - 2)``; its
 inner product with a zero-diagonal kernel is the unbiased estimator of Song et al., the one
 :mod:`prh.metrics.kernel` computes from sums). With each ``A`` layer's centred kernel flattened
-into a row, the numerators of every layer pair over a batch of ``R`` draws are one matrix product
-``(L_A, N^2) x (N^2, R L_B)``; the denominators do not move. SVCCA likewise: the cross products
-``U_A^T U_B[pi]`` of every pair are one product ``(L_A d, N) x (N, R L_B d)``, then batched
-singular values.
+into a row (the ``P = N (N - 1) / 2`` entries above the diagonal, twice, as the kernels are
+symmetric; the diagonal apart), the numerators of every layer pair over a batch of ``R`` draws are
+one matrix product ``(L_A, P) x (P, R L_B)``; the denominators do not move. SVCCA likewise: the
+cross products ``U_A^T U_B[pi]`` of every pair are one product ``(L_A d, N) x (N, R L_B d)``,
+then batched singular values.
 
 Everything is float64, on the CPU or a CUDA device. A batch of draws holds ``R L_B`` gathered
-``N x N`` kernels: ``R`` is what fits in :data:`CPU_BATCH_BYTES` on the CPU, a quarter of the
-free memory on a GPU. Sides whose kernels do not fit (:data:`MAX_KERNEL_BYTES`) get no batched
-null (None): the pair loop runs. Each null carries ``tol`` ``(L_A, L_B)``, a bound on how far the
-pair loop's score may be from its own (rounding); :func:`prh.metrics.api.measure` rescores, by the
-loop, a draw whose comparison with the observed score that bound leaves open, so its p-values are
-the loop's.
+kernels (``P`` entries each) and their flat indices: ``R`` is what fits in
+:data:`CPU_BATCH_BYTES` on the CPU, a quarter of the free memory on a GPU. Sides whose kernels do
+not fit (:data:`MAX_KERNEL_BYTES`) get no batched null (None): the pair loop runs. Each null
+carries ``tol`` ``(L_A, L_B)``, a bound on how far the pair loop's score may be from its own
+(rounding); :func:`prh.metrics.api.measure` rescores, by the loop, a draw whose comparison with the
+observed score that bound leaves open, so its p-values are the loop's.
 
 .. [1] G. J. Szekely, M. L. Rizzo, "Partial distance correlation with methods for dissimilarities",
    Ann. Statist. 42, 2014, sec. 2.2.
@@ -99,13 +100,15 @@ class CkaNull:
 
         n = sides_a[0].n
         self.dev, self.n = dev, n
-
-        def stack(sides: Sequence[KernelSide]) -> Any:
-            mats = [centred_kernel(kernel_matrix(s), unbiased) for s in sides]
-            return torch.from_numpy(np.stack(mats)).to(dev)  # (L, N, N)
-
-        self.ka = stack(sides_a).reshape(len(sides_a), n * n)  # (L_A, N^2)
-        self.lb = stack(sides_b)  # (L_B, N, N)
+        # Both kernels are symmetric: <K, L_pi> = 2 sum_{i<j} K_ij L_pi,ij + sum_i K_ii L_pi,ii,
+        # so a draw gathers the N (N - 1) / 2 entries above the diagonal, and the diagonal.
+        self.upper = np.triu_indices(n, 1)  # (P,) each
+        ka = np.stack([centred_kernel(kernel_matrix(s), unbiased) for s in sides_a])
+        lb = np.stack([centred_kernel(kernel_matrix(s), unbiased) for s in sides_b])
+        self.ka = torch.from_numpy(2.0 * ka[:, self.upper[0], self.upper[1]]).to(dev)  # (L_A, P)
+        self.ka_diag = torch.from_numpy(np.diagonal(ka, axis1=1, axis2=2).copy()).to(dev)
+        self.lb = torch.from_numpy(lb.reshape(len(sides_b), n * n)).to(dev)  # (L_B, N^2)
+        self.lb_diag = np.diagonal(lb, axis1=1, axis2=2).copy()  # (L_B, N)
         kk = np.array([self_hsic(s, unbiased) for s in sides_a])
         ll = np.array([self_hsic(s, unbiased) for s in sides_b])
         self.scale = 1.0 / (n * (n - 3)) if unbiased else 1.0
@@ -114,17 +117,30 @@ class CkaNull:
         # rounding, over this denominator, bounds how far its score may be from this one.
         raw = np.sqrt(np.outer([s.self_s for s in sides_a], [s.self_s for s in sides_b]))
         self.tol = ROUNDING * n * raw * self.scale / self.den  # (L_A, L_B)
-        self.batch = draws_per_batch(dev, 16 * len(sides_b) * n * n)  # rows, then columns
+        per_draw = 8 * (len(sides_b) + 1) * len(self.upper[0])  # the entries and their index
+        self.batch = draws_per_batch(dev, per_draw)
+
+    def gathered(self, perms: np.ndarray) -> tuple[Any, Any]:
+        """``(L_B R, P)`` and ``(L_B R, N)``: the entries above the diagonal and the diagonal of
+        each ``B`` layer's centred kernel permuted by each draw (row ``l R + r``: layer ``l``,
+        draw ``r``; ``L_l[pi_r(i), pi_r(j)]`` for the ``P`` pairs ``i < j``), by flat index
+        (numpy's ``take`` on the CPU, several times faster there than torch's indexing)."""
+        import torch
+
+        p = np.asarray(perms, dtype=np.int64)  # (R, N)
+        flat = (p[:, self.upper[0]] * self.n + p[:, self.upper[1]]).reshape(-1)  # (R P,)
+        if on_accelerator(self.dev):
+            lp = self.lb[:, torch.from_numpy(flat).to(self.dev)]  # (L_B, R P)
+        else:
+            lp = torch.from_numpy(np.take(self.lb.numpy(), flat, axis=1))
+        diag = torch.from_numpy(self.lb_diag[:, p].reshape(-1, self.n)).to(self.dev)
+        return lp.reshape(-1, len(self.upper[0])), diag
 
     def scores(self, perms: np.ndarray) -> np.ndarray:
         """``(R, L_A, L_B)`` CKA of every layer pair under each of ``perms`` ``(R, N)``."""
-        import torch
-
-        p = torch.from_numpy(np.asarray(perms, dtype=np.int64)).to(self.dev)  # (R, N)
-        rows = self.lb[:, p]  # (L_B, R, N, N): rows pi(i)
-        lp = torch.gather(rows, 3, p[None, :, None, :].expand_as(rows))  # columns pi(j)
-        r, lb = p.shape[0], self.lb.shape[0]
-        num = self.ka @ lp.reshape(lb * r, -1).T  # (L_A, L_B R)
+        r, lb = len(perms), self.lb.shape[0]
+        upper, diag = self.gathered(perms)
+        num = self.ka @ upper.T + self.ka_diag @ diag.T  # (L_A, L_B R): every pair, every draw
         num = num.reshape(-1, lb, r).permute(2, 0, 1).cpu().numpy()  # (R, L_A, L_B)
         return num * self.scale / self.den[None]
 
