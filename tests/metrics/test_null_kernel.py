@@ -148,3 +148,29 @@ def test_sides_too_large_fall_back_to_the_loop(monkeypatch):
 
 def test_cknna_keeps_the_pair_loop():
     assert null_kernel.kernel_null("cknna", [], [], 0.0, "cpu") is None
+
+
+def test_cli_backend_torch_gives_the_loops_p_values(tmp_path, capsys):
+    """``prh measure A B --metric M --null R --backend torch`` writes the p-value and null
+    quantile of ``--backend numpy`` (the pair loop), layer search included."""
+    import json
+
+    import prh.cli as cli
+
+    a, b = layered(8, 80, (0.5, 2.0), (1.0, 3.0), 0.2)
+    np.save(tmp_path / "a.npy", a.astype(np.float32))
+    np.save(tmp_path / "b.npy", b.astype(np.float32))
+    for metric in ("cka", "unbiased_cka", "svcca"):
+        got = {}
+        for backend in ("numpy", "torch"):
+            out = tmp_path / f"{metric}-{backend}.json"
+            argv = ["measure", str(tmp_path / "a.npy"), str(tmp_path / "b.npy"), "--metric",
+                    metric, "--null", "50", "--backend", backend, "--device", "cpu", "--json",
+                    str(out)]  # fmt: skip
+            assert cli.main(argv) == 0
+            (got[backend],) = json.loads(out.read_text())["results"]
+        capsys.readouterr()
+        assert got["torch"]["p_value"] == got["numpy"]["p_value"] and got["torch"]["null"] == 50
+        assert got["torch"]["null_critical"] == pytest.approx(
+            got["numpy"]["null_critical"], abs=1e-12
+        )
