@@ -174,3 +174,21 @@ def test_cli_backend_torch_gives_the_loops_p_values(tmp_path, capsys):
         assert got["torch"]["null_critical"] == pytest.approx(
             got["numpy"]["null_critical"], abs=1e-12
         )
+
+
+def test_cost_estimate_times_the_batched_null_on_torch(monkeypatch):
+    """``prh measure``'s estimate before a matrix times the null it will run: on the torch
+    backend the batch (its per-pair rate), not the pair loop."""
+    from prh.metrics.cost import estimate_matrix
+
+    calls = []
+    scores = null_kernel.CkaNull.scores
+    monkeypatch.setattr(
+        null_kernel.CkaNull, "scores", lambda self, p: calls.append(len(p)) or scores(self, p)
+    )
+    opts = MetricOptions(backend="torch", device="cpu")
+    c = estimate_matrix("cka", 64, 8, [3], [2, 4], null=10, options=opts)
+    assert calls and c.pair_draw_us > 0 and c.pair_draws == (3 * 2 + 3 * 4) * 10
+    calls.clear()
+    estimate_matrix("cka", 64, 8, [3], [2, 4], null=10, options=MetricOptions())
+    assert not calls  # numpy: the loop is timed
