@@ -199,7 +199,7 @@ def main() -> None:
     for metric in ("mutual_knn", "cycle_knn") if args.only != "kernel" else ():
         row = bench_pair(args.n, args.k, args.layers, args.draws, args.seed, metric)
         print(json.dumps(row), flush=True)
-    for metric in ("cka", "unbiased_cka", "svcca") if args.only != "knn" else ():
+    for metric in ("cka", "unbiased_cka", "svcca", "cknna") if args.only != "knn" else ():
         row = bench_kernel_pair(
             args.n, args.layers, args.kernel_draws, metric, args.kernel_device, args.seed
         )

@@ -19,7 +19,7 @@ from prh.metrics.cca import svcca_basis, svcca_from_bases
 from prh.metrics.kernel import cka_from_sides, kernel_side
 
 CASES = [("cka", "linear"), ("cka", "rbf"), ("unbiased_cka", "linear"),
-         ("unbiased_cka", "rbf"), ("svcca", "linear")]  # fmt: skip
+         ("unbiased_cka", "rbf"), ("svcca", "linear"), ("cknna", "linear")]  # fmt: skip
 
 
 def layered(seed: int, n: int, noise_a, noise_b, shared: float = 1.0):
@@ -45,7 +45,7 @@ def both(a, b, metric, kernel, **kw):
     out = []
     for backend in ("numpy", "torch"):
         opts = MetricOptions(backend=backend, device="cpu", kernel=kernel, cca_dim=4)
-        out.append(measure(a, b, metric, options=opts, **kw))
+        out.append(measure(a, b, metric, k=min(10, a.shape[0] - 2), options=opts, **kw))
     return out
 
 
@@ -146,8 +146,23 @@ def test_sides_too_large_fall_back_to_the_loop(monkeypatch):
     assert batched.p_value == loop.p_value and batched.null_critical == loop.null_critical
 
 
-def test_cknna_keeps_the_pair_loop():
-    assert null_kernel.kernel_null("cknna", [], [], 0.0, "cpu") is None
+def test_cknna_scores_equal_cknna_from_sides_per_pair_and_draw():
+    import torch
+
+    from prh.metrics.kernel import cknna_from_sides, knn_kernel_side
+    from prh.metrics.null_cknna import CknnaNull
+
+    a, b = layered(9, 70, (0.5, 2.0), (1.0, 3.0, 6.0), 0.5)
+    a, b = (x / np.linalg.norm(x, axis=2, keepdims=True) for x in (a, b))
+    sa = [knn_kernel_side(a[:, i], 5) for i in range(2)]
+    sb = [knn_kernel_side(b[:, j], 5) for j in range(3)]
+    perms = np.stack([np.random.default_rng(s).permutation(70) for s in range(5)])
+    got = CknnaNull(sa, sb, 1e-6, torch.device("cpu")).scores(perms)
+    for t, perm in enumerate(perms):
+        for i in range(2):
+            for j in range(3):
+                want = cknna_from_sides(sa[i], sb[j], perm, eps=1e-6)
+                assert got[t, i, j] == pytest.approx(want, abs=1e-13)
 
 
 def test_cli_backend_torch_gives_the_loops_p_values(tmp_path, capsys):
@@ -160,7 +175,7 @@ def test_cli_backend_torch_gives_the_loops_p_values(tmp_path, capsys):
     a, b = layered(8, 80, (0.5, 2.0), (1.0, 3.0), 0.2)
     np.save(tmp_path / "a.npy", a.astype(np.float32))
     np.save(tmp_path / "b.npy", b.astype(np.float32))
-    for metric in ("cka", "unbiased_cka", "svcca"):
+    for metric in ("cka", "unbiased_cka", "svcca", "cknna"):
         got = {}
         for backend in ("numpy", "torch"):
             out = tmp_path / f"{metric}-{backend}.json"

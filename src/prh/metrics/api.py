@@ -143,6 +143,7 @@ def get_metric(name: str, options: MetricOptions | None = None) -> Metric:
             True,
             True,
             max(o.k + 1, 4),
+            batched=batched,
         )
     if name == "svcca":
         return Metric(
@@ -158,13 +159,18 @@ def get_metric(name: str, options: MetricOptions | None = None) -> Metric:
 
 
 def _torch_null(name: str, o: MetricOptions) -> Callable[[list[Any], list[Any]], Any] | None:
-    """The batched null of a kernel metric on ``o.backend == "torch"`` (None otherwise)."""
+    """The batched null of a kernel metric (CKA, unbiased CKA, SVCCA: :mod:`prh.metrics.
+    null_kernel`; CKNNA: :mod:`prh.metrics.null_cknna`) on ``o.backend == "torch"`` (None
+    otherwise)."""
     if o.backend != "torch":
         return None
 
     def build(la: list[Any], lb: list[Any]) -> Any:
+        from prh.metrics.null_cknna import cknna_null
         from prh.metrics.null_kernel import kernel_null
 
+        if name == "cknna":
+            return cknna_null(la, lb, o.eps, o.device)
         return kernel_null(name, la, lb, o.eps, o.device)
 
     return build

@@ -182,9 +182,9 @@ class SvccaNull:
 def kernel_null(
     metric: str, states_a: Sequence[Any], states_b: Sequence[Any], eps: float, device: str
 ) -> CkaNull | SvccaNull | None:
-    """The batched null of ``metric`` (``cka``, ``unbiased_cka``, ``svcca``) on the torch
-    ``device``; None for another metric, or when the sides' centred kernels would take more than
-    :data:`MAX_KERNEL_BYTES` (the pair loop runs then)."""
+    """The batched null of ``metric`` (``cka``, ``unbiased_cka``, ``svcca``; CKNNA's is
+    :mod:`prh.metrics.null_cknna`) on the torch ``device``; None for another metric, or when the
+    sides' centred kernels would take more than :data:`MAX_KERNEL_BYTES` (the loop runs then)."""
     from prh.device import resolve_device
 
     dev = resolve_device(device)
