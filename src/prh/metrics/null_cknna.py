@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from prh.metrics.kernel import KnnKernelSide
-from prh.metrics.null_kernel import MAX_KERNEL_BYTES, ROUNDING, draws_per_batch
+from prh.metrics.null_kernel import MAX_KERNEL_BYTES, ROUNDING, draws_per_batch, on_accelerator
 
 
 def reverse_edges(nbrs: np.ndarray) -> np.ndarray:
@@ -62,9 +62,9 @@ class CknnaNull:
         cols = np.stack([s.nbrs.astype(np.int64).ravel() for s in sides_a])  # (L_A, N k)
         rows = np.arange(n).repeat(k)  # (N k,) each edge's row
         kv = np.stack([(s.x[rows] * s.x[c]).sum(1) for s, c in zip(sides_a, cols, strict=True)])
-        member = np.zeros((self.lb, n * n), dtype=bool)
+        member = np.zeros((self.lb, n * n))  # float: 1 marks an edge (no bool casts per draw)
         for j, s in enumerate(sides_b):
-            member[j, (np.arange(n)[:, None] * n + s.nbrs).ravel()] = True
+            member[j, (np.arange(n)[:, None] * n + s.nbrs).ravel()] = 1.0
         gram = np.stack([s.x @ s.x.T for s in sides_b]).reshape(self.lb, n * n)  # (L_B, N^2)
 
         def put(x: np.ndarray) -> Any:
@@ -80,8 +80,17 @@ class CknnaNull:
         ma, mb = np.abs(kv).max(axis=1), np.abs(gram).max(axis=1)
         scale = ROUNDING * n * (n * k + 3 * k * k) / (n * (n - 3))
         self.tol = scale * np.outer(ma, mb) / self.den
-        per_draw = 40 * len(sides_a) * self.lb * n * k  # keys, lookups and sums of each edge
+        per_draw = 72 * len(sides_a) * self.lb * n * k  # an edge's key, lookups and products
         self.batch = draws_per_batch(dev, per_draw)
+
+    def lookup(self, table: Any, at: Any) -> Any:
+        """``table`` (flat) at the indices ``at``: numpy's ``take`` on the CPU (several times
+        faster there than torch's indexing), torch's on a GPU."""
+        import torch
+
+        if on_accelerator(self.dev):
+            return table.reshape(-1)[at]
+        return torch.from_numpy(np.take(table.numpy().reshape(-1), at.numpy()))
 
     def scores(self, perms: np.ndarray) -> np.ndarray:
         """``(R, L_A, L_B)`` CKNNA of every layer pair under each of ``perms`` ``(R, N)``."""
@@ -91,12 +100,12 @@ class CknnaNull:
         p = torch.from_numpy(np.asarray(perms, dtype=np.int64)).to(self.dev)  # (R, N)
         keys = p[:, self.rows][:, None, :] * n + p[:, self.cols]  # (R, L_A, N k) B's edge keys
         at = keys[:, :, None, :] + (torch.arange(self.lb, device=self.dev) * n * n)[:, None]
-        keep = self.member.reshape(-1)[at]  # (R, L_A, L_B, N k): the edge is in B_j[perm]
-        lv = self.gram.reshape(-1)[at] * keep  # L values of the kept edges, 0 elsewhere
+        keep = self.lookup(self.member, at)  # (R, L_A, L_B, N k): 1 when the edge is in B_j[perm]
+        lv = self.lookup(self.gram, at) * keep  # L values of the kept edges, 0 elsewhere
         kv = self.kv[None, :, None, :] * keep  # K values of the kept edges
         pad = torch.nn.functional.pad(keep, (0, 1))  # slot N k: no reverse edge
-        both = keep & torch.gather(pad, 3, self.rev[None, :, None, :].expand_as(keep))
-        t1 = (kv * lv * both).sum(-1)
+        back = torch.gather(pad, 3, self.rev[None, :, None, :].expand_as(keep))  # (c, r) kept
+        t1 = (kv * lv * back).sum(-1)
         col_k = torch.zeros(*kv.shape[:3], n, dtype=kv.dtype, device=self.dev)
         col_k.scatter_add_(3, self.cols[None, :, None, :].expand_as(kv), kv)  # 1^T (M K)
         t3 = (col_k * lv.reshape(*lv.shape[:3], n, k).sum(-1)).sum(-1)  # with (M L) 1
@@ -114,6 +123,6 @@ def cknna_null(
 
     dev = resolve_device(device)
     n = states_a[0].nbrs.shape[0]
-    if 9 * len(states_b) * n * n > MAX_KERNEL_BYTES:
+    if 16 * len(states_b) * n * n > MAX_KERNEL_BYTES:
         return None
     return CknnaNull(states_a, states_b, eps, dev)
