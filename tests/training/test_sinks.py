@@ -158,3 +158,21 @@ def test_parse_sinks_and_scalars():
 def test_log_default_keeps_config_json_as_before():
     assert "log" not in tiny_config().to_dict()  # hashes of existing runs do not move
     assert tiny_config(log="tensorboard").to_dict()["log"] == "tensorboard"
+
+
+def test_sink_folders_belong_to_the_run(tmp_path):
+    """tb/ and wandb/ (W&B nests its run folders) are a run's own files: the folder is still a
+    prh run (resumable, clearable), and clearing it removes them whole."""
+    from prh.training.rundir import clear_incomplete
+
+    run = tmp_path / "run"
+    (run / "tb").mkdir(parents=True)
+    (run / "tb" / "events.out.tfevents.1.host.1.0").write_bytes(b"x")
+    (run / "wandb" / "offline-run-1" / "files").mkdir(parents=True)
+    (run / "wandb" / "offline-run-1" / "files" / "config.yaml").write_text("a: 1\n")
+    (run / "config.json").write_text(json.dumps({"train": {}}))
+    assert run_state(run) == "incomplete"
+    clear_incomplete(run)
+    assert run_state(run) == "empty"
+    (run / "notes.txt").write_text("mine")
+    assert run_state(run) == "foreign"  # anything else still makes it someone else's

@@ -188,7 +188,8 @@ def run_state(run_dir: Path) -> str:
     ``"absent"`` (no such path), ``"file"`` (a regular file), ``"empty"`` (an empty folder),
     ``"finished"`` (``model.safetensors`` written), ``"started"`` (at least one complete
     checkpoint), ``"incomplete"`` (only the files of a start that stopped before its first
-    checkpoint: a tokenizer, a config, metrics, temporary files) or ``"foreign"`` (anything else).
+    checkpoint: a tokenizer, a config, metrics, the sinks' folders, temporary files) or
+    ``"foreign"`` (anything else).
     """
     p = Path(run_dir)
     if not p.exists():
