@@ -176,3 +176,19 @@ def test_sink_folders_belong_to_the_run(tmp_path):
     assert run_state(run) == "empty"
     (run / "notes.txt").write_text("mine")
     assert run_state(run) == "foreign"  # anything else still makes it someone else's
+
+
+def test_wandb_one_run_per_start_and_resume(tmp_path, monkeypatch):
+    """A kill and a resume: two W&B runs; the second logs from the checkpoint on, equal to
+    metrics.jsonl's records there (the first keeps the steps the resume redid)."""
+    fake = FakeWandb()
+    monkeypatch.setitem(sys.modules, "wandb", fake)
+    monkeypatch.delenv("WANDB_MODE", raising=False)
+    cfg = tiny_config(log="wandb")
+    run = _train(cfg, tmp_path / "run", stop_after=7)  # last checkpoint at 4
+    first = list(fake.logged)
+    _train(cfg, run, resume=True)
+    assert len(fake.inits) == 2 and fake.finished == 2
+    assert [s for s, _ in first] == list(range(1, 8))
+    resumed = fake.logged[len(first) :]
+    assert resumed == [scalars(r) for r in read_metrics(run)][4:]  # steps 5..12
