@@ -137,6 +137,27 @@ def test_cuda_branch_mocked_on_cpu_sizes_batches_by_free_memory(monkeypatch):
     assert batched.null_critical == pytest.approx(loop.null_critical, abs=1e-12)
 
 
+@pytest.mark.parametrize("metric", ["svcca", "cknna"])
+def test_cuda_branch_mocked_on_cpu_svcca_and_cknna(monkeypatch, metric):
+    """SVCCA's and CKNNA's GPU branch (CKNNA: torch's indexing for its lookups) on the CPU."""
+    import torch
+
+    from prh.metrics import null_cknna
+
+    a, b = layered(10, 64, (0.5, 2.0), (1.0, 3.0), 0.3)
+    loop = both(a, b, metric, "linear", null=60, seed=4)[0]
+    looked = []
+    lookup = null_cknna.CknnaNull.lookup
+    monkeypatch.setattr(null_kernel, "on_accelerator", lambda dev: True)
+    monkeypatch.setattr(null_cknna, "on_accelerator", lambda dev: True)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda dev=None: (2**24, 2**25))
+    monkeypatch.setattr(null_cknna.CknnaNull, "lookup", lambda *a: looked.append(1) or lookup(*a))
+    _, batched = both(a, b, metric, "linear", null=60, seed=4)
+    assert batched.p_value == loop.p_value
+    assert batched.null_critical == pytest.approx(loop.null_critical, abs=1e-12)
+    assert bool(looked) == (metric == "cknna")
+
+
 def test_sides_too_large_fall_back_to_the_loop(monkeypatch):
     monkeypatch.setattr(null_kernel, "MAX_KERNEL_BYTES", 0)
     a, b = layered(7, 40, (0.5,), (1.0,), 0.5)
