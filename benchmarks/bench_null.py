@@ -9,6 +9,9 @@ Two parts, one run:
   the batched counts (:class:`prh.metrics.null_knn.MutualKnnNull`, one bitset intersection per
   pair per draw), in microseconds per layer pair per draw, and whether their p-values and null
   quantiles agree for the same seed and draws;
+* ``kernel``: the same for CKA, unbiased CKA and SVCCA: the numpy pair loop (every draw rescores
+  every layer pair) against the torch batch (:mod:`prh.metrics.null_kernel`: each layer's centred
+  kernel gathered by the draws, every pair one matrix product) on ``--kernel-device``;
 * ``matrix``: ``prh measure --x FOLDER --y FOLDER --null R --null-stop adaptive`` end to end (a
   subprocess, feature files on disk, the cost estimate it prints, the draws it made) on
   ``--x-models`` x ``--y-models`` synthetic models of ``--layers`` layers: each model's layer ``l``
@@ -18,7 +21,8 @@ Two parts, one run:
   the cap near it).
 
 Run with ``python benchmarks/bench_null.py [--n 1024] [--k 10] [--layers 12] [--draws 20]
-[--x-models 12] [--y-models 17] [--null 1000] [--skip-matrix] [--gpu]``. ``--gpu`` adds
+[--kernel-draws 10] [--kernel-device cpu|cuda] [--only knn|kernel] [--x-models 12]
+[--y-models 17] [--null 1000] [--skip-matrix] [--gpu]``. ``--gpu`` adds
 ``--backend torch --device cuda`` to the matrix (the neighbour searches on the GPU; the null's
 counts stay on the CPU). The figures in ``docs/benchmarks.md`` come from this script.
 """
@@ -87,6 +91,53 @@ def bench_pair(
     return out
 
 
+def bench_kernel_pair(
+    n: int, layers: int, draws: int, metric: str, device: str = "cpu", seed: int = 0
+) -> dict:
+    """The kernel metrics' null: the numpy pair loop against the torch batch
+    (:mod:`prh.metrics.null_kernel`, on ``device``), microseconds per layer pair per draw."""
+    from prh.metrics import calibrate
+    from prh.metrics.api import MetricOptions, _rescored, get_metric
+    from prh.metrics.layers import best_pair, layer_scores
+    from prh.metrics.preprocess import preprocess
+
+    rng = np.random.default_rng(seed)
+    z = rng.standard_normal((n, 16))
+    xa = preprocess(_layers(rng, z, layers, 64, 1.0), 0.95, False, "A", None, False)
+    xb = preprocess(_layers(rng, z, layers, 64, 1.5), 0.95, False, "B", None, False)
+    m = get_metric(metric, MetricOptions(backend="torch", device=device))
+    sa = [m.prepare(xa[:, i]) for i in range(layers)]
+    sb = [m.prepare(xb[:, j]) for j in range(layers)]
+    obs = best_pair(layer_scores(m.score, sa, sb))[0]
+    out = {"metric": metric, "n": n, "layers": f"{layers} x {layers}", "draws": draws,
+           "device": device}  # fmt: skip
+    results = {}
+    for name in ("loop", "batched"):
+        t0 = time.perf_counter()
+        batched = m.batched(sa, sb) if name == "batched" else None
+        setup = time.perf_counter() - t0
+        null_rng = np.random.default_rng(seed + 1)
+        t0 = time.perf_counter()
+        if batched is None:
+            statistic = lambda perm: best_pair(layer_scores(m.score, sa, sb, perm))[0]  # noqa: E731
+            d = calibrate.permutation_null(statistic, n, draws, null_rng)
+        else:
+            statistics = _rescored(m, batched, sa, sb, obs)
+            d = calibrate.permutation_null_batched(
+                statistics, n, draws, null_rng, batch=batched.batch
+            )
+        spent = time.perf_counter() - t0
+        results[name] = d
+        out[f"{name}_us_per_pair_draw"] = round(spent / (draws * layers * layers) * 1e6, 2)
+        out[f"{name}_setup_ms"] = round(setup * 1e3, 1)
+    out["speedup"] = round(out["loop_us_per_pair_draw"] / out["batched_us_per_pair_draw"], 1)
+    out["same_p_value"] = calibrate.p_value(obs, results["loop"]) == calibrate.p_value(
+        obs, results["batched"]
+    )
+    out["max_null_difference"] = float(np.abs(results["loop"] - results["batched"]).max())
+    return out
+
+
 def bench_matrix(args: argparse.Namespace) -> dict:
     """``prh measure`` on a synthetic benchmark-shaped matrix: wall time, draws made, estimate."""
     rng = np.random.default_rng(args.seed)
@@ -139,11 +190,19 @@ def main() -> None:
     ap.add_argument("--unrelated", type=int, default=2, help="Y models of another latent")
     ap.add_argument("--null", type=int, default=1000, help="the matrix's null cap")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--kernel-draws", type=int, default=10, help="draws of the kernel rows")
+    ap.add_argument("--kernel-device", default="cpu", help="device of the kernel metrics' batch")
+    ap.add_argument("--only", choices=("knn", "kernel"), default=None, help="one part of pair")
     ap.add_argument("--skip-matrix", action="store_true")
     ap.add_argument("--gpu", action="store_true", help="neighbour searches on CUDA (torch)")
     args = ap.parse_args()
-    for metric in ("mutual_knn", "cycle_knn"):
+    for metric in ("mutual_knn", "cycle_knn") if args.only != "kernel" else ():
         row = bench_pair(args.n, args.k, args.layers, args.draws, args.seed, metric)
+        print(json.dumps(row), flush=True)
+    for metric in ("cka", "unbiased_cka", "svcca", "cknna") if args.only != "knn" else ():
+        row = bench_kernel_pair(
+            args.n, args.layers, args.kernel_draws, metric, args.kernel_device, args.seed
+        )
         print(json.dumps(row), flush=True)
     if not args.skip_matrix:
         print(json.dumps(bench_matrix(args)), flush=True)

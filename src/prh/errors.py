@@ -20,6 +20,7 @@ EXTRAS = {
     "ray": "ray",
     "yaml": "yaml",
     "tensorboard": "tensorboard",
+    "wandb": "wandb",
 }
 
 

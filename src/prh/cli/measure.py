@@ -160,8 +160,8 @@ def _compute_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--block-size", type=positive_int, default=None,
                         help="kNN tile side in rows (memory)")  # fmt: skip
     parser.add_argument("--backend", choices=("numpy", "torch", "faiss"), default="numpy",
-                        help="who computes kNN candidates (default numpy); every backend gives "
-                        "the same lists")  # fmt: skip
+                        help="kNN candidates (same lists on every backend); torch also batches "
+                        "the null of cka, unbiased_cka, svcca, cknna (same p-values)")  # fmt: skip
     parser.add_argument("--device", type=device_name, default="auto",
                         help=f"device of --backend torch: {DEVICE_HELP}")  # fmt: skip
     parser.add_argument("--kernel", choices=("linear", "rbf"), default="linear",

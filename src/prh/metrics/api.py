@@ -90,6 +90,10 @@ class Metric:
     MutualKnnNull`). ``state`` names what ``prepare`` makes: metrics with the same ``state`` make
     the same per-side states, which a score matrix prepares once for all of them
     (:mod:`prh.metrics.states`); ``work`` is one preparation's searches and Gram products.
+    ``batched(states_a, states_b)``, where given (the kernel metrics on the torch backend),
+    returns an object whose ``scores(perms)`` are every layer pair's scores of a batch of draws,
+    ``tol`` their rounding against ``score``'s and ``batch`` the draws per batch
+    (:mod:`prh.metrics.null_kernel`), or None when the sides are too large for it.
     """
 
     name: str
@@ -102,6 +106,7 @@ class Metric:
     null: Callable[[list[Any], list[Any]], Any] | None = None
     state: str = ""
     work: Work = field(default_factory=Work)
+    batched: Callable[[list[Any], list[Any]], Any] | None = None
 
 
 def get_metric(name: str, options: MetricOptions | None = None) -> Metric:
@@ -119,6 +124,7 @@ def get_metric(name: str, options: MetricOptions | None = None) -> Metric:
         null = {"mutual_knn": MutualKnnNull, "cycle_knn": CycleKnnNull}.get(name)
         lists = Work(searches=1)  # one search per layer, shared by the four list metrics
         return Metric(name, prep, score, True, True, o.k + 1, fn, null, "knn lists", lists)
+    batched = _torch_null(name, o)
     if name in ("cka", "unbiased_cka"):
         unbiased = name == "unbiased_cka"
 
@@ -134,6 +140,7 @@ def get_metric(name: str, options: MetricOptions | None = None) -> Metric:
             4 if unbiased else 2,
             state=f"{o.kernel} kernel",  # biased and unbiased CKA share each layer's Gram
             work=Work(gemms=1),
+            batched=batched,
         )
     if name == "cknna":
         return Metric(
@@ -147,6 +154,7 @@ def get_metric(name: str, options: MetricOptions | None = None) -> Metric:
             max(o.k + 1, 4),
             state="cknna",  # ranked by the raw inner product: not the cosine lists' search
             work=Work(searches=1),
+            batched=batched,
         )
     if name == "svcca":
         return Metric(
@@ -157,8 +165,27 @@ def get_metric(name: str, options: MetricOptions | None = None) -> Metric:
             False,
             o.cca_dim + 1,
             state="svcca",
+            batched=batched,
         )
     raise InputError(f"unknown metric {name!r}, expected one of {', '.join(METRICS)}")
+
+
+def _torch_null(name: str, o: MetricOptions) -> Callable[[list[Any], list[Any]], Any] | None:
+    """The batched null of a kernel metric (CKA, unbiased CKA, SVCCA: :mod:`prh.metrics.
+    null_kernel`; CKNNA: :mod:`prh.metrics.null_cknna`) on ``o.backend == "torch"`` (None
+    otherwise)."""
+    if o.backend != "torch":
+        return None
+
+    def build(la: list[Any], lb: list[Any]) -> Any:
+        from prh.metrics.null_cknna import cknna_null
+        from prh.metrics.null_kernel import kernel_null
+
+        if name == "cknna":
+            return cknna_null(la, lb, o.eps, o.device)
+        return kernel_null(name, la, lb, o.eps, o.device)
+
+    return build
 
 
 @dataclass(frozen=True)
@@ -450,13 +477,37 @@ def _null(m, states, pair, obs: float, draw, stop: str, level: float, pb) -> np.
     (:func:`_counted`); the others redo the layer search pair by pair. The draws are the same.
     """
     (sa, sb), (n, r, rng) = states, draw
+    la, lb = (sa, sb) if pair is None else ([sa[pair[0]]], [sb[pair[1]]])
+    stopper = (lambda d: calibrate.decided(obs, d, 1 - level)) if stop == "adaptive" else None
+    batched = m.batched(la, lb) if m.batched is not None else None
+    if batched is not None:
+        return calibrate.permutation_null_batched(
+            _rescored(m, batched, la, lb, obs), n, r, rng, progress=pb, stop=stopper,
+            batch=batched.batch,
+        )  # fmt: skip
     if m.null is not None:
-        la, lb = (sa, sb) if pair is None else ([sa[pair[0]]], [sb[pair[1]]])
         statistic = _counted(m, la, lb, n)
     else:
-        statistic = lambda perm: best_pair(layer_scores(m.score, sa, sb, perm, pair))[0]  # noqa: E731
-    stopper = (lambda d: calibrate.decided(obs, d, 1 - level)) if stop == "adaptive" else None
+        statistic = lambda perm: best_pair(layer_scores(m.score, la, lb, perm))[0]  # noqa: E731
     return calibrate.permutation_null(statistic, n, r, rng, progress=pb, stop=stopper)
+
+
+def _rescored(m, batched, la: list, lb: list, obs: float) -> Callable[[np.ndarray], np.ndarray]:
+    """The best pair's score of each draw of a batch from ``batched.scores``, except that a draw
+    whose comparison with ``obs`` the rounding bound ``batched.tol`` leaves open (some pair
+    within it of ``obs``, none surely above) is rescored by the pair loop: its comparison with
+    the observed score comes out as the loop's, so the p-value is the loop's."""
+
+    def statistics(perms: np.ndarray) -> np.ndarray:
+        s = batched.scores(perms)  # (R, L_A, L_B), NaN where undefined
+        best = np.nanmax(s.reshape(len(perms), -1), axis=1)  # (R,) obs finite: a pair is defined
+        above = (s - batched.tol >= obs).any(axis=(1, 2))
+        near = (s + batched.tol >= obs).any(axis=(1, 2))
+        for t in np.flatnonzero(near & ~above):
+            best[t] = best_pair(layer_scores(m.score, la, lb, perms[t]))[0]
+        return best
+
+    return statistics
 
 
 def _counted(m, la: list, lb: list, n: int) -> Callable[[np.ndarray], float]:

@@ -63,6 +63,37 @@ def permutation_null(
     return out
 
 
+def permutation_null_batched(
+    statistics: Callable[[np.ndarray], np.ndarray],
+    n: int,
+    r: int,
+    rng: np.random.Generator,
+    progress: Callable[[int, int], None] | None = None,
+    *,
+    stop: Callable[[np.ndarray], bool] | None = None,
+    check_every: int = 25,
+    batch: int = 25,
+) -> np.ndarray:
+    """:func:`permutation_null` with the statistic of a batch of draws at once:
+    ``statistics(perms)``, ``perms`` ``(b, n)``, returns ``(b,)``. The permutations are the ones
+    :func:`permutation_null` draws from ``rng`` (one stream, in order), and ``stop`` is asked at
+    the same draws, so the two return the same draws when their statistics agree."""
+    out = np.empty(r, dtype=np.float64)
+    t = 0
+    while t < r:
+        size = min(batch, r - t)
+        if stop is not None:
+            size = min(size, check_every - t % check_every)  # a batch ends at each check
+        perms = np.stack([rng.permutation(n) for _ in range(size)])  # (b, n)
+        out[t : t + size] = statistics(perms)
+        t += size
+        if progress is not None:
+            progress(t, r)
+        if stop is not None and t % check_every == 0 and t < r and stop(out[:t]):
+            return out[:t]
+    return out
+
+
 def decided(
     observed: float, null: np.ndarray, alpha: float = 0.05, confidence: float = 0.99
 ) -> bool:

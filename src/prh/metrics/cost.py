@@ -135,6 +135,12 @@ def _rates(m, n: int, width: int, la: int, lb: int, seed: int = 0) -> tuple[floa
     state = m.prepare(x)
     t_prep = (time.perf_counter() - t0) * max(1.0, width / d)
     perms = [rng.permutation(n) for _ in range(3)]
+    batched = m.batched([state] * la, [state] * lb) if m.batched is not None else None
+    if batched is not None:  # the kernel null on torch: a batch of draws scores every pair
+        draws = np.stack(perms[: max(1, min(len(perms), batched.batch))])  # (R, N)
+        t0 = time.perf_counter()
+        batched.scores(draws)
+        return t_prep, (time.perf_counter() - t0) / (len(draws) * la * lb)
     if m.null is not None:  # the batched null: one draw scores every pair, time a la x lb block
         states = [np.roll(state, s, axis=0) for s in range(max(la, lb))]  # distinct edge sets
         counter = m.null(states[:la], states[:lb])

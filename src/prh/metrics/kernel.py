@@ -132,6 +132,21 @@ def kernel_side(x: np.ndarray, kernel: str = "linear", sigma: float = 1.0) -> Ke
     return KernelSide(x, kernel, float(sigma), sq, diag, rowsum, gram, self_s)
 
 
+def kernel_matrix(side: KernelSide) -> np.ndarray:
+    """``(N, N)`` float64 ``K`` of a side: its cached Gram, else computed whole."""
+    if side.gram is not None:
+        return side.gram
+    return _kernel_rows(side.x, side.sq, slice(0, side.n), side.kernel, side.sigma)
+
+
+def self_hsic(side: KernelSide, unbiased: bool) -> float:
+    """``HSIC(K, K)`` of a side, NaN when it is zero up to rounding (no variance: CKA is then
+    undefined)."""
+    n = side.n
+    h = _hsic(side.self_s, side.diag, side.diag, side.rowsum, side.rowsum, n, unbiased)
+    return float("nan") if _no_variance(h, side.self_s, n, unbiased) else h
+
+
 def _cross_sum(a: KernelSide, b: KernelSide, perm: np.ndarray | None) -> float:
     """``sum_ij K_ij L_{pi(i) pi(j)}``, the only term that a permutation of ``B`` changes."""
     if a.gram is not None and b.gram is not None:
@@ -177,11 +192,10 @@ def cka_from_sides(
         raise InputError(f"unbiased HSIC needs N >= 4 rows, got {n}")
     db = b.diag if perm is None else b.diag[perm]
     rb = b.rowsum if perm is None else b.rowsum[perm]
-    kl = _hsic(_cross_sum(a, b, perm), a.diag, db, a.rowsum, rb, n, unbiased)
-    kk = _hsic(a.self_s, a.diag, a.diag, a.rowsum, a.rowsum, n, unbiased)
-    ll = _hsic(b.self_s, b.diag, b.diag, b.rowsum, b.rowsum, n, unbiased)
-    if _no_variance(kk, a.self_s, n, unbiased) or _no_variance(ll, b.self_s, n, unbiased):
+    kk, ll = self_hsic(a, unbiased), self_hsic(b, unbiased)
+    if np.isnan(kk) or np.isnan(ll):
         return float("nan")
+    kl = _hsic(_cross_sum(a, b, perm), a.diag, db, a.rowsum, rb, n, unbiased)
     return float(kl / (np.sqrt(kk * ll) + eps))
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from prh.errors import InputError
 from prh.optim import warmup_cosine_lr, warmup_steps
+from prh.training.sinks import parse_sinks
 from prh.views.narration import (
     NARRATION_STRIDE,
     check_narration,
@@ -33,6 +34,7 @@ OPTIONAL_DEFAULTS: dict[str, Any] = {
     "narration_len": 0,
     "narration_stride": NARRATION_STRIDE,
     "eval_theory": None,
+    "log": "none",
 }
 
 # The optimiser's fields, stored flat in ``config.json``'s "train" and named flat by
@@ -178,6 +180,9 @@ class TrainConfig:
         canonical correlation against during training (:mod:`prh.training.theory_eval`).
     eval_every, checkpoint_every, log_every : int
         In steps (0 = only at the end).
+    log : str
+        Sinks that get a copy of ``metrics.jsonl``'s numbers (:mod:`prh.training.sinks`):
+        ``"none"``, ``"tensorboard"``, ``"wandb"`` or both, comma-separated.
     """
 
     world: str | None = "cave"
@@ -241,6 +246,10 @@ class TrainConfig:
         200, "checkpoint every N steps (0: never)", "output", "N", within="nonnegative"
     )
     log_every: int = 10
+    log: str = _knob(
+        "none", "also log metrics.jsonl's numbers to tensorboard (RUN/tb), wandb (offline unless "
+        "WANDB_MODE is set; RUN/wandb), or both: tensorboard,wandb", "output", "SINKS",
+    )  # fmt: skip
     model_overrides: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -269,6 +278,7 @@ class TrainConfig:
         if self.doc_style and not world_offers(self.world, "doc_style"):
             raise InputError("doc_style needs --world cave (styles regenerate captions)")
         self._check_narration()
+        parse_sinks(self.log)
         if self.max_len > MAX_LEN:
             raise InputError(f"max_len must be <= {MAX_LEN} tokens, got {self.max_len}")
         if not (math.isfinite(self.whiten_eps) and self.whiten_eps > 0):

@@ -45,6 +45,7 @@ from prh.training.rundir import (
     run_state,
     write_meta,
 )
+from prh.training.sinks import RunLog, check_sinks, open_sinks, parse_sinks
 from prh.training.theory_eval import theory_eval, theory_target
 
 Callback = Callable[[int], None]
@@ -187,6 +188,7 @@ def _fit_locked(task, cfg, run_dir, dev, info, threads, action, progress, stop_a
     if action == "continue" and (run_dir / MODEL_FILE).exists():
         return run_dir, load_run(run_dir, str(dev), lambda _: task).model  # already finished
     task.check(cfg)
+    check_sinks(parse_sinks(cfg.log))  # a missing package: its install hint, before the folder
     if cfg.batch_size % info.world_size:
         raise InputError(
             f"batch size {cfg.batch_size} not divisible by {info.world_size} processes"
@@ -257,15 +259,16 @@ def _train_run(
     ctx = LossContext(cfg, info, dev, make_sigreg(cfg, dev), loss_fn=task.loss)
     on_checkpoint, on_log = callbacks(folder, model, optimizer, stored, log, info)
     on_eval = evaluators(task.encoder(cfg, prepared, model, dev), *evals, info)
-    try:
-        step = run_loop(
-            ddp, optimizer, dataset, start, ctx, on_log=on_log, on_checkpoint=on_checkpoint,
-            on_eval=on_eval, progress=progress, stop_after=stop_after,
-        )  # fmt: skip
-    except TrainingError as e:  # diverged: one error naming the last good checkpoint
-        raise stopped(e, folder, on_log) from None
-    if step >= cfg.steps:  # else stopped early (a simulated kill)
-        finish(run_dir, model, task.kind(cfg), cfg, step, info, on_log, on_eval)
+    with contextlib.closing(log):  # the sinks flushed and closed, however the run ends
+        try:
+            step = run_loop(
+                ddp, optimizer, dataset, start, ctx, on_log=on_log, on_checkpoint=on_checkpoint,
+                on_eval=on_eval, progress=progress, stop_after=stop_after,
+            )  # fmt: skip
+        except TrainingError as e:  # diverged: one error naming the last good checkpoint
+            raise stopped(e, folder, on_log) from None
+        if step >= cfg.steps:  # else stopped early (a simulated kill)
+            finish(run_dir, model, task.kind(cfg), cfg, step, info, on_log, on_eval)
     return run_dir, model
 
 
@@ -473,9 +476,10 @@ def restore(
 def open_run_files(
     run_dir: Path, stored: dict[str, Any], cfg: TrainConfig, dev: torch.device, threads: int,
     info: DistInfo, start: int, resume: bool,
-) -> MetricsLog:  # fmt: skip
+) -> RunLog:  # fmt: skip
     """Write ``config.json`` (``stored``) and ``meta.json`` on rank 0 and open the metrics log
-    (emptied on a fresh start, cut back to ``start`` on resume)."""
+    (emptied on a fresh start, cut back to ``start`` on resume) with, on rank 0, the sinks of
+    ``cfg.log`` (:mod:`prh.training.sinks`)."""
     if info.is_main:
         write_json(run_dir / "config.json", stored)
         write_meta(
@@ -487,7 +491,9 @@ def open_run_files(
     log = MetricsLog(run_dir / "metrics.jsonl", resume_step=start if resume else None)
     if not resume and info.is_main:
         log.path.write_text("")
-    return log
+    if not info.is_main:
+        return RunLog(log)
+    return RunLog(log, open_sinks(parse_sinks(cfg.log), run_dir, stored, start if resume else None))
 
 
 def make_sigreg(cfg: TrainConfig, dev: torch.device) -> nn.Module | None:
@@ -502,11 +508,11 @@ def make_sigreg(cfg: TrainConfig, dev: torch.device) -> nn.Module | None:
 
 def callbacks(
     folder: Path, model: nn.Module, optimizer: torch.optim.Optimizer, stored: dict[str, Any],
-    log: MetricsLog, info: DistInfo,
+    log: RunLog, info: DistInfo,
 ) -> tuple[Callback, LogFn]:  # fmt: skip
     """``(on_checkpoint, on_log)`` for :func:`run_loop`: rank 0 saves a checkpoint carrying
     ``stored`` (after :func:`check_finite_weights`, which refuses a diverged model, so every
-    checkpoint kept holds finite weights) and writes the metrics log."""
+    checkpoint kept holds finite weights) and writes the metrics log and its sinks."""
 
     def on_checkpoint(step: int) -> None:
         check_finite_weights(model, step)

@@ -16,11 +16,13 @@ from prh.errors import InputError
 
 
 def preflight(cfg: Any, out: str, on_cpu: bool = True) -> None:
-    """A text run's checks before ``out`` is made: ``--corpus`` and the evaluation files exist,
-    the theory file is of the run's world, the model and batch fit (:func:`check_fits_machine`),
-    and ``out`` is a new or empty folder."""
+    """A text run's checks before ``out`` is made: its ``--log`` sinks' packages are installed,
+    ``--corpus`` and the evaluation files exist, the theory file is of the run's world, the model
+    and batch fit (:func:`check_fits_machine`), and ``out`` is a new or empty folder."""
     from prh.io import check_output_dir
+    from prh.training.sinks import check_sinks, parse_sinks
 
+    check_sinks(parse_sinks(cfg.log))  # --log tensorboard without tensorboard: the install hint
     check_fits_machine(cfg, on_cpu=on_cpu)  # one line, before the folder
     check_output_dir(out, "--out")
     if cfg.corpus and not Path(cfg.corpus).exists():
@@ -31,10 +33,13 @@ def preflight(cfg: Any, out: str, on_cpu: bool = True) -> None:
 
 def preflight_image(cfg: Any, image: Any, out: str, cache: str | None) -> None:
     """An image or sketch run's checks before ``out`` is made: its scenes' render cache fits
-    memory and the disk of ``cache`` (default ``out``), ``out`` is new, the files exist."""
+    memory and the disk of ``cache`` (default ``out``), ``out`` is new, the files exist, the
+    ``--log`` sinks' packages are installed."""
     from prh.io import check_output_dir
     from prh.training.image import train_scene_ids
+    from prh.training.sinks import check_sinks, parse_sinks
 
+    check_sinks(parse_sinks(cfg.log))
     n_scenes = len(train_scene_ids(cfg))  # beyond the world's split: refused, never clamped
     check_render_cache_fits(n_scenes, image, cache or out)
     check_output_dir(out)

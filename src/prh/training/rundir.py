@@ -10,6 +10,8 @@ Layout::
       tokenizer.json       the tokenizer trained on the run's corpus (prh.views.TextTokenizer)
       checkpoints/         step_XXXXXXXX.safetensors + step_XXXXXXXX.json (latest two)
       render_cache/        image/sketch runs without --cache-dir: the cached renders
+      tb/                  --log tensorboard: TensorBoard event files (prh.training.sinks)
+      wandb/               --log wandb: the W&B run's files (offline unless WANDB_MODE is set)
       model.safetensors    final weights (written last: its presence means the run finished)
 """
 
@@ -18,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import time
@@ -175,6 +178,8 @@ def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
 RUN_FILES = ("config.json", "meta.json", "metrics.jsonl", "tokenizer.json", "model.safetensors")
 CHECKPOINTS = "checkpoints"
 RENDER_CACHE = "render_cache"  # an image run's cached renders (rebuilt when cleared)
+TB_DIR = "tb"  # --log tensorboard's event files
+LOG_DIRS = (TB_DIR, "wandb")  # the folders of the metric sinks (prh.training.sinks)
 
 
 def run_state(run_dir: Path) -> str:
@@ -183,7 +188,8 @@ def run_state(run_dir: Path) -> str:
     ``"absent"`` (no such path), ``"file"`` (a regular file), ``"empty"`` (an empty folder),
     ``"finished"`` (``model.safetensors`` written), ``"started"`` (at least one complete
     checkpoint), ``"incomplete"`` (only the files of a start that stopped before its first
-    checkpoint: a tokenizer, a config, metrics, temporary files) or ``"foreign"`` (anything else).
+    checkpoint: a tokenizer, a config, metrics, the sinks' folders, temporary files) or
+    ``"foreign"`` (anything else).
     """
     p = Path(run_dir)
     if not p.exists():
@@ -208,6 +214,8 @@ def _is_run_entry(e: Path) -> bool:
         return e.is_dir() and all(_is_checkpoint_file(c) for c in e.iterdir())
     if e.name == RENDER_CACHE:
         return e.is_dir() and all(c.is_file() for c in e.iterdir())
+    if e.name in LOG_DIRS:
+        return e.is_dir()  # a sink's own layout (W&B nests its run folders)
     return e.is_file() and (e.name in RUN_FILES or _is_temp(e))
 
 
@@ -248,12 +256,7 @@ def clear_incomplete(run_dir: Path) -> None:
     if run_state(p) != "incomplete":
         raise ValueError(f"{p}: not an incomplete run folder")
     for e in p.iterdir():
-        if e.is_dir():
-            for c in e.iterdir():
-                c.unlink()
-            e.rmdir()
-        else:
-            e.unlink()
+        shutil.rmtree(e) if e.is_dir() else e.unlink()
 
 
 def read_meta(run_dir: Path) -> dict[str, Any]:
