@@ -151,7 +151,7 @@ def test_bad_backbone_flags(bad_input, tmp_path, extra, match):
     assert not (tmp_path / "run").exists()
 
 
-@pytest.mark.parametrize("flags", [["--d-model", "64"], ["--vocab-size", "99"], ["--set", "lr=1"]])
+@pytest.mark.parametrize("flags", [["--d-model", "64"], ["--vocab-size", "99"]])
 def test_text_only_knobs_on_an_image_run(bad_input, tmp_path, flags):
     argv = ["train", "--modality", "image", "--out", str(tmp_path / "r"), *flags]
     bad_input(argv, match=f"{flags[0]} applies to text runs")

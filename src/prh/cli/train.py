@@ -204,7 +204,9 @@ def run(args: argparse.Namespace) -> int:
     from prh.training.rundir import run_state
 
     if image_run_requested(args):
-        return run_image(args)
+        from prh.cli.train_checks import flag_rules
+
+        return run_image(args, flag_rules(add_arguments))
     progress = not args.no_progress
     device = resolve_device(args.device)  # one line for --device tpu, before any work
     if args.resume and args.print_config:

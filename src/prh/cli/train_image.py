@@ -7,6 +7,8 @@ hands over to :func:`run_image` when :func:`image_run_requested` says so.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
+from typing import Any
 
 from prh.cli._args import local_workers, nonnegative_int
 from prh.cli.config_flags import add_field_flags, field_flags, given_field_flags
@@ -20,6 +22,7 @@ from prh.cli.train_flags import (
     views_and_rho,
 )
 from prh.errors import InputError
+from prh.training.config import TrainConfig, check_batch
 from prh.training.image_config import DEFAULT_TRAIN_SCENES, ImageConfig
 
 # Flags derived from ImageConfig's fields (prh.cli.config_flags): render size and views, and the
@@ -37,35 +40,17 @@ IMAGE_FIELDS = {"render_cache": "cache_dir"}
 def add_image_arguments(p: argparse.ArgumentParser) -> None:
     """The image/sketch flags in help group ``p``: the modality, the derived :data:`IMAGE_KNOBS`
     (defaults and help from :class:`~prh.training.ImageConfig`), the cache and the scenes."""
-    p.add_argument(
-        "--modality",
-        choices=["text", "image", "sketch"],
-        default="text",
-        help="what the model reads: captions (default), rendered images, or line sketches",
-    )
+    p.add_argument("--modality", choices=["text", "image", "sketch"], default="text",
+                   help="what the model reads: captions (default), rendered images, or line "
+                   "sketches")  # fmt: skip
     add_field_flags(p, IMAGE_KNOBS[:2], None)  # --image-size, --render-views
-    p.add_argument(
-        "--render-cache",
-        metavar="DIR",
-        default=None,
-        help="image/sketch runs: folder of the render cache, shareable by runs (default RUN/"
-        "render_cache)",
-    )
-    p.add_argument(
-        "--render-workers",
-        type=local_workers,
-        default=None,
-        metavar="N",
-        help="image/sketch runs: processes that draw the render cache (default: the CPUs)",
-    )
-    p.add_argument(
-        "--train-scenes",
-        type=nonnegative_int,
-        default=None,
-        metavar="N",
-        help=f"image/sketch runs: training scenes drawn from (default {DEFAULT_TRAIN_SCENES}; "
-        "0 = all 18000)",
-    )
+    p.add_argument("--render-cache", metavar="DIR", help="image/sketch runs: folder of the render "
+                   "cache, shareable by runs (default RUN/render_cache)")  # fmt: skip
+    p.add_argument("--render-workers", type=local_workers, metavar="N", help="image/sketch runs: "
+                   "processes that draw the render cache (default: the CPUs)")  # fmt: skip
+    p.add_argument("--train-scenes", type=nonnegative_int, metavar="N", help="image/sketch runs: "
+                   f"training scenes drawn from (default {DEFAULT_TRAIN_SCENES}; 0 = all "
+                   "18000)")  # fmt: skip
     add_field_flags(p, IMAGE_KNOBS[2:], None)  # the backbone
 
 
@@ -85,20 +70,27 @@ def image_run_requested(args: argparse.Namespace) -> bool:
     return False
 
 
-def run_image(args: argparse.Namespace) -> int:
+def run_image(args: argparse.Namespace, rules: Mapping[str, Any] | None = None) -> int:
     import os
 
     from prh.training.image import train_image
 
     progress = not args.no_progress
     workers = args.render_workers or len(os.sched_getaffinity(0))
+    if args.resume and (args.print_config or args.config or args.set):
+        raise InputError("--print-config, --config and --set start a new run (--out); --resume "
+                         "continues one as it was started")  # fmt: skip
     if args.resume:
         check_image_resume(args)
         kw = {"device": args.device, "threads": args.threads, "workers": workers}
         run_dir, _ = train_image(None, None, args.resume, progress, resume=True, **kw)
         print(run_dir)
         return 0
-    train, image = image_configs(args)
+    train, image = image_configs(args, rules)
+    if args.print_config:
+        from prh.training.image_layers import print_image_config
+
+        return print_image_config(train, image)
     if not args.out:
         raise InputError("give --out RUN (a new folder) or --resume RUN")
     from prh.training.preflight import preflight_image
@@ -131,11 +123,9 @@ def check_image_resume(args: argparse.Namespace) -> None:
 
 
 def refuse_text_only(args: argparse.Namespace) -> None:
-    """The text-only knobs (vocabulary, model shape) and --config/--set: refused on an image run."""
+    """The text-only knobs (vocabulary, model shape): refused on an image run."""
     m = args.modality
-    text_only = [
-        k for k in (*TEXT_ONLY_KNOBS, "config", "set") if getattr(args, k, None) is not None
-    ]
+    text_only = [k for k in TEXT_ONLY_KNOBS if getattr(args, k, None) is not None]
     if text_only:
         flag = "--" + text_only[0].replace("_", "-")
         raise InputError(f"{flag} applies to text runs; --modality {m} takes the image flags")
@@ -164,30 +154,31 @@ def _refuse_text_only_flags(args: argparse.Namespace, image_views, default_views
             )
 
 
-def image_configs(args: argparse.Namespace):
-    """``(TrainConfig, ImageConfig)`` from the flags; every refusal happens here, before work."""
-    from prh.training import train_config
-    from prh.training.config import TrainConfig, check_batch
+def image_configs(args: argparse.Namespace, rules: Mapping[str, Any] | None = None):
+    """``(TrainConfig, ImageConfig)`` from the layers (the image run's defaults < ``--config`` <
+    ``--set`` < flags); every refusal happens here, before work. ``rules``: ``prh train``'s
+    flags by dest (:func:`prh.cli.train_checks.flag_rules`), whose checks a layer's keys pass
+    too (without them, the configs' own)."""
+    from prh.training.config_layers import merge
     from prh.training.image_config import IMAGE_VIEWS, check_image_run, image_model_config
+    from prh.training.image_layers import image_layered_configs
 
-    m = args.modality
     _refuse_text_only_flags(args, IMAGE_VIEWS, TrainConfig.views)
-    views, rho = views_and_rho(args)
-    given = given_field_flags(args, IMAGE_KNOBS)  # the flags left out: the config's defaults
-    if args.backbone is None:
-        extra = [f for f in BACKBONE_FLAGS[1:] if f in given]
+    lower = _image_layers(args, rules or {})
+    views, rho = views_and_rho(args, merge(lower))
+    given = given_field_flags(args, IMAGE_KNOBS)  # the flags left out: the layers' values
+    flags = {"world": args.world, "train_scenes": args.train_scenes, **shared_overrides(args),
+             "modality": args.modality, "cache_dir": args.render_cache, **given}  # fmt: skip
+    if args.views or args.rho is not None:
+        flags.update(views=views, rho=rho)
+    layer = {k: v for k, v in flags.items() if v is not None}
+    train, image = image_layered_configs([*lower, layer])
+    if args.backbone is None and image.backbone == "none":  # no backbone named anywhere
+        extra = [f for f in BACKBONE_FLAGS[1:]
+                 if f in given or getattr(image, f) != getattr(ImageConfig, f)]  # fmt: skip
         if extra:
             flag = "--" + extra[0].replace("_", "-")
             raise InputError(f"{flag} applies to a backbone run (give --backbone)")
-    image = ImageConfig(modality=m, cache_dir=args.render_cache, **given)
-    train = train_config(
-        args.preset or TrainConfig.preset,
-        world=args.world or "cave",
-        views=views,
-        rho=rho,
-        **shared_overrides(args),
-        train_scenes=DEFAULT_TRAIN_SCENES if args.train_scenes is None else args.train_scenes,
-    )
     check_image_run(train, image)
     check_batch(train, image_model_config(train))
     if image.pretrained and image.backbone != "none":
@@ -195,3 +186,20 @@ def image_configs(args: argparse.Namespace):
 
         build_efficientnet_lite0(pretrained=True)  # refuses missing weights before any work
     return train, image
+
+
+def _image_layers(args: argparse.Namespace, rules: Mapping[str, Any]) -> list[dict]:
+    """The ``--config`` and ``--set`` layers of an image run, each key checked by its flag's
+    rules (so ``--set image_size=8`` is refused as ``--image-size 8`` would be)."""
+    from prh.cli.train_checks import check_layer
+    from prh.training.config_layers import read_config_file
+    from prh.training.image_layers import check_image_kind, flatten_image, parse_image_sets
+
+    lower: list[dict] = []
+    rules = {**rules, **({"cache_dir": rules["render_cache"]} if "render_cache" in rules else {})}
+    if args.config:
+        read = read_config_file(args.config, check_image_kind, flatten_image)
+        lower.append(check_layer(read, f"--config {args.config}", rules))
+    if args.set:
+        lower.append(check_layer(parse_image_sets(args.set), "--set", rules))
+    return lower

@@ -107,11 +107,15 @@ def flatten(d: Mapping[str, Any], where: str) -> dict[str, Any]:
 
 
 def read_config_file(
-    path: str | os.PathLike[str], check: Callable[[dict[str, Any], str], None] | None = None
+    path: str | os.PathLike[str],
+    check: Callable[[dict[str, Any], str], None] | None = None,
+    flat: Callable[[Mapping[str, Any], str], dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The flat keys of a JSON or YAML (``.yaml``, ``.yml``) config file (``--config FILE``);
     ``check(mapping, where)`` sees the file's mapping first (the command line refuses a config
-    of another run kind there, naming the kind)."""
+    of another run kind there, naming the kind); ``flat`` turns it into keys (default
+    :func:`flatten`, a text run's; an image run's is
+    :func:`prh.training.image_layers.flatten_image`)."""
     where = f"--config {path}"
     p = Path(path)
     if not p.is_file():
@@ -126,7 +130,7 @@ def read_config_file(
         raise InputError(f"{where}: expected {kind}, got {type(d).__name__}")
     if check is not None:
         check(d, where)
-    return flatten(d, where)
+    return (flat or flatten)(d, where)
 
 
 _YAML_FLOAT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")

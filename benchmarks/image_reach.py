@@ -1,0 +1,111 @@
+"""Image encoders against the moving world's image theory, mode by mode (issue 31 item 4).
+
+    PYTHONPATH=src python benchmarks/image_reach.py --out runs/image-reach MODEL [MODEL ...]
+
+``MODEL`` is anything ``prh embed`` takes: a ``prh train --modality image`` run folder, or a
+frozen encoder spec (``efficientnet-lite0``, ``random:efficientnet-lite0``). On the demo's states
+of the moving cave (500 states of the training split to fit, the 216 held-out states to score;
+renders under nuisance seed 0), each encoder's last layer is read through its top 8 principal
+directions (fitted on the fit states: the width-fair read-out) and compared with the image
+modality's own theory embedding, which for renders is ``g*`` itself (an image shows the whole
+state):
+
+- ``cc``: the mean of the 8 held-out canonical correlations with ``g*`` (95% bootstrap interval);
+- ``R2 g1..g8``: the held-out R^2 of each eigenfunction ``g_j`` from those 8 directions (least
+  squares fitted on the fit states): which of the theory's modes the encoder carries.
+
+Rendering and embedding the two splits (2,160 states) take a few minutes per encoder; the
+feature files are kept in ``--out`` and reused. Prints one table; figures in docs/training.md
+("Against the image theory").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+K = 8  # the moving cave's gap_k
+
+
+def _states():
+    from prh.world import make_world
+    from prh.world.registry import split_sample
+
+    world = make_world("moving", seed=0)
+    return world, split_sample(world, "train", 500, from_end=True), split_sample(world, "test", 216)
+
+
+def _embed(model: str, split: str, ids: list[int], out: Path, image_size: int) -> np.ndarray:
+    """The last layer of ``model`` on the renders of ``ids`` of ``split`` (the whole split is
+    embedded once into ``out`` and reused)."""
+    from prh.encoders.embed_files import embed_to_files
+    from prh.encoders.embed_request import EmbedRequest
+    from prh.features import last_layer, load_features
+
+    if not out.exists():
+        req = EmbedRequest(modality="image", model=model, world="moving", split=split,
+                           out=str(out), image_size=image_size, no_progress=True)  # fmt: skip
+        embed_to_files(req)
+    f = load_features(out)
+    row = {int(s.split("_")[1]): r for r, s in enumerate(f.ids)}
+    return last_layer(f.features, f.layer_dims)[[row[i] for i in ids]]
+
+
+def _top(x_fit: np.ndarray, x_test: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Both sets in the top ``k`` principal directions of the fit rows."""
+    from prh.linalg import pca
+
+    p = pca(x_fit)
+    axes = p.components[:k].T
+    return (x_fit - p.mean) @ axes, (x_test - p.mean) @ axes
+
+
+def mode_r2(x_fit, g_fit, x_test, g_test) -> list[float]:
+    """Held-out R^2 of each column of ``g`` from ``x`` (least squares with an intercept)."""
+    a_fit = np.column_stack([x_fit, np.ones(len(x_fit))])
+    a_test = np.column_stack([x_test, np.ones(len(x_test))])
+    coef, *_ = np.linalg.lstsq(a_fit, g_fit, rcond=None)
+    resid = ((g_test - a_test @ coef) ** 2).sum(0)
+    total = ((g_test - g_test.mean(0)) ** 2).sum(0)
+    return [float(v) for v in 1.0 - resid / total]
+
+
+def score(x_fit, x_test, g_fit, g_test) -> dict:
+    from prh.metrics.theory_cca import width_fair_cc
+
+    cc = width_fair_cc(x_fit, g_fit, x_test, g_test, components=K, n_boot=200)
+    f_fit, f_test = _top(x_fit, x_test, K)
+    return {"cc": float(cc.mean), "ci": [float(v) for v in cc.ci],
+            "r2": mode_r2(f_fit, g_fit, f_test, g_test)}  # fmt: skip
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("models", nargs="+", help="prh train image runs or frozen encoder specs")
+    ap.add_argument("--out", required=True, help="folder for the feature files and the JSON")
+    ap.add_argument("--image-size", type=int, default=64, help="render size (default 64)")
+    a = ap.parse_args()
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    world, fit, test = _states()
+    g_fit, g_test = world.theory_embedding(fit, K), world.theory_embedding(test, K)
+    rows = []
+    for i, model in enumerate(a.models):
+        label = Path(model).name if Path(model).is_dir() else model.replace(":", "-")
+        x_fit = _embed(model, "train", fit, out / f"{i}-{label}-train.safetensors", a.image_size)
+        x_test = _embed(model, "test", test, out / f"{i}-{label}-test.safetensors", a.image_size)
+        rows.append({"model": model, **score(x_fit, x_test, g_fit, g_test)})
+    (out / "image_reach.json").write_text(json.dumps(rows, indent=1))
+    print(f"{'encoder':<34} {'cc vs g*':>8} {'95% interval':>15}  " + " ".join(
+        f"{'g' + str(j + 1):>5}" for j in range(K)))  # fmt: skip
+    for r in rows:
+        ci = f"[{r['ci'][0]:.3f}, {r['ci'][1]:.3f}]"
+        print(f"{r['model'][-34:]:<34} {r['cc']:8.3f} {ci:>15}  "
+              + " ".join(f"{v:5.2f}" for v in r["r2"]))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
