@@ -451,16 +451,22 @@ def _result(kx, ky, perm, value, truth, t0, info, rotation=None) -> MatchResult:
     )
 
 
-def match_classes(
-    x: np.ndarray, y: np.ndarray, kernel: str = "linear", truth: np.ndarray | None = None, **kw
-) -> MatchResult:
-    """Match rows of ``x (N, d_x)`` to rows of ``y (N, d_y)``: :func:`match_kernels` on kernels."""
+def _paired_rows(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Both sides as float64 ``(N, d)`` with equal ``N``; anything else one line."""
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     if x.ndim != 2 or y.ndim != 2 or len(x) != len(y):
         raise InputError(
             f"matching needs X (N, d_x) and Y (N, d_y) with equal N, got {x.shape} and {y.shape}"
         )
+    return x, y
+
+
+def match_classes(
+    x: np.ndarray, y: np.ndarray, kernel: str = "linear", truth: np.ndarray | None = None, **kw
+) -> MatchResult:
+    """Match rows of ``x (N, d_x)`` to rows of ``y (N, d_y)``: :func:`match_kernels` on kernels."""
+    x, y = _paired_rows(x, y)
     return match_kernels(kernel_matrix(x, kernel), kernel_matrix(y, kernel), truth=truth, **kw)
 
 
@@ -534,12 +540,7 @@ def match_samples(
         ``||X_c^T P Y_c||_F^2 / (||X_c^T X_c||_F ||Y_c^T Y_c||_F)``.
     """
     t0 = time.perf_counter()
-    x = np.asarray(x, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
-    if x.ndim != 2 or y.ndim != 2 or len(x) != len(y):
-        raise InputError(
-            f"matching needs X (N, d_x) and Y (N, d_y) with equal N, got {x.shape} and {y.shape}"
-        )
+    x, y = _paired_rows(x, y)
     n = len(x)
     r = min(x.shape[1], y.shape[1], rank or 32, n)
     rng = np.random.default_rng(seed)

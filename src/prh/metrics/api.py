@@ -113,17 +113,7 @@ def get_metric(name: str, options: MetricOptions | None = None) -> Metric:
     """The :class:`Metric` called ``name`` (one of :data:`METRICS`) with ``options``."""
     o = options or MetricOptions()
     if name in KNN_METRICS:
-        fn = _ROWS[name]
-
-        def prep(x: np.ndarray) -> np.ndarray:
-            return knn(x, o.k, block_size=o.block_size, backend=o.backend, device=o.device)
-
-        def score(sa: np.ndarray, sb: np.ndarray, perm: np.ndarray | None) -> float:
-            return float(fn(sa, sb if perm is None else permute_knn(sb, perm)).mean())
-
-        null = {"mutual_knn": MutualKnnNull, "cycle_knn": CycleKnnNull}.get(name)
-        lists = Work(searches=1)  # one search per layer, shared by the four list metrics
-        return Metric(name, prep, score, True, True, o.k + 1, fn, null, "knn lists", lists)
+        return _list_metric(name, o)
     batched = _torch_null(name, o)
     if name in ("cka", "unbiased_cka"):
         unbiased = name == "unbiased_cka"
@@ -168,6 +158,21 @@ def get_metric(name: str, options: MetricOptions | None = None) -> Metric:
             batched=batched,
         )
     raise InputError(f"unknown metric {name!r}, expected one of {', '.join(METRICS)}")
+
+
+def _list_metric(name: str, o: MetricOptions) -> Metric:
+    """One of the four metrics of neighbour lists (:data:`KNN_METRICS`): one search a layer."""
+    fn = _ROWS[name]
+
+    def prep(x: np.ndarray) -> np.ndarray:
+        return knn(x, o.k, block_size=o.block_size, backend=o.backend, device=o.device)
+
+    def score(sa: np.ndarray, sb: np.ndarray, perm: np.ndarray | None) -> float:
+        return float(fn(sa, sb if perm is None else permute_knn(sb, perm)).mean())
+
+    null = {"mutual_knn": MutualKnnNull, "cycle_knn": CycleKnnNull}.get(name)
+    lists = Work(searches=1)  # one search per layer, shared by the four list metrics
+    return Metric(name, prep, score, True, True, o.k + 1, fn, null, "knn lists", lists)
 
 
 def _torch_null(name: str, o: MetricOptions) -> Callable[[list[Any], list[Any]], Any] | None:

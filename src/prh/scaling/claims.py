@@ -146,6 +146,39 @@ def _finite(x: float | None) -> bool:
     return x is not None and math.isfinite(float(x))
 
 
+def _too_few_seeds(figures: dict, n_seeds: int) -> ClaimResult:
+    """Claim 2 with fewer than :data:`MIN_SEEDS` seeds: inconclusive, with next-token's lower
+    bound when it never reached the target and good views did."""
+    reason = f"{n_seeds} seed(s): the claim needs >= {MIN_SEEDS} seeds (prh demo --full)"
+    good, nt = figures["samples_good"], figures["samples_next_token"]
+    if not _finite(nt) and _finite(good):
+        figures["ratio_lower_bound"] = float(figures["largest_budget"]) / float(good)
+        reason += (
+            f"; next-token did not reach the target (slope "
+            f"{figures['next_token_slope_per_doubling']:+.4f} per doubling, final"
+            f" score {figures['next_token_vs_control']} the control)"
+        )
+    return ClaimResult(2, INCONCLUSIVE, reason, RULE_2, figures)
+
+
+def _next_token_short(figures: dict, rising_above: bool, rising: bool) -> ClaimResult:
+    """Claim 2 when next-token never reached the target: not shown unless it still rises above
+    the control (then a lower bound on the ratio, inconclusive)."""
+    bound = float(figures["largest_budget"]) / float(figures["samples_good"])
+    figures["ratio_lower_bound"] = bound
+    slope = figures["next_token_slope_per_doubling"]
+    if not rising_above:
+        how = "does not rise" if not rising else "does not rise above the control"
+        reason = (
+            f"next-token never reaches the target and {how} (slope {slope:+.4f} per"
+            f" doubling, final score {figures['next_token_vs_control']} the control): no"
+            f" finite ratio (lower bound {bound:.1f})"
+        )
+        return ClaimResult(2, NOT_SHOWN, reason, RULE_2, figures)
+    reason = f"next-token still rising but short of the target: a lower bound, ratio >= {bound:.1f}"
+    return ClaimResult(2, INCONCLUSIVE, reason, RULE_2, figures)
+
+
 def judge_claim2(
     *,
     target: float,
@@ -179,32 +212,12 @@ def judge_claim2(
         "next_token_vs_control": versus_control(nt_final, ctrl),
     }
     if n_seeds < MIN_SEEDS:
-        reason = f"{n_seeds} seed(s): the claim needs >= {MIN_SEEDS} seeds (prh demo --full)"
-        if not _finite(samples_next_token) and _finite(samples_good):
-            figures["ratio_lower_bound"] = float(largest_budget) / float(samples_good)
-            reason += (
-                f"; next-token did not reach the target (slope {slope:+.4f} per doubling, final"
-                f" score {figures['next_token_vs_control']} the control)"
-            )
-        return ClaimResult(2, INCONCLUSIVE, reason, RULE_2, figures)
+        return _too_few_seeds(figures, n_seeds)
     if not _finite(samples_good):
         reason = "good views never reach the target"
         return ClaimResult(2, INCONCLUSIVE, reason, RULE_2, figures)
     if not _finite(samples_next_token):
-        bound = float(largest_budget) / float(samples_good)
-        figures["ratio_lower_bound"] = bound
-        if not slope > 0 or not nt_final.above(ctrl):
-            how = "does not rise" if not slope > 0 else "does not rise above the control"
-            reason = (
-                f"next-token never reaches the target and {how} (slope {slope:+.4f} per"
-                f" doubling, final score {figures['next_token_vs_control']} the control): no"
-                f" finite ratio (lower bound {bound:.1f})"
-            )
-            return ClaimResult(2, NOT_SHOWN, reason, RULE_2, figures)
-        reason = (
-            f"next-token still rising but short of the target: a lower bound, ratio >= {bound:.1f}"
-        )
-        return ClaimResult(2, INCONCLUSIVE, reason, RULE_2, figures)
+        return _next_token_short(figures, slope > 0 and nt_final.above(ctrl), slope > 0)
     lo, hi = ratio_ci
     if not (_finite(lo) and _finite(hi)):
         reason = "the ratio has no interval over seeds"
