@@ -15,54 +15,16 @@ from prh.errors import InputError
 from prh.world import SpectralWorld, World, make_world, world_offers
 
 
-def _png(path, seed):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(seed)
-    Image.fromarray(rng.integers(0, 256, (20, 30, 3), dtype=np.uint8)).save(path)
-    return path
+@pytest.fixture
+def layouts():
+    """Builders of tiny COCO, Flickr and JSONL corpora with photos (tests/conftest.py)."""
+    from corpus_layouts import CORPUS_LAYOUTS
+
+    return CORPUS_LAYOUTS
 
 
-def _coco(root, splits=(("train2017", 4), ("val2017", 2)), caps=3):
-    """COCO 2017 layout: annotations/captions_<split>.json and <split>/<file>.jpg-like PNGs."""
-    (root / "annotations").mkdir(parents=True)
-    n = 0
-    for name, count in splits:
-        images, anns = [], []
-        for _ in range(count):
-            images.append({"id": 100 + n, "file_name": f"{n:012d}.png"})
-            _png(root / name / f"{n:012d}.png", n)
-            anns += [{"id": len(anns), "image_id": 100 + n, "caption": f"photo {n} words {c}"}
-                     for c in range(caps)]  # fmt: skip
-            n += 1
-        data = {"images": images, "annotations": anns}
-        (root / "annotations" / f"captions_{name}.json").write_text(json.dumps(data))
-    return root
-
-
-def _flickr(root, n=6, caps=2):
-    """Flickr layout: a token file, split lists and the image folder beside them."""
-    root.mkdir(parents=True)
-    lines = [f"im{j}.jpg#{c}\tflickr {j} caption {c}" for j in range(n) for c in range(caps)]
-    (root / "Flickr8k.token.txt").write_text("\n".join(lines) + "\n")
-    (root / "Flickr_8k.trainImages.txt").write_text("".join(f"im{j}.jpg\n" for j in range(n - 2)))
-    (root / "Flickr_8k.testImages.txt").write_text(f"im{n - 2}.jpg\nim{n - 1}.jpg\n")
-    for j in range(n):
-        _png(root / "Flicker8k_Dataset" / f"im{j}.jpg", j)  # PNG bytes: the decoder sniffs them
-    return root / "Flickr8k.token.txt"
-
-
-def _jsonl(root, n=5):
-    root.mkdir(parents=True)
-    rows = [{"image": f"img/{j}.png", "captions": [f"a {j}", f"b {j}"],
-             "split": "test" if j == 0 else "train"} for j in range(n)]  # fmt: skip
-    for j in range(n):
-        _png(root / "img" / f"{j}.png", j)
-    (root / "c.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return root / "c.jsonl"
-
-
-def test_coco_folder_is_a_world_with_its_photos_and_splits(tmp_path):
-    root = _coco(tmp_path / "coco")
+def test_coco_folder_is_a_world_with_its_photos_and_splits(tmp_path, layouts):
+    root = layouts.coco(tmp_path / "coco")
     world = make_world("corpus", spec=str(root))
     assert isinstance(world, World) and not isinstance(world, SpectralWorld)
     assert not world_offers("corpus", "narration") and not world_offers("corpus", "themes")
@@ -80,24 +42,24 @@ def test_coco_folder_is_a_world_with_its_photos_and_splits(tmp_path):
     assert corpus.split("train").image_ids == [world.image_id(int(j)) for j in train]
 
 
-def test_one_coco_json_finds_the_photos_beside_its_folder(tmp_path):
-    root = _coco(tmp_path / "coco")
+def test_one_coco_json_finds_the_photos_beside_its_folder(tmp_path, layouts):
+    root = layouts.coco(tmp_path / "coco")
     world = make_world("corpus", spec=str(root / "annotations" / "captions_val2017.json"))
     assert world.num_scenes == 2 and world.render(0).shape == (20, 30, 3)
 
 
-def test_flickr_and_jsonl_layouts(tmp_path):
-    world = make_world("corpus", spec=str(_flickr(tmp_path / "f")))
+def test_flickr_and_jsonl_layouts(tmp_path, layouts):
+    world = make_world("corpus", spec=str(layouts.flickr(tmp_path / "f")))
     assert [world.image_id(int(i)) for i in world.split("test")] == ["im4.jpg", "im5.jpg"]
     assert world.captions(0) == ["flickr 0 caption 0", "flickr 0 caption 1"]
     assert world.render(5).shape == (20, 30, 3)
-    world = make_world("corpus", spec=str(_jsonl(tmp_path / "j")))
+    world = make_world("corpus", spec=str(layouts.jsonl(tmp_path / "j")))
     assert list(world.split("test")) == [0] and world.image_id(0) == "img/0.png"
     assert world.corpus([1, 2], 1).texts() == ["a 1", "a 2"]
 
 
-def test_a_corpus_without_splits_holds_out_a_seeded_tenth(tmp_path):
-    p = _jsonl(tmp_path / "j", n=20)
+def test_a_corpus_without_splits_holds_out_a_seeded_tenth(tmp_path, layouts):
+    p = layouts.jsonl(tmp_path / "j", n=20)
     p.write_text(p.read_text().replace(', "split": "test"', "").replace(', "split": "train"', ""))
     a, b = make_world("corpus", spec=str(p)), make_world("corpus", seed=1, spec=str(p))
     assert len(a.split("test")) == 2 and len(a.split("train")) == 18
@@ -132,42 +94,42 @@ def _edit_json(path, fn):
         ),
     ],
 )
-def test_bad_coco_rows_are_one_line_naming_file_and_row(tmp_path, edit, match):
-    root = _coco(tmp_path / "coco")
+def test_bad_coco_rows_are_one_line_naming_file_and_row(tmp_path, edit, match, layouts):
+    root = layouts.coco(tmp_path / "coco")
     _edit_json(root / "annotations" / "captions_train2017.json", edit)
     with pytest.raises(InputError, match=match):
         load_image_corpus(root)
 
 
-def test_missing_photo_and_overlapping_splits(tmp_path):
-    root = _coco(tmp_path / "coco")
+def test_missing_photo_and_overlapping_splits(tmp_path, layouts):
+    root = layouts.coco(tmp_path / "coco")
     (root / "train2017" / "000000000002.png").unlink()
     with pytest.raises(InputError, match=r"captions_train2017.json image 2: image file .*"
                        r"000000000002.png is missing"):  # fmt: skip
         load_image_corpus(root)
-    root = _coco(tmp_path / "coco2")
+    root = layouts.coco(tmp_path / "coco2")
     val = root / "annotations" / "captions_val2017.json"
     _edit_json(val, lambda d: d["images"][0].update(file_name="000000000000.png"))
     with pytest.raises(InputError, match=r"listed twice|overlap"):
         load_image_corpus(root)
-    token = _flickr(tmp_path / "f")
+    token = layouts.flickr(tmp_path / "f")
     (token.parent / "Flickr_8k.testImages.txt").write_text("im0.jpg\n")
     with pytest.raises(InputError, match=r"image 'im0.jpg' is in split 'train' and in split "
                        "'test'"):  # fmt: skip
         load_image_corpus(token)
 
 
-def test_bad_flickr_and_jsonl_rows(tmp_path):
-    token = _flickr(tmp_path / "f")
+def test_bad_flickr_and_jsonl_rows(tmp_path, layouts):
+    token = layouts.flickr(tmp_path / "f")
     token.write_text(token.read_text() + "im0.jpg#1\tagain\n")
     with pytest.raises(InputError, match=r"Flickr8k.token.txt line 13: 'im0.jpg#1' listed twice "
                        r"\(first on line 2\)"):  # fmt: skip
         load_image_corpus(token)
-    p = _jsonl(tmp_path / "j")
+    p = layouts.jsonl(tmp_path / "j")
     p.write_text(p.read_text() + json.dumps({"image": "img/1.png", "captions": ["c"]}) + "\n")
     with pytest.raises(InputError, match=r"c.jsonl line 6: image 'img/1.png' listed twice"):
         load_image_corpus(p)
-    p = _jsonl(tmp_path / "j2")
+    p = layouts.jsonl(tmp_path / "j2")
     p.write_text(p.read_text() + json.dumps({"captions": ["no image"]}) + "\n")
     with pytest.raises(InputError, match=r"c.jsonl line 6: expected 'image'"):
         load_image_corpus(p)

@@ -77,7 +77,7 @@ def serve(req: ServeRequest) -> None:
     from prh.serve.app import create_app
     from prh.serve.colour import ColourCaptioner
     from prh.serve.limits import uvicorn_limits
-    from prh.serve.runinfo import captioner_name, load_run_captioner
+    from prh.serve.runinfo import captioner_name, load_run_captioner, run_world_options
     from prh.serve.scenes import SceneSource
 
     world_name, run_seed = _check_run(req)
@@ -100,7 +100,7 @@ def serve(req: ServeRequest) -> None:
         max_upload_bytes=req.max_upload_mb * 1024 * 1024,
         max_queue=req.max_queue,
         workers=req.workers,
-        scenes=SceneSource(world_seed=world_seed, world=world_name),
+        scenes=SceneSource(world_seed, world=world_name, options=run_world_options(req.run)),
         captioner_name=name,
     )
     host = f"[{req.host}]" if ":" in req.host else req.host
