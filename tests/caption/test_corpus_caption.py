@@ -75,6 +75,22 @@ def test_build_pairs_the_corpus_photos_and_trains_on_its_captions(corpus_caption
     np.testing.assert_allclose(pairs["x"][0], x0, rtol=1e-4, atol=1e-5)
 
 
+def test_features_embedded_by_prh_embed_are_the_builds_own(corpus_captioner, coco, coco_run,
+                                                          tiny_vit, tmp_path, capsys):  # fmt: skip
+    from prh.io import read_tensors
+
+    feats = tmp_path / "train.safetensors"
+    code = main(["embed", f"hf:{tiny_vit}", "--corpus", str(coco / "annotations" /
+                 "captions_train.json"), "--images", str(coco / "train"), "--modality", "image",
+                 "--threads", "1", "--out", str(feats)])  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    argv = _build_argv(coco_run, tmp_path / "run", coco, tiny_vit, "--image-features", feats)
+    assert main([str(a) for a in argv]) == 0, capsys.readouterr().err
+    built = read_tensors(corpus_captioner / "caption" / "pairs.safetensors")["x"]
+    again = read_tensors(tmp_path / "run" / "caption" / "pairs.safetensors")["x"]
+    np.testing.assert_allclose(again, built, rtol=1e-4, atol=1e-5)
+
+
 def test_eval_scores_the_corpus_test_split_beside_the_baselines(corpus_captioner, coco, capsys,
                                                                 tmp_path):  # fmt: skip
     code = main(["caption", "--eval", "--run", str(corpus_captioner), "--n", "12", "--beam", "2",
@@ -153,3 +169,15 @@ def test_bad_corpus_builds_are_one_line_and_write_nothing(
     bad_input(_build_argv(coco_run, out, token, tiny_vit),
               match=r"Flickr8k.token.txt: no folder beside it holds its images")  # fmt: skip
     assert not out.exists()
+
+
+def test_a_text_run_that_saw_the_test_captions_is_refused(tmp_path, tiny_vit, bad_input):
+    from corpus_layouts import CORPUS_LAYOUTS
+
+    p = CORPUS_LAYOUTS.jsonl(tmp_path / "j", n=70)
+    p.write_text(p.read_text().replace(', "split": "test"', "").replace(', "split": "train"', ""))
+    run = _text_run(p, tmp_path / "text")  # no train split: it trains on every image
+    bad_input(_build_argv(run, tmp_path / "out", p, tiny_vit, "--n-pairs", 8,
+                          "--decoder-scenes", 8),
+              match=r"trained on every image of .*c.jsonl \(it names no train split\)")  # fmt: skip
+    assert not (tmp_path / "out").exists()

@@ -142,3 +142,15 @@ def test_captions_only_corpus_is_refused(shared_dir, tmp_path):
     with pytest.raises(InputError, match=r"no folder beside it holds its images.*captions-only"):
         load_image_corpus(token)
     assert len(load_corpus(token).split("train")) == 6000  # text runs still read it
+
+
+def test_a_coco_file_that_lists_its_images_first_is_detected(tmp_path):
+    """COCO 2017's captions files hold info, licenses and 118k images before any annotation."""
+    from prh.data import detect_format
+
+    images = [{"id": j, "file_name": f"{j:012d}.jpg", "width": 640} for j in range(300)]
+    anns = [{"id": j, "image_id": j, "caption": f"caption {j}"} for j in range(300)]
+    p = tmp_path / "captions_val2017.json"
+    p.write_text(json.dumps({"info": {"year": 2017}, "images": images, "annotations": anns}))
+    assert '"annotations"' not in p.read_text()[:4096]
+    assert detect_format(p) == "coco" and len(load_corpus(p, min_captions=1)) == 300

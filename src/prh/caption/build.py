@@ -301,7 +301,8 @@ def same_corpus(trained_on: str, spec: str) -> bool:
 
 def check_corpus_run(text_run: Path, config: Any, corpus: str) -> None:
     """Refuse, for a ``--corpus`` build, a text run trained on a world or on another corpus
-    (its space has not seen these captions).
+    (its space has not seen these captions), or on every image of a corpus that names no train
+    split (it has seen the test photos' captions).
 
     Raises
     ------
@@ -317,6 +318,15 @@ def check_corpus_run(text_run: Path, config: Any, corpus: str) -> None:
         raise InputError(
             f"--text-run {text_run}: trained on the corpus {config.corpus}, not on --corpus "
             f"{corpus}; a build pairs and decodes the captions its text run was trained on"
+        )
+    from prh.jsonio import read_json
+
+    record = read_json(text_run / "config.json", "--text-run").get("corpus")
+    if isinstance(record, dict) and record.get("split") == "all":
+        raise InputError(
+            f"--text-run {text_run}: trained on every image of {config.corpus} (it names no "
+            "train split), test photos included; give the corpus a train split (split lists, "
+            "a 'split' field, a captions_train*.json) and train again"
         )
 
 

@@ -139,7 +139,7 @@ def detect_format(path: str | os.PathLike[str]) -> str:
         return "csv"
     head = _read_text(p, limit=4096)
     if suffix == ".json":
-        if '"annotations"' in head:
+        if '"annotations"' in head or '"file_name"' in head:  # COCO lists its images first
             return "coco"
         if '"sentences"' in head:
             return "karpathy"
