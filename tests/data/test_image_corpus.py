@@ -40,6 +40,10 @@ def test_coco_folder_is_a_world_with_its_photos_and_splits(tmp_path, layouts):
         world.sketch(i)
     corpus = load_corpus(root)  # a text run reads the same folder: its train split
     assert corpus.split("train").image_ids == [world.image_id(int(j)) for j in train]
+    from prh.data.record import corpus_files
+
+    annotations = sorted((root / "annotations").iterdir())
+    assert corpus_files(root, "coco") == annotations  # a run's record hashes captions, not photos
 
 
 def test_one_coco_json_finds_the_photos_beside_its_folder(tmp_path, layouts):
