@@ -181,3 +181,14 @@ def test_a_text_run_that_saw_the_test_captions_is_refused(tmp_path, tiny_vit, ba
                           "--decoder-scenes", 8),
               match=r"trained on every image of .*c.jsonl \(it names no train split\)")  # fmt: skip
     assert not (tmp_path / "out").exists()
+
+
+def test_serve_refuses_a_captioner_whose_corpus_moved(corpus_captioner, tmp_path, bad_input):
+    run = tmp_path / "run"
+    shutil.copytree(corpus_captioner, run)
+    manifest = run / "caption" / "caption.json"
+    info = json.loads(manifest.read_text())
+    info["world"]["options"]["spec"] = str(tmp_path / "moved")
+    manifest.write_text(json.dumps(info))
+    bad_input(["serve", "--run", run, "--port", "8765"], inputs=[manifest],
+              match=r"--corpus .*moved: no such file or folder")  # fmt: skip

@@ -50,8 +50,8 @@ def check_port_free(host: str, port: int) -> None:
 
 def _check_run(req: ServeRequest) -> tuple[str, int]:
     """The run folder checked (one line each) and the world its manifest names, with its seed."""
-    from prh.serve.runinfo import run_world
-    from prh.world.registry import world_names
+    from prh.serve.runinfo import run_world, run_world_options
+    from prh.world.registry import make_world, world_names
 
     if req.captioner == "run" and req.run is None:
         raise InputError("--run RUN is required (a demo run folder), or use --captioner colour")
@@ -65,6 +65,9 @@ def _check_run(req: ServeRequest) -> tuple[str, int]:
             f"--run {req.run}: its manifest names world {world_name[:40]!r}; expected one of "
             f"{', '.join(world_names())}"
         )
+    options = run_world_options(req.run)
+    if options:  # a corpus world: a moved corpus is one line now, not an error per visitor
+        make_world(world_name, seed=run_seed, **options)
     return world_name, run_seed
 
 
