@@ -90,6 +90,10 @@ class CaptionBuildConfig:
         is a prh run (it carries its positive pairs), shape otherwise. The manifest says which.
     spectral_pairs : int
         Positive pairs each run draws of its own for the spectral method.
+    corpus : str, optional
+        A caption corpus with its photos (:func:`prh.data.image_corpus.load_image_corpus`) to
+        build on instead of the text run's world: its train images pair with their captions,
+        its train captions train the decoder (the text run must have been trained on it).
     """
 
     vision: str = "efficientnet-lite0"
@@ -112,6 +116,7 @@ class CaptionBuildConfig:
     pair_scenes: tuple[int, ...] | None = None
     pair_free_method: str = "auto"
     spectral_pairs: int = 8192
+    corpus: str | None = None
 
     def __post_init__(self) -> None:
         if self.pair_free_method not in ("auto", "spectral", "shape"):
@@ -131,6 +136,10 @@ class CaptionBuildConfig:
             )
         if self.pair_free_classes and not self.pair_free:
             raise InputError("--pair-free-classes needs --pair-free (it anchors the pair-free map)")
+        if self.pair_free_classes and self.corpus is not None:
+            raise InputError(
+                "--pair-free-classes reads the cave's scene factors; a corpus has none"
+            )
         noise = self.noise
         if not (noise == "gap" or (isinstance(noise, int | float) and noise >= 0)):
             raise InputError(f"noise must be 'gap' or a number >= 0, got {noise!r}")
@@ -260,7 +269,7 @@ def check_build_worlds(text_run: Path, config: Any, vision: str, world_seed: int
         raise InputError(
             f"--text-run {text_run}: trained on the caption corpus {config.corpus}, not on a "
             "world; --build pairs a world's captions with its renders, so it needs a run "
-            "trained with --world"
+            "trained with --world (or --corpus SPEC: that corpus with its photos)"
         )
     world = config.world or "cave"
     side = Path(vision) / "config.json"
@@ -278,6 +287,47 @@ def check_build_worlds(text_run: Path, config: Any, vision: str, world_seed: int
             f"{text_run} is of world {world!r} (seed {world_seed}); both runs must share one world"
         )
     return world
+
+
+def same_corpus(trained_on: str, spec: str) -> bool:
+    """Whether a text run's ``--corpus`` path names the corpus ``spec``: the same path, or one
+    of its files (a COCO folder's caption file, say)."""
+    from prh.data.loaders import detect_format
+    from prh.data.record import corpus_files
+
+    run, want = Path(trained_on).resolve(), Path(spec).resolve()
+    return run == want or run in {f.resolve() for f in corpus_files(want, detect_format(want))}
+
+
+def check_corpus_run(text_run: Path, config: Any, corpus: str) -> None:
+    """Refuse, for a ``--corpus`` build, a text run trained on a world or on another corpus
+    (its space has not seen these captions), or on every image of a corpus that names no train
+    split (it has seen the test photos' captions).
+
+    Raises
+    ------
+    InputError
+        One line naming the run, what it was trained on, and ``--corpus``.
+    """
+    if config.corpus is None:
+        raise InputError(
+            f"--text-run {text_run}: trained on world {config.world or 'cave'}, not on --corpus "
+            f"{corpus}; train it with prh train --corpus {corpus}"
+        )
+    if not same_corpus(config.corpus, corpus):
+        raise InputError(
+            f"--text-run {text_run}: trained on the corpus {config.corpus}, not on --corpus "
+            f"{corpus}; a build pairs and decodes the captions its text run was trained on"
+        )
+    from prh.jsonio import read_json
+
+    record = read_json(text_run / "config.json", "--text-run").get("corpus")
+    if isinstance(record, dict) and record.get("split") == "all":
+        raise InputError(
+            f"--text-run {text_run}: trained on every image of {config.corpus} (it names no "
+            "train split), test photos included; give the corpus a train split (split lists, "
+            "a 'split' field, a captions_train*.json) and train again"
+        )
 
 
 def own_pairs(cfg: CaptionBuildConfig, text_run: Any, progress: bool) -> tuple | None:
@@ -416,9 +466,12 @@ def embed_pairs(
     progress: bool,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Step 2: image features ``x (N, D_v)`` of the scenes' renders and the embeddings
-    ``y_all (N, C, E)`` of their ``C`` captions."""
+    ``y_all (N, C, E)`` of their first ``C`` captions (``C``: the run's captions per scene, or
+    the fewest any of these corpus images has)."""
     per_scene = run.config.captions_per_scene
-    caps = [c for i in scenes for c in world.captions(int(i), per_scene, wseed)]
+    lists = [world.captions(int(i), per_scene, wseed) for i in scenes]
+    per_scene = min(len(c) for c in lists)
+    caps = [c for cs in lists for c in cs[:per_scene]]
     y_all = run.embed_texts(caps).reshape(len(scenes), per_scene, -1)
     if cfg.image_features is not None:
         x = stored_features(cfg.image_features, world, scenes, enc.spec or cfg.vision)
@@ -537,6 +590,106 @@ def write_caption_folder(
     return len(gallery_idx)
 
 
+@dataclass(frozen=True, eq=False)
+class BuildInputs:
+    """What a build reads before any model runs: the text run, its world (or the corpus world of
+    ``--corpus``) and the world's record for the manifest."""
+
+    text_run: Path
+    run: Any
+    world: Any
+    wseed: int
+    world_info: dict[str, Any]
+
+
+def load_build_inputs(text_run: Path, cfg: CaptionBuildConfig) -> BuildInputs:
+    """Load the text run and the world a build pairs on; refuse a next-token run, a world or
+    corpus the text run was not trained on, and more pairs or decoder scenes than train
+    scenes."""
+    from prh.training import load_run
+    from prh.world import make_world
+
+    run = load_run(text_run, device="cpu")
+    if run.config.is_lm:
+        raise InputError(f"{text_run}: a next-token run; captioning needs a text JEPA run")
+    wseed = run.config.world_seed if cfg.world_seed is None else int(cfg.world_seed)
+    if cfg.corpus is not None:  # the corpus's own checks (images, rows) come first
+        name, options = "corpus", {"spec": str(Path(cfg.corpus).resolve())}
+        world = make_world(name, seed=wseed, **options)
+        check_corpus_run(text_run, run.config, cfg.corpus)
+    else:
+        name, options = check_build_worlds(text_run, run.config, cfg.vision, wseed), {}
+        world = make_world(name, seed=wseed)
+    train = world.split("train")
+    if max(cfg.n_pairs, cfg.decoder_scenes) > len(train):
+        what = f"corpus {cfg.corpus}" if cfg.corpus is not None else "world"
+        raise InputError(
+            f"the {what} has {len(train)} train scenes; asked for "
+            f"{max(cfg.n_pairs, cfg.decoder_scenes)} (--n-pairs, --decoder-scenes)"
+        )
+    info = {"name": name, "seed": wseed, "image_size": cfg.image_size,
+            "nuisance_seed": cfg.nuisance_seed,
+            "captions_per_scene": run.config.captions_per_scene}  # fmt: skip
+    if options:
+        info["options"] = options
+    return BuildInputs(text_run, run, world, wseed, info)
+
+
+def decoder_conditions(
+    inputs: BuildInputs, cfg: CaptionBuildConfig, progress: bool
+) -> tuple[list[str], ConditionNormalizer, np.ndarray]:
+    """Step 1 with its normaliser: the decoder's captions, the normaliser fitted on their
+    embeddings, and their conditions ``(M, E)``."""
+    from prh.world.registry import split_sample
+
+    scenes = split_sample(inputs.world, "train", cfg.decoder_scenes)  # the cave's first ones
+    texts, emb = embed_decoder_corpus(inputs.run, inputs.world, scenes, inputs.wseed)
+    normalizer = ConditionNormalizer().fit(emb)
+    _say(progress, f"embedded {len(texts)} captions of {len(scenes)} scenes (E = {emb.shape[1]})")
+    return texts, normalizer, normalizer.transform(emb)
+
+
+def load_vision(cfg: CaptionBuildConfig) -> Any:
+    """The frozen image encoder of ``cfg.vision`` (last layer); a text encoder is refused."""
+    from prh.encoders import load_encoder
+
+    enc = load_encoder(cfg.vision, efficientnet_layers="head", threads=cfg.threads)
+    if enc.modality != "image":
+        raise InputError(
+            f"--vision {cfg.vision}: a {enc.modality} encoder, expected an image encoder"
+        )
+    return enc
+
+
+def map_from_pairs(
+    inputs: BuildInputs, enc: Any, normalizer: ConditionNormalizer, cfg: CaptionBuildConfig,
+    progress: bool, timings: dict[str, float],
+) -> tuple[MapFit, list[int]]:  # fmt: skip
+    """Steps 2 and 3: embed the pair scenes (renders, captions) and fit the map; returns the fit
+    and the pair scenes."""
+    from prh.world.registry import split_sample
+
+    t0 = time.perf_counter()
+    world = inputs.world
+    if cfg.pair_scenes is None:
+        pair_scenes = split_sample(world, "train", cfg.n_pairs)
+    else:
+        pair_scenes = list(cfg.pair_scenes)
+    x, y_all = embed_pairs(inputs.run, enc, world, pair_scenes, inputs.wseed, cfg, progress)
+    timings["encode_images_s"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    labels = None
+    if cfg.pair_free_classes:
+        from prh.world.factors import scene_factors
+
+        f = scene_factors(world, pair_scenes)
+        labels = {"shape": f["shape"], "colour": f["colour"]}
+    own = own_pairs(cfg, inputs.text_run, progress)
+    fit = fit_map(x, y_all, normalizer, cfg, progress, labels, own)
+    timings["fit_map_s"] = time.perf_counter() - t0
+    return fit, pair_scenes
+
+
 def build_caption_run(
     text_run: str | os.PathLike[str],
     out_dir: str | os.PathLike[str],
@@ -568,69 +721,22 @@ def build_caption_run(
     """
     import torch
 
-    from prh.encoders import load_encoder
-    from prh.training import load_run
-    from prh.world import make_world
-    from prh.world.registry import split_sample
-
     cfg = dataclasses.replace(config or CaptionBuildConfig(), **overrides)
     t_start = time.perf_counter()
-    text_run = Path(text_run)
     out = Path(out_dir)
     folder = out / CAPTION_DIR
     if (folder / MANIFEST).exists():
         raise InputError(f"--out {out}: already holds a caption model ({folder / MANIFEST})")
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
-    run = load_run(text_run, device="cpu")
-    if run.config.is_lm:
-        raise InputError(f"{text_run}: a next-token run; captioning needs a text JEPA run")
-    wseed = run.config.world_seed if cfg.world_seed is None else int(cfg.world_seed)
-    world_name = check_build_worlds(text_run, run.config, cfg.vision, wseed)
-    world = make_world(world_name, seed=wseed)
-    train_scenes = world.split("train")
-    if max(cfg.n_pairs, cfg.decoder_scenes) > len(train_scenes):
-        raise InputError(
-            f"the world has {len(train_scenes)} train scenes; asked for "
-            f"{max(cfg.n_pairs, cfg.decoder_scenes)}"
-        )
-    timings: dict[str, float] = {}
-
+    inputs = load_build_inputs(Path(text_run), cfg)
     t0 = time.perf_counter()
-    dec_scenes = split_sample(world, "train", cfg.decoder_scenes)  # the cave's first ones
-    texts, emb = embed_decoder_corpus(run, world, dec_scenes, wseed)
-    normalizer = ConditionNormalizer().fit(emb)
-    cond = normalizer.transform(emb)  # (M, E)
-    timings["embed_texts_s"] = time.perf_counter() - t0
-    _say(
-        progress, f"embedded {len(texts)} captions of {len(dec_scenes)} scenes (E = {emb.shape[1]})"
-    )
-
+    texts, normalizer, cond = decoder_conditions(inputs, cfg, progress)
+    timings = {"embed_texts_s": time.perf_counter() - t0}
+    enc = load_vision(cfg)
+    fit, pair_scenes = map_from_pairs(inputs, enc, normalizer, cfg, progress, timings)
     t0 = time.perf_counter()
-    if cfg.pair_scenes is None:
-        pair_scenes = split_sample(world, "train", cfg.n_pairs)
-    else:
-        pair_scenes = list(cfg.pair_scenes)
-    enc = load_encoder(cfg.vision, efficientnet_layers="head", threads=cfg.threads)
-    if enc.modality != "image":
-        raise InputError(
-            f"--vision {cfg.vision}: a {enc.modality} encoder, expected an image encoder"
-        )
-    x, y_all = embed_pairs(run, enc, world, pair_scenes, wseed, cfg, progress)
-    timings["encode_images_s"] = time.perf_counter() - t0
-
-    t0 = time.perf_counter()
-    labels = None
-    if cfg.pair_free_classes:
-        from prh.world.factors import scene_factors
-
-        f = scene_factors(world, pair_scenes)
-        labels = {"shape": f["shape"], "colour": f["colour"]}
-    own = own_pairs(cfg, text_run, progress)
-    fit = fit_map(x, y_all, normalizer, cfg, progress, labels, own)
-    timings["fit_map_s"] = time.perf_counter() - t0
-
-    t0 = time.perf_counter()
+    run = inputs.run
     decoder, losses, dcfg, tcfg = train_text_decoder(run, texts, cond, fit.sigma, cfg, progress)
     timings["train_decoder_s"] = time.perf_counter() - t0
 
@@ -639,7 +745,7 @@ def build_caption_run(
         gallery_size = write_caption_folder(
             folder, fit, normalizer, decoder, run.tokenizer, texts, cond, pair_scenes
         )
-        info = manifest(cfg, run, enc, fit, wseed, text_run, folder)
+        info = manifest(cfg, inputs, enc, fit, folder)
         _finish_manifest(folder, info, dcfg, tcfg, decoder, losses, gallery_size, timings, t_start)
     except BaseException:
         if created:
@@ -666,17 +772,12 @@ def _finish_manifest(folder, info, dcfg, tcfg, decoder, losses, gallery_size, ti
 
 
 def manifest(
-    cfg: CaptionBuildConfig,
-    run: Any,
-    enc: Any,
-    fit: MapFit,
-    wseed: int,
-    text_run: Path,
-    folder: Path,
+    cfg: CaptionBuildConfig, inputs: BuildInputs, enc: Any, fit: MapFit, folder: Path
 ) -> dict[str, Any]:
     """The manifest's description of the inputs, the map and the noise (``caption.json``)."""
     from prh import __version__
 
+    run, text_run = inputs.run, inputs.text_run
     return {
         "format": FORMAT,
         "prh_version": __version__,
@@ -686,9 +787,7 @@ def manifest(
         "vision_layer": (enc.layer_names or ["last"])[-1],
         "vision_dim": int(fit.x.shape[1]),
         "embed_dim": int(fit.y.shape[1]),
-        "world": {"name": run.config.world or "cave", "seed": wseed, "image_size": cfg.image_size,
-                  "nuisance_seed": cfg.nuisance_seed,
-                  "captions_per_scene": run.config.captions_per_scene},
+        "world": inputs.world_info,
         "n_pairs": int(cfg.n_pairs),
         "decoder_scenes": int(cfg.decoder_scenes),
         "map": {"kind": cfg.map_kind, "vision_dims": int(fit.projector.components_.shape[0]),

@@ -20,7 +20,8 @@ MAX_BEAM = 64  # beams beyond this only cost memory (10**10 asked the allocator 
 @dataclass(frozen=True)
 class CaptionRequest:
     """One ``prh caption``, a field per flag: caption ``image`` files with ``run`` (default),
-    score it (``eval``), or ``build`` a caption run from ``text_run`` into ``out``."""
+    score it (``eval``), or ``build`` a caption run from ``text_run`` into ``out`` (on the text
+    run's world, or on ``corpus``, a caption corpus with its photos)."""
 
     eval: bool = False
     build: bool = False
@@ -53,6 +54,7 @@ class CaptionRequest:
     pair_free_method: str = "auto"
     pair_free_classes: bool = False
     seed: int = 0
+    corpus: Path | None = None
 
 
 def caption_command(req: CaptionRequest) -> None:
@@ -105,6 +107,10 @@ def _check_build(req: CaptionRequest) -> list[Path]:
         raise InputError(f"--image-size must be {lo} to {hi} pixels, got {req.image_size}")
     _need_folder(req.text_run, "--text-run", "a prh train run folder")
     inputs = [req.text_run]
+    if req.corpus is not None:
+        if not req.corpus.exists():
+            raise InputError(f"--corpus {req.corpus}: no such file or folder")
+        inputs.append(req.corpus)
     if req.vision and Path(req.vision).is_dir():  # a prh image run or a model folder
         inputs.append(Path(req.vision))
     # --out resolved (symlinks, ``..``) against every input folder before it is made or locked
@@ -288,6 +294,7 @@ def _build(req: CaptionRequest) -> None:
         pair_free=req.pair_free,
         pair_free_classes=req.pair_free_classes,
         pair_free_method=req.pair_free_method,
+        corpus=None if req.corpus is None else str(req.corpus),
         progress=not req.no_progress,
     )
     info = read_json(out / "caption" / "caption.json")

@@ -90,11 +90,12 @@ class CaptionEvalResult:
         return "\n".join(lines)
 
 
-def _oracle_caption(world: Any, scene: int, refs: list[str], seed: int) -> str:
+def _oracle_caption(world: Any, scene: int, refs: list[str], seed: int) -> str | None:
+    """A caption of ``scene`` that is not among ``refs`` (None: a corpus image has no more)."""
     for c in world.captions(scene, len(refs) + 1, seed):
         if c not in refs:
             return c
-    return world.captions(scene, 1, seed)[0]  # pragma: no cover - wordings are plentiful
+    return None
 
 
 def _test_scenes(test: Any, n: int, scenes: Any) -> list[int]:
@@ -106,6 +107,55 @@ def _test_scenes(test: Any, n: int, scenes: Any) -> list[int]:
     if outside or not scenes:
         raise InputError(f"scenes: expected test scenes of the world, got {outside[:3] or 'none'}")
     return scenes
+
+
+def manifest_world(info: dict[str, Any]) -> tuple[Any, int]:
+    """The world a caption manifest names (a corpus world with its ``options``) and its seed."""
+    from prh.world import make_world
+
+    w = info.get("world", {})
+    seed = int(w.get("seed", 0))
+    return make_world(w.get("name", "cave"), seed=seed, **(w.get("options") or {})), seed
+
+
+def scene_features(
+    captioner: Any, world: Any, scenes: list[int], image_features: Any, progress: bool
+) -> Any:
+    """Image features ``(n, D_v)`` of ``scenes``: from a feature file, or their renders
+    encoded by the captioner's vision encoder."""
+    from prh.caption.build import render_features, stored_features
+
+    info, w = captioner.info, captioner.info.get("world", {})
+    if image_features is not None:
+        return stored_features(image_features, world, scenes, str(info.get("vision")))
+    _say(progress, f"encoding {len(scenes)} held-out renders with {info.get('vision')}")
+    return render_features(
+        captioner.vision, world, scenes, nuisance_seed=int(w.get("nuisance_seed", 0)),
+        image_size=int(w.get("image_size", 224)), progress=progress,
+    )  # fmt: skip
+
+
+def _say(progress: bool, msg: str) -> None:
+    if progress:
+        print(f"prh caption: {msg}", file=sys.stderr, flush=True)
+
+
+def caption_rows(
+    captioner: Any, cond: Any, beam: int, seed: int, secs: dict[str, float]
+) -> dict[str, list[str]]:
+    """Each method's captions of conditions ``cond (n, E)``: greedy and beam decoder and the
+    floors (with a decoder), and the nearest caption."""
+    hyps: dict[str, list[str]] = {}
+    if getattr(captioner, "kind", "decoder") == "decoder":  # else nearest caption only
+        t0 = time.perf_counter()
+        hyps[GREEDY_ROW] = captioner.generate(cond, beam=1)
+        secs["greedy_s"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        hyps[f"decoder, beam {beam}"] = captioner.generate(cond, beam=beam)
+        secs["beam_s"] = time.perf_counter() - t0
+        hyps.update(_floors(captioner, cond, seed))
+    hyps[NEAREST_ROW] = [r[0][0] for r in captioner.nearest(cond, k=1)]
+    return hyps
 
 
 def evaluate_captioner(
@@ -127,13 +177,14 @@ def evaluate_captioner(
     Parameters
     ----------
     captioner : Captioner
-        From :func:`prh.caption.load_captioner`; its manifest names the world and the text run.
+        From :func:`prh.caption.load_captioner`; its manifest names the world (a corpus world
+        with its path) and the text run.
     n : int
-        Test scenes (the first ``n`` of the world's test split).
+        Test scenes (the first ``n`` of the world's test split; a corpus's test images).
     beam : int
         Beam width of the beam row (>= 2; the greedy row is always there).
     refs : int
-        Reference captions per scene.
+        Reference captions per scene (a corpus image gives the first ``refs`` of its own).
     meteor : bool
         Also compute METEOR (starts a Java process; slow).
     tokenizer : {"ptb", "simple"}, optional
@@ -141,7 +192,8 @@ def evaluate_captioner(
         PATH, else ``simple``.
     text_run : LoadedRun or path, optional
         The text JEPA for the oracle row; default the run recorded in the manifest (the oracle
-        row is skipped, with a note, when it cannot be found).
+        row is skipped, with a note, when it cannot be found, or when an image has no caption
+        beyond its references).
     n_examples : int
         Scenes kept as examples.
     image_features : path-like, optional
@@ -155,87 +207,46 @@ def evaluate_captioner(
     InputError
         For ``n`` or ``beam`` out of range.
     """
-    from prh.bridge.caption_metrics import score_captions
-    from prh.caption.build import render_features, stored_features
-    from prh.world import make_world
-
-    info = captioner.info
-    w = info.get("world", {})
-    world = make_world(w.get("name", "cave"), seed=int(w.get("seed", 0)))
+    world, seed = manifest_world(captioner.info)
     test = world.split("test")
     if scenes is None and not 1 <= n <= len(test):
         raise InputError(f"--n must be in 1..{len(test)} (the world's test scenes), got {n}")
     if beam < 2:
         raise InputError(f"--beam for the beam row must be >= 2, got {beam}")
-    if tokenizer is None:
-        tokenizer = "ptb" if shutil.which("java") else "simple"
-    seed = int(w.get("seed", 0))
     scenes = _test_scenes(test, n, scenes)
-    n = len(scenes)
     ids = [world.image_id(i) for i in scenes]
     references = {k: world.captions(i, refs, seed) for k, i in zip(ids, scenes)}
-    secs: dict[str, float] = {}
-
-    def say(msg: str) -> None:
-        if progress:
-            print(f"prh caption: {msg}", file=sys.stderr, flush=True)
-
     t0 = time.perf_counter()
-    if image_features is not None:
-        feats = stored_features(image_features, world, scenes, str(info.get("vision")))
-    else:
-        say(f"encoding {n} held-out renders with {info.get('vision')}")
-        feats = render_features(
-            captioner.vision,
-            world,
-            scenes,
-            nuisance_seed=int(w.get("nuisance_seed", 0)),
-            image_size=int(w.get("image_size", 224)),
-            progress=progress,
-        )
-    cond = captioner.conditions(feats)  # (n, E)
-    secs["encode_s"] = time.perf_counter() - t0
-
-    hyps: dict[str, list[str]] = {}
-    has_decoder = getattr(captioner, "kind", "decoder") == "decoder"  # else nearest caption only
-    if has_decoder:
-        t0 = time.perf_counter()
-        hyps[GREEDY_ROW] = captioner.generate(cond, beam=1)
-        secs["greedy_s"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        hyps[f"decoder, beam {beam}"] = captioner.generate(cond, beam=beam)
-        secs["beam_s"] = time.perf_counter() - t0
-        hyps.update(_floors(captioner, cond, seed))
-    hyps[NEAREST_ROW] = [r[0][0] for r in captioner.nearest(cond, k=1)]
-
+    cond = captioner.conditions(scene_features(captioner, world, scenes, image_features, progress))
+    secs = {"encode_s": time.perf_counter() - t0}
+    hyps = caption_rows(captioner, cond, beam, seed, secs)
     recall, notes = _oracle_row(captioner, text_run, world, (ids, scenes), references, seed, cond,
                                 hyps, secs)  # fmt: skip
-
+    tokenizer = tokenizer or ("ptb" if shutil.which("java") else "simple")
     metrics = ("BLEU-4", "METEOR", "ROUGE-L", "CIDEr") if meteor else ("BLEU-4", "ROUGE-L", "CIDEr")
     t0 = time.perf_counter()
-    say(f"scoring {len(hyps)} methods ({', '.join(metrics)}, {tokenizer} tokenizer)")
-    scores = {
-        name: score_captions(references, dict(zip(ids, h)), metrics=metrics, tokenizer=tokenizer)
-        for name, h in hyps.items()
-    }
+    _say(progress, f"scoring {len(hyps)} methods ({', '.join(metrics)}, {tokenizer} tokenizer)")
+    scores = score_rows(references, ids, hyps, metrics, tokenizer)
     secs["score_s"] = time.perf_counter() - t0
-    examples = [
-        {"scene": scenes[j], "references": references[ids[j]]}
-        | {name: h[j] for name, h in hyps.items()}
-        for j in range(min(n_examples, n))
-    ]
-    config = {
-        "world_seed": seed,
-        "beam": beam,
-        "alpha": captioner.alpha,
-        "refs": refs,
-        "tokenizer": tokenizer,
-        "vision": info.get("vision"),
-        "map": info.get("map"),
-        "text_run": info.get("text_run"),
-        "notes": notes,
-    }
-    return CaptionEvalResult(n, metrics, scores, recall, examples, config, secs)
+    examples = [{"scene": scenes[j], "references": references[ids[j]]}
+                | {name: h[j] for name, h in hyps.items()}
+                for j in range(min(n_examples, len(scenes)))]  # fmt: skip
+    info = captioner.info
+    config = {"world_seed": seed, "beam": beam, "alpha": captioner.alpha, "refs": refs,
+              "tokenizer": tokenizer, "vision": info.get("vision"), "map": info.get("map"),
+              "text_run": info.get("text_run"), "notes": notes}  # fmt: skip
+    return CaptionEvalResult(len(scenes), metrics, scores, recall, examples, config, secs)
+
+
+def score_rows(
+    references: dict[str, list[str]], ids: list[str], hyps: dict[str, list[str]],
+    metrics: tuple[str, ...], tokenizer: str,
+) -> dict[str, dict[str, float]]:  # fmt: skip
+    """Method -> metric -> corpus score of each method's captions against ``references``."""
+    from prh.bridge.caption_metrics import score_captions
+
+    return {name: score_captions(references, dict(zip(ids, h)), metrics=metrics,
+                                 tokenizer=tokenizer) for name, h in hyps.items()}  # fmt: skip
 
 
 def _floors(captioner: Any, cond: Any, seed: int) -> dict[str, list[str]]:
@@ -277,11 +288,12 @@ def _oracle_row(captioner, text_run, world, rows, references, seed, cond, hyps, 
         except Exception as e:  # the oracle is optional: a moved text run only drops it
             run = None
             notes.append(f"oracle skipped: text run not found ({type(e).__name__}: {e})")
+    oracle_caps = [_oracle_caption(world, i, references[k], seed + 1) for k, i in zip(ids, scenes)]
+    if run is not None and None in oracle_caps:
+        run = None
+        notes.append("oracle skipped: an image has no caption beyond its references")
     if run is not None:
         t0 = time.perf_counter()
-        oracle_caps = [
-            _oracle_caption(world, i, references[k], seed + 1) for k, i in zip(ids, scenes)
-        ]
         oc = captioner.normalizer.transform(run.embed_texts(oracle_caps))  # (n, E)
         oracle = "decoder" if has_decoder else "nearest caption"
         hyps[f"oracle ({oracle} on the text embedding)"] = captioner.generate(oc, beam=1)

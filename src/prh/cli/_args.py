@@ -27,13 +27,13 @@ def positive_int(text: str) -> int:
     return value
 
 
-def bounded_int(hi: int, what: str):
-    """An argparse type: an integer in [1, ``hi``], ``what`` naming its unit in the message."""
+def bounded_int(hi: int, what: str, lo: int = 1):
+    """An argparse type: an integer in [``lo``, ``hi``], ``what`` naming its unit."""
 
     def parse(text: str) -> int:
         value = positive_int(text)
-        if value > hi:
-            raise argparse.ArgumentTypeError(f"expected 1 to {hi:,} {what}, got {value:,}")
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"expected {lo:,} to {hi:,} {what}, got {value:,}")
         return value
 
     return parse

@@ -5,35 +5,28 @@ encoder -> fitted map into the text JEPA's space -> decoder trained on text only
 `prh caption --eval --run RUN --world cave --n 500 [--json PATH]` scores the decoder (greedy and
 beam), the nearest-train-caption baseline and the text oracle with BLEU-4, ROUGE-L, CIDEr (and
 METEOR with --meteor) against the world's reference captions of held-out scenes.
-`prh caption --build --text-run RUNS/good --out RUN` fits the map on paired train scenes, trains
-the decoder on captions alone and writes RUN/caption/.
+`prh caption --build --text-run RUNS/good --out RUN [--corpus SPEC]` fits the map on paired train
+scenes (a corpus's train photos), trains the decoder on captions alone and writes RUN/caption/.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 from pathlib import Path
 
 from prh.caption.commands import IMAGE_SIZES, MAX_BEAM, MAX_REFS
-from prh.cli._args import as_request, positive_int, seed
+from prh.cli._args import as_request, nonnegative_float, positive_int, seed
 from prh.world.registry import world_names
 
 DEFAULT_MAX_IMAGE_MB = 10
 
 
 def _noise(text: str) -> str | float:
-    if text == "gap":
-        return text
     try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected 'gap' or a finite number >= 0, got {text!r}"
-        ) from None
-    if not (math.isfinite(v) and v >= 0):
-        raise argparse.ArgumentTypeError(f"expected 'gap' or a finite number >= 0, got {text!r}")
-    return v
+        return text if text == "gap" else nonnegative_float(text)
+    except argparse.ArgumentTypeError:
+        msg = f"expected 'gap' or a finite number >= 0, got {text!r}"
+        raise argparse.ArgumentTypeError(msg) from None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -86,6 +79,12 @@ def _eval_flags(ev: argparse._ArgumentGroup) -> None:
 def _build_flags(b: argparse._ArgumentGroup) -> None:
     b.add_argument("--text-run", type=Path, help="text JEPA run from prh train (the shared space)")
     b.add_argument("--out", type=Path, help="run folder to write caption/ into")
+    b.add_argument(
+        "--corpus",
+        type=Path,
+        help="a caption corpus with its photos (COCO folder, "
+        "Flickr token file, JSONL) to pair, train the decoder on and score on",
+    )
     b.add_argument("--n-pairs", type=positive_int, default=1000,
                    help="train scenes paired with renders to fit the map "
                    "(default 1000)")  # fmt: skip

@@ -3,7 +3,10 @@
 Formats (``format=`` names; detected from the path when omitted):
 
 - ``coco``: COCO caption annotations JSON, ``{"images": [{"id", "file_name"}], "annotations":
-  [{"image_id", "caption"}]}`` (image ids are file names when ``images`` lists them).
+  [{"image_id", "caption"}]}`` (image ids are file names when ``images`` lists them), or a
+  COCO-layout folder whose ``annotations/captions_<name>.json`` files are its splits (``<name>``
+  without trailing digits: ``captions_train2017.json`` is split ``train``; an image in two of them
+  is refused).
 - ``karpathy``: Karpathy split JSON,
   ``{"images": [{"filename", "split", "sentences": [{"raw"}]}]}``;
   splits ``train`` (``restval`` included), ``val``, ``test``.
@@ -61,6 +64,7 @@ CAPTION_COLUMNS = ("captions", "caption", "sentences", "raw", "sentences_raw", "
 MAX_LINE_BYTES = 1 << 20
 MAX_JSON_BYTES = 1 << 30
 _FLICKR_DUP = re.compile(r"^(.+\.(?:jpg|jpeg|png))\.\d+$", re.IGNORECASE)
+COCO_CAPTIONS = "captions_*.json"  # a COCO-layout folder's caption files, under annotations/
 
 Row = tuple[int, str, object, "str | None"]  # (line or row number, image id, captions, split)
 
@@ -119,6 +123,8 @@ def detect_format(path: str | os.PathLike[str]) -> str:
     if not p.exists():
         raise InputError(f"{p}: no such file or folder")
     if p.is_dir():
+        if coco_caption_files(p):
+            return "coco"
         if (p / "dataset_dict.json").is_file() or (p / "state.json").is_file():
             return "hf"
         if any(p.glob("*.parquet")):
@@ -133,7 +139,7 @@ def detect_format(path: str | os.PathLike[str]) -> str:
         return "csv"
     head = _read_text(p, limit=4096)
     if suffix == ".json":
-        if '"annotations"' in head:
+        if '"annotations"' in head or '"file_name"' in head:  # COCO lists its images first
             return "coco"
         if '"sentences"' in head:
             return "karpathy"
@@ -146,6 +152,27 @@ def detect_format(path: str | os.PathLike[str]) -> str:
     if first.lstrip().startswith("{"):
         return "jsonl"
     raise InputError(f"{p}: cannot detect the format; pass one of {', '.join(FORMATS)}")
+
+
+def coco_caption_files(folder: str | os.PathLike[str]) -> list[Path]:
+    """The caption files of a COCO-layout folder, ``annotations/captions_*.json``, sorted (none
+    for a file or a folder of another layout)."""
+    return sorted((Path(folder) / "annotations").glob(COCO_CAPTIONS))
+
+
+def coco_split_name(path: str | os.PathLike[str]) -> str:
+    """The split a COCO caption file names: ``captions_train2017.json`` -> ``train``."""
+    stem = Path(path).stem
+    name = stem[len("captions_") :] if stem.startswith("captions_") else stem
+    return re.sub(r"\d+$", "", name) or name
+
+
+def flickr_image_name(key: str) -> str:
+    """The image of a Flickr token key ``img.jpg#i`` (a Flickr8k defect, ``x.jpg.1``, is
+    ``x.jpg``)."""
+    image = key.rsplit("#", 1)[0].strip()
+    m = _FLICKR_DUP.match(image)
+    return m.group(1) if m else image
 
 
 def read_split_file(path: str | os.PathLike[str]) -> list[str]:
@@ -265,19 +292,50 @@ def _assemble(rows: Iterable[Row], p: Path, splits: dict[str, list[str]]) -> Cap
     return CaptionCorpus(list(groups), list(groups.values()), split_of, str(p))
 
 
-def _load_json(p: Path, what: str) -> object:
+def read_corpus_json(p: Path, what: str) -> object:
+    """The JSON value of a corpus file (up to :data:`MAX_JSON_BYTES`: COCO 2017's train captions
+    are 91 MB); one line naming the file and line for anything else."""
     head = _read_text(p, limit=64, what=what).lstrip()
     if head and head[0] not in "{[":
         raise InputError(f"{p}: not JSON (starts with {head[0]!r}); expected a {what} file")
     text = _read_text(p, what=what)
     try:
-        return loads(text, p)
+        return loads(text, p, max_bytes=MAX_JSON_BYTES)
     except json.JSONDecodeError as e:
         raise InputError(f"{p} line {e.lineno}: malformed JSON ({e.msg})") from None
 
 
+def _read_coco_folder(p: Path) -> tuple[Iterator[Row], dict]:
+    """Every ``annotations/captions_<name>.json`` of a COCO-layout folder, as split ``<name>``
+    (:func:`coco_split_name`); an image in two files is refused, naming both."""
+    files = coco_caption_files(p)
+    if not files:
+        raise InputError(
+            f"{p}: is a folder, expected a COCO JSON file or a COCO-layout "
+            f"folder (annotations/{COCO_CAPTIONS})"
+        )
+
+    def rows() -> Iterator[Row]:
+        seen: dict[str, Path] = {}
+        for f in files:
+            split = coco_split_name(f)
+            inner, _ = _read_coco(f)
+            for where, image, caps, _ in inner:
+                first = seen.setdefault(image, f)
+                if first != f:
+                    raise InputError(
+                        f"{f} {where}: image {image!r} is also in {first.name}; the splits "
+                        f"{coco_split_name(first)!r} and {split!r} overlap"
+                    )
+                yield f"{f.relative_to(p)} {where}", image, caps, split
+
+    return rows(), {}
+
+
 def _read_coco(p: Path) -> tuple[Iterator[Row], dict]:
-    data = _load_json(p, "COCO JSON")
+    if p.is_dir():
+        return _read_coco_folder(p)
+    data = read_corpus_json(p, "COCO JSON")
     if not isinstance(data, dict) or not isinstance(data.get("annotations"), list):
         raise InputError(f"{p}: COCO JSON needs a list 'annotations' of {{image_id, caption}}")
     images = data.get("images")
@@ -315,7 +373,7 @@ def _is_id(value: object) -> bool:
 
 
 def _read_karpathy(p: Path) -> tuple[Iterator[Row], dict]:
-    data = _load_json(p, "Karpathy JSON")
+    data = read_corpus_json(p, "Karpathy JSON")
     if not isinstance(data, dict) or not isinstance(data.get("images"), list):
         raise InputError(f"{p}: Karpathy JSON needs a list 'images' of {{filename, sentences}}")
 
@@ -348,9 +406,7 @@ def _read_flickr(p: Path) -> tuple[Iterator[Row], dict]:
                     f"{p} line {n}: expected 'image.jpg#i<TAB>caption', got {line[:60]!r}"
                 )
             key, cap = line.split("\t", 1)
-            image = key.rsplit("#", 1)[0].strip()
-            m = _FLICKR_DUP.match(image)
-            yield f"line {n}", (m.group(1) if m else image), cap, None
+            yield f"line {n}", flickr_image_name(key), cap, None
 
     return rows(), splits
 

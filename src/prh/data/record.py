@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from prh.data.corpus import CaptionCorpus
-from prh.data.loaders import detect_format
+from prh.data.loaders import coco_caption_files, detect_format
 
 # Beside a Flickr token file, the split lists that :func:`prh.data.load_corpus` reads.
 FLICKR_SPLIT_GLOBS = ("*trainImages.txt", "*devImages.txt", "*testImages.txt")
@@ -22,8 +22,11 @@ FLICKR_SPLIT_GLOBS = ("*trainImages.txt", "*devImages.txt", "*testImages.txt")
 
 def corpus_files(path: str | os.PathLike[str], fmt: str) -> list[Path]:
     """The files that make up a corpus as :func:`prh.data.load_corpus` reads it, sorted: every
-    file under a folder (``hf``, ``parquet``); a Flickr token file with its split lists."""
+    file under a folder (``hf``, ``parquet``), the caption files of a COCO-layout folder (not its
+    images); a Flickr token file with its split lists."""
     p = Path(path)
+    if p.is_dir() and fmt == "coco":
+        return coco_caption_files(p)
     if p.is_dir():
         return sorted(f for f in p.rglob("*") if f.is_file())
     files = [p]

@@ -50,8 +50,8 @@ def check_port_free(host: str, port: int) -> None:
 
 def _check_run(req: ServeRequest) -> tuple[str, int]:
     """The run folder checked (one line each) and the world its manifest names, with its seed."""
-    from prh.serve.runinfo import run_world
-    from prh.world.registry import world_names
+    from prh.serve.runinfo import run_world, run_world_options
+    from prh.world.registry import make_world, world_names
 
     if req.captioner == "run" and req.run is None:
         raise InputError("--run RUN is required (a demo run folder), or use --captioner colour")
@@ -65,6 +65,9 @@ def _check_run(req: ServeRequest) -> tuple[str, int]:
             f"--run {req.run}: its manifest names world {world_name[:40]!r}; expected one of "
             f"{', '.join(world_names())}"
         )
+    options = run_world_options(req.run)
+    if options:  # a corpus world: a moved corpus is one line now, not an error per visitor
+        make_world(world_name, seed=run_seed, **options)
     return world_name, run_seed
 
 
@@ -77,7 +80,7 @@ def serve(req: ServeRequest) -> None:
     from prh.serve.app import create_app
     from prh.serve.colour import ColourCaptioner
     from prh.serve.limits import uvicorn_limits
-    from prh.serve.runinfo import captioner_name, load_run_captioner
+    from prh.serve.runinfo import captioner_name, load_run_captioner, run_world_options
     from prh.serve.scenes import SceneSource
 
     world_name, run_seed = _check_run(req)
@@ -100,7 +103,7 @@ def serve(req: ServeRequest) -> None:
         max_upload_bytes=req.max_upload_mb * 1024 * 1024,
         max_queue=req.max_queue,
         workers=req.workers,
-        scenes=SceneSource(world_seed=world_seed, world=world_name),
+        scenes=SceneSource(world_seed, world=world_name, options=run_world_options(req.run)),
         captioner_name=name,
     )
     host = f"[{req.host}]" if ":" in req.host else req.host

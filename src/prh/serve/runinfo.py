@@ -139,6 +139,20 @@ def run_world(run_dir: Path | None) -> tuple[str, int]:
     return "cave", 0
 
 
+def run_world_options(run_dir: Path | None) -> dict[str, Any]:
+    """The options of the run's world beyond its seed (a corpus world's ``{"spec"}``), from
+    ``caption/caption.json``'s ``world.options``; ``{}`` when there are none."""
+    if run_dir is None:
+        return {}
+    try:
+        info = read_json(run_dir / "caption" / "caption.json")
+    except (OSError, ValueError):
+        return {}
+    world = info.get("world") if isinstance(info, dict) else None
+    options = world.get("options") if isinstance(world, dict) else None
+    return dict(options) if isinstance(options, dict) else {}
+
+
 def load_run_captioner(run_dir: Path, threads: int | None = None) -> Any:
     """Load the run's captioner once, with one clear line if ``run_dir`` is not a demo run."""
     if not run_dir.exists():

@@ -46,11 +46,17 @@ class SceneSource:
         The world's registry name (:func:`prh.world.make_world`; the run's when known).
     size : int
         Rendered side in pixels.
+    options : dict, optional
+        The world's options beyond its seed (a corpus world's ``{"spec": PATH}``: its test
+        photos are the scenes shown).
     """
 
-    def __init__(self, world_seed: int = 0, size: int = 224, world: str = "cave") -> None:
+    def __init__(
+        self, world_seed: int = 0, size: int = 224, world: str = "cave", options: Any = None
+    ) -> None:
         self.world_seed = world_seed
         self.world_name = world
+        self.options = dict(options or {})
         self.size = size
         self._world: Any = None
         self._test: Any = None
@@ -62,7 +68,7 @@ class SceneSource:
             if self._world is None:
                 from prh.world import make_world
 
-                world = make_world(self.world_name, seed=self.world_seed)
+                world = make_world(self.world_name, seed=self.world_seed, **self.options)
                 self._test = world.split("test")
                 self._world = world
         return self._world, self._test

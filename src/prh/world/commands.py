@@ -1,6 +1,7 @@
-"""``prh world sample|figure|info`` as one library call on the cave world:
+"""``prh world sample|figure|info|export`` as one library call on the cave world:
 :func:`cave_world_command` renders scenes and their captions into a folder, draws the README's
-grid of scenes, or prints the world's size and splits as JSON.
+grid of scenes, prints the world's size and splits as JSON, or exports its first train and test
+scenes as a COCO-layout caption corpus (:mod:`prh.world.export`).
 """
 
 from __future__ import annotations
@@ -34,12 +35,15 @@ class CaveWorldRequest:
     captions: int = 5
     size: int = 64
     sketch: bool = False
+    format: str = "coco"
+    train_scenes: int = 2000
+    test_scenes: int = 500
 
 
-def _pick_scenes(world, split: str, n: int) -> list[int]:
+def _pick_scenes(world, split: str, n: int, flag: str = "--scenes") -> list[int]:
     ids = world.split(split)
     if n > len(ids):
-        raise InputError(f"--scenes {n}: the {split} split has only {len(ids)} scenes")
+        raise InputError(f"{flag} {n}: the {split} split has only {len(ids)} scenes")
     return [int(x) for x in ids[:n]]
 
 
@@ -47,7 +51,7 @@ def _check_outputs(req: CaveWorldRequest) -> None:
     """Every output problem, before the world is built or anything is drawn."""
     from prh.io import check_output_dir, guard_outputs
 
-    if req.action == "sample":
+    if req.action in ("sample", "export"):
         check_output_dir(req.out, "--out")
     elif req.action == "figure":
         from prh.world.figure import figure_format
@@ -96,6 +100,9 @@ def cave_world_command(req: CaveWorldRequest) -> None:
             )
         )
         return
+    if req.action == "export":
+        _export(world, req)
+        return
     scenes = _pick_scenes(world, req.split, req.scenes)
     if req.action == "figure":
         from prh.world.figure import save_figure
@@ -129,3 +136,14 @@ def _sample(world, scenes: list[int], req: CaveWorldRequest) -> None:
     with atomic_write(out / "captions.jsonl", "w") as f:
         f.write("\n".join(lines) + "\n")
     print(f"wrote {len(scenes)} scenes x {req.views} views and captions.jsonl to {out}")
+
+
+def _export(world, req: CaveWorldRequest) -> None:
+    from prh.world.export import export_coco
+
+    splits = {"train": _pick_scenes(world, "train", req.train_scenes, "--train-scenes"),
+              "test": _pick_scenes(world, "test", req.test_scenes, "--test-scenes")}  # fmt: skip
+    export_coco(world, req.out, splits, captions=req.captions, size=req.size, seed=req.seed,
+                progress=True)  # fmt: skip
+    print(f"wrote {req.train_scenes} train and {req.test_scenes} test scenes (renders, "
+          f"{req.captions} captions each) as a COCO folder to {req.out}")  # fmt: skip

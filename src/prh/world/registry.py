@@ -173,10 +173,21 @@ def _moving_literal(seed: int = 0, **options: Any) -> World:
     return _moving(seed=seed, **{**options, "caption_style": "literal"})
 
 
+def _corpus(seed: int = 0, spec: str | None = None, **options: Any) -> World:
+    """A caption corpus with its photos (:mod:`prh.world.corpus`): ``spec`` is its path."""
+    from prh.world.corpus import CorpusWorld, CorpusWorldConfig
+
+    if spec is None or options:
+        raise InputError("world corpus: needs spec=PATH (a caption corpus with its images) and "
+                         f"nothing else, got {sorted(options) or 'no spec'}")  # fmt: skip
+    return CorpusWorld(CorpusWorldConfig(spec=str(spec), seed=seed))
+
+
 WORLDS: dict[str, Callable[..., World]] = {
     "cave": _cave,
     "moving": _moving,
     "moving-literal": _moving_literal,
+    "corpus": _corpus,
 }
 
 
@@ -188,6 +199,7 @@ WORLD_FEATURES: dict[str, frozenset[str]] = {
     "cave": frozenset({"themes", "doc_style"}),
     "moving": frozenset({"narration"}),
     "moving-literal": frozenset(),
+    "corpus": frozenset(),
 }
 
 
