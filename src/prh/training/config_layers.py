@@ -160,16 +160,22 @@ def _number(value: Any) -> Any:
     return value
 
 
-def parse_sets(items: Sequence[str]) -> dict[str, Any]:
-    """``--set key=value`` items as flat keys, each value parsed by its key's type."""
-    known, out = known_keys(), {}
+def parse_sets(
+    items: Sequence[str],
+    known: Mapping[str, str] | None = None,
+    refuse: Callable[[str, str], InputError] = unknown_key,
+) -> dict[str, Any]:
+    """``--set key=value`` items as flat keys, each value parsed by its key's type (``known``:
+    ``{key: type}``, default a text run's :func:`known_keys`; ``refuse(key, where)`` the
+    refusal of any other key)."""
+    known, out = known or known_keys(), {}
     for item in items:
         key, eq, text = item.partition("=")
         key = key.strip()
         if not eq:
             raise InputError(f"--set {item}: expected key=value")
         if key not in known:
-            raise unknown_key(key, f"--set {item}")
+            raise refuse(key, f"--set {item}")
         try:
             out[key] = parse_value(known[key], text)
         except ValueError as e:

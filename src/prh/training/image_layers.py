@@ -18,7 +18,7 @@ from typing import Any
 
 from prh.errors import InputError
 from prh.training.config import TrainConfig
-from prh.training.config_layers import check_type, known_keys, layered_config, merge, parse_value
+from prh.training.config_layers import check_type, known_keys, layered_config, merge, parse_sets
 from prh.training.image_config import DEFAULT_TRAIN_SCENES, ImageConfig
 
 # TrainConfig keys that only text runs read (the vocabulary, sequence length, corpus and the
@@ -66,19 +66,7 @@ def flatten_image(d: Mapping[str, Any], where: str) -> dict[str, Any]:
 
 def parse_image_sets(items: Sequence[str]) -> dict[str, Any]:
     """``--set key=value`` items of an image run as flat keys, each parsed by its key's type."""
-    known, out = image_keys(), {}
-    for item in items:
-        key, eq, text = item.partition("=")
-        key = key.strip()
-        if not eq:
-            raise InputError(f"--set {item}: expected key=value")
-        if key not in known:
-            raise _refusal(key, f"--set {item}")
-        try:
-            out[key] = parse_value(known[key], text)
-        except ValueError as e:
-            raise InputError(f"--set {item}: {key} is {known[key]} ({e})") from None
-    return out
+    return parse_sets(items, image_keys(), _refusal)
 
 
 def image_layered_configs(
