@@ -83,6 +83,13 @@ def bench_pair(
         results[name] = d
         out[f"{name}_us_per_pair_draw"] = round(spent / (draws * layers * layers) * 1e6, 2)
         out[f"{name}_setup_ms"] = round(setup * 1e3, 1)
+    return _compared(out, results, obs)
+
+
+def _compared(out: dict, results: dict, obs: float) -> dict:
+    """``out`` with the loop's and the batch's speed-up, p-values and null draws compared."""
+    from prh.metrics import calibrate
+
     out["speedup"] = round(out["loop_us_per_pair_draw"] / out["batched_us_per_pair_draw"], 1)
     out["same_p_value"] = calibrate.p_value(obs, results["loop"]) == calibrate.p_value(
         obs, results["batched"]
@@ -130,12 +137,7 @@ def bench_kernel_pair(
         results[name] = d
         out[f"{name}_us_per_pair_draw"] = round(spent / (draws * layers * layers) * 1e6, 2)
         out[f"{name}_setup_ms"] = round(setup * 1e3, 1)
-    out["speedup"] = round(out["loop_us_per_pair_draw"] / out["batched_us_per_pair_draw"], 1)
-    out["same_p_value"] = calibrate.p_value(obs, results["loop"]) == calibrate.p_value(
-        obs, results["batched"]
-    )
-    out["max_null_difference"] = float(np.abs(results["loop"] - results["batched"]).max())
-    return out
+    return _compared(out, results, obs)
 
 
 def bench_matrix(args: argparse.Namespace) -> dict:

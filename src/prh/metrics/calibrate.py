@@ -53,14 +53,10 @@ def permutation_null(
     given, is asked after every ``check_every`` draws whether the draws so far decide the test
     (:func:`decided`); the first ``r'`` draws are those of a run without it (one stream).
     """
-    out = np.empty(r, dtype=np.float64)
-    for t in range(r):
-        out[t] = statistic(rng.permutation(n))
-        if progress is not None:
-            progress(t + 1, r)
-        if stop is not None and (t + 1) % check_every == 0 and t + 1 < r and stop(out[: t + 1]):
-            return out[: t + 1]
-    return out
+    return permutation_null_batched(
+        lambda perms: np.array([statistic(perms[0])]), n, r, rng, progress,
+        stop=stop, check_every=check_every, batch=1,
+    )  # fmt: skip
 
 
 def permutation_null_batched(
