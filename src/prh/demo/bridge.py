@@ -11,6 +11,10 @@ For each text encoder (trained good / bad / next-token, MiniLM, random-init):
 - **pair-free**: class centroids of image features and of caption features matched with no pairs
   at all (:func:`prh.bridge.match_classes`); accuracy against the true class correspondence.
 
+Zero-shot and pair-free need scene classes: on a world that does not offer ``factors``
+(:func:`prh.world.world_offers`: a caption corpus of photos) they are absent (``None``, and
+``classes_absent`` says why); retrieval is measured on every world.
+
 The good run's captioner (:mod:`prh.demo.captioner`, ``OUT/caption/``) captions a few held-out
 scenes for the report.
 """
@@ -78,31 +82,40 @@ def bridge_section(
 
     value, cached = ctx.cached_json(key, go)
     for name, r in value["encoders"].items():
-        ctx.log(
-            f"  {name:<11} R@1 img->txt {fig(r['retrieval']['img_to_txt']['R@1'])} "
-            f"txt->img {fig(r['retrieval']['txt_to_img']['R@1'])} | zero-shot shape "
-            f"{fig(r['zero_shot']['shape']['top1'])} colour {fig(r['zero_shot']['colour']['top1'])}"
-            f" | pair-free shape {fig(r['pair_free']['shape']['accuracy'], '.2f')} colour "
-            f"{fig(r['pair_free']['colour']['accuracy'], '.2f')}" + (" (cached)" if cached else "")
-        )
+        line = (f"  {name:<11} R@1 img->txt {fig(r['retrieval']['img_to_txt']['R@1'])} "
+                f"txt->img {fig(r['retrieval']['txt_to_img']['R@1'])}")  # fmt: skip
+        if r["zero_shot"] is not None:
+            z, p = r["zero_shot"], r["pair_free"]
+            line += (f" | zero-shot shape {fig(z['shape']['top1'])} colour "
+                     f"{fig(z['colour']['top1'])} | pair-free shape "
+                     f"{fig(p['shape']['accuracy'], '.2f')} colour "
+                     f"{fig(p['colour']['accuracy'], '.2f')}")  # fmt: skip
+        ctx.log(line + (" (cached)" if cached else ""))
+    if value.get("classes_absent"):
+        ctx.log(f"  zero-shot and pair-free classes: absent ({value['classes_absent']})")
     value["samples"] = _samples(ctx, runs, vision)
     return value
+
+
+CLASSES_ABSENT = "the world has no scene classes (a caption corpus of photos)"
 
 
 def _compute(ctx: Context, text, vision, runs, world, test, train) -> dict:
     import torch
 
-    from prh.bridge import VisionProjector, retrieval, zero_shot
+    from prh.bridge import VisionProjector, retrieval
+
+    from prh.world import world_offers
 
     torch.set_num_threads(max(1, ctx.cfg.workers * ctx.cfg.threads))
     v_te, v_tr = file_last_layer(vision["test"]), file_last_layer(vision["train"])
-    shape_te, colour_te = _labels(world, test)
-    shape_all, colour_all = _labels(world, test + train)
+    classes = world_offers(ctx.cfg.world, "factors")
     out: dict[str, Any] = {
         "n_train": len(train),
         "n_test": len(test),
         "map": "PCA-64 + whitened semi-orthogonal",
         "chance": {"retrieval": chance_recall(len(test)), "shape": 1 / 8, "colour": 1 / 10},
+        "classes_absent": None if classes else CLASSES_ABSENT,
         "encoders": {},
     }
     for name in TEXT_ENCODERS:
@@ -116,25 +129,32 @@ def _compute(ctx: Context, text, vision, runs, world, test, train) -> dict:
         mapped = proj.transform(v_te) - mu  # (N, E) images in the text space, centred
         rr = retrieval(mapped, t_te - mu).to_dict()
         r = {"img_to_txt": rr["x_to_y"], "txt_to_img": rr["y_to_x"], "n": rr["n"]}
-        enc = text_encoder(ctx.cfg, name, runs)
-        zs = {}
-        for kind, labels in (("shape", shape_te), ("colour", colour_te)):
-            prompts, C = _prompts(kind)
-            pe = np.asarray(enc.encode_texts(prompts)[:, -1], dtype=np.float64)[:, keep]
-            cls = (pe - mu).reshape(C, len(TEMPLATES), -1)  # (C, P, E)
-            zs[kind] = zero_shot(mapped, cls, labels).to_dict()
-        images, texts = np.concatenate([v_te, v_tr]), np.concatenate([t_te, t_tr])
-        pf = {
-            kind: _pair_free_classes(images, texts, labels, C, ctx.cfg.seed)
-            for kind, labels, C in (("shape", shape_all, 8), ("colour", colour_all, 10))
-        }
-        out["encoders"][name] = {
-            "retrieval": r,
-            "zero_shot": zs,
-            "pair_free": pf,
-            "d_text": int(t_tr.shape[1]),
-        }
+        row = {"retrieval": r, "zero_shot": None, "pair_free": None, "d_text": int(t_tr.shape[1])}
+        if classes:
+            enc = text_encoder(ctx.cfg, name, runs)
+            row["zero_shot"] = _zero_shot(enc, keep, mu, mapped, _labels(world, test))
+            labels = _labels(world, test + train)
+            images, texts = np.concatenate([v_te, v_tr]), np.concatenate([t_te, t_tr])
+            row["pair_free"] = {
+                kind: _pair_free_classes(images, texts, y, C, ctx.cfg.seed)
+                for kind, y, C in (("shape", labels[0], 8), ("colour", labels[1], 10))
+            }
+        out["encoders"][name] = row
     return out
+
+
+def _zero_shot(enc, keep: np.ndarray, mu: np.ndarray, mapped: np.ndarray, labels) -> dict:
+    """Shape and colour of the held-out scenes by the nearest class prompt (``mapped``: their
+    images in the text space, centred by ``mu``; ``keep``: the text columns that vary)."""
+    from prh.bridge import zero_shot
+
+    zs = {}
+    for kind, y in (("shape", labels[0]), ("colour", labels[1])):
+        prompts, C = _prompts(kind)
+        pe = np.asarray(enc.encode_texts(prompts)[:, -1], dtype=np.float64)[:, keep]
+        cls = (pe - mu).reshape(C, len(TEMPLATES), -1)  # (C, P, E)
+        zs[kind] = zero_shot(mapped, cls, y).to_dict()
+    return zs
 
 
 def _pair_free_classes(images, texts, labels, n_classes: int, seed: int) -> dict[str, Any]:

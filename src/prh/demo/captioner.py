@@ -51,6 +51,7 @@ def demo_captioner(ctx: Context, good_run: Path, vision_train: Path) -> Any:
             seed=cfg.seed,
             threads=max(1, cfg.workers * cfg.threads),
             progress=False,
+            corpus=cfg.corpus or None,  # a corpus's photos and captions, else the run's world
         )
     return load_captioner(ctx.out)
 

@@ -317,6 +317,11 @@ class DemoConfig:
         captions that state every factor. A text-good run trains on it at the text-good recipe
         and budget (``curve_seeds`` seeds), judged against the same image encoder as text-good
         (:mod:`prh.demo.literal`; needs the image-good run).
+    corpus : str
+        A caption corpus with its photos (``""``: none; else ``world`` is ``"corpus"``): the
+        path of :func:`prh.data.image_corpus.load_image_corpus` (COCO, Flickr, JSONL), whose
+        train split every text encoder trains on and whose test split is held out
+        (:mod:`prh.world.corpus`). It has no control, twin, image runs or theory.
     seed, world_seed : int
         Base seed of every run and the world's seed.
     vision, text_baseline : str
@@ -333,6 +338,7 @@ class DemoConfig:
     world: str = "moving"
     control: str = "cave"
     literal: str = "moving-literal"
+    corpus: str = ""
     seed: int = 0
     world_seed: int = 0
     vision: str = "efficientnet-lite0"
@@ -394,6 +400,19 @@ class DemoConfig:
             raise InputError(
                 f"demo: literal {self.literal!r}: expected '' (none) or the literal-caption twin "
                 f"of {self.world!r} among {names}"
+            )
+        self._check_corpus()
+
+    def _check_corpus(self) -> None:
+        """A corpus is world ``corpus``, and the steps it cannot feed are off (the control and
+        the twin are generated worlds; an image/sketch run trains on a world's renders)."""
+        if bool(self.corpus) != (self.world == "corpus"):
+            raise InputError("demo: give a corpus path exactly when the world is 'corpus' "
+                             f"(world {self.world!r}, corpus {self.corpus!r})")  # fmt: skip
+        if self.corpus and (self.control or self.literal or self.image.modalities):
+            raise InputError(
+                "demo: a corpus has no control world, literal twin or image/sketch runs (they "
+                "train on a generated world's renders); set control, literal and modalities off"
             )
 
     def with_settings(self, **settings: Any) -> DemoConfig:
@@ -460,7 +479,7 @@ SETTINGS: dict[str, tuple[str, str]] = {
 :meth:`DemoConfig.digest` take."""
 
 
-ADDED = ("literal",)
+ADDED = ("literal", "corpus")
 """Settings added after the demo folders' step-cost files were named (``costs-<digest>``, the
 one cache named by every setting): left out of :meth:`DemoConfig.digest` of all settings, so a
 folder keeps the costs it recorded; a step they add records its cost under its own name."""
@@ -519,7 +538,38 @@ QUICK = DEFAULT.with_settings(
 )
 
 
-PRESETS = {"quick": QUICK, "default": DEFAULT, "full": FULL}
+SCALE = DEFAULT.with_settings(
+    name="scale",
+    control="",
+    literal="",
+    modalities=(),  # a corpus (what this preset is for) trains no image/sketch run
+    preset="small",  # 12 layers, d_model 384: the text model a GPU trains in minutes
+    samples=1_048_576,
+    batch_size=512,
+    max_len=64,
+    doc_max_len=256,
+    eval_every=32_768,
+    curve_seeds=3,
+    law_samples=(131_072, 262_144, 524_288, 1_048_576),
+    heldout_samples=(196_608, 393_216, 786_432),
+    heldout_runs=4,
+    eval_scenes=5_000,  # COCO 2017 val, whole
+    bridge_scenes=10_000,
+    null=200,
+    bootstrap=500,
+    pair_free_samples=False,  # seconds per pair at 5,000 held-out images
+    decoder_scenes=20_000,
+    decoder_steps=2_000,
+    workers=1,  # one GPU: one run at a time, each on the whole device
+    threads=8,
+)
+"""One GPU on a photo corpus (COCO 2017, Flickr30k): budgets in ``docs/caption.md``."""
+
+
+PRESETS = {"quick": QUICK, "default": DEFAULT, "full": FULL, "scale": SCALE}
+
+CORPUS_OFF = {"control": "", "literal": "", "modalities": (), "zero_pair_captioner": False}
+"""What a corpus demo turns off (:meth:`DemoConfig._check_corpus`)."""
 
 
 def demo_config(preset: str = "default", **overrides: Any) -> DemoConfig:
@@ -531,6 +581,8 @@ def demo_config(preset: str = "default", **overrides: Any) -> DemoConfig:
     base = PRESETS[preset]
     _refuse_unknown(overrides)
     given = {k: v for k, v in overrides.items() if v is not None}
+    if given.get("corpus"):  # a corpus is its own world, without what needs a generated one
+        given = {**CORPUS_OFF, "world": "corpus", **given}
     world = given.get("world")
     if world is not None and world == base.control and "control" not in given:
         given["control"] = ""  # the preset's control world is now the world: no control

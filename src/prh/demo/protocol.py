@@ -81,9 +81,12 @@ def text_recipe(cfg: DemoConfig) -> TrainConfig:
     """The :class:`~prh.training.TrainConfig` every text run of the demo starts from: the text
     recipe on the demo's world, a constant learning rate after warm-up."""
     text = cfg.text
+    # a corpus's runs train on its whole train split (prh.training.data.corpus_split)
+    data = {"corpus": cfg.corpus} if cfg.corpus else {"world": cfg.world,
+            "world_seed": cfg.world_seed, "train_scenes": text.train_scenes}  # fmt: skip
     return train_config(
-        text.preset, world=cfg.world, world_seed=cfg.world_seed, batch_size=text.batch_size,
-        lr=text.lr, max_len=text.max_len, min_lr_frac=1.0, train_scenes=text.train_scenes,
+        text.preset, batch_size=text.batch_size, lr=text.lr, max_len=text.max_len,
+        min_lr_frac=1.0, **data,
     )  # fmt: skip
 
 

@@ -575,18 +575,23 @@ def _bridge_table(b: dict[str, Any]) -> dict[str, Any]:
     """Retrieval, zero-shot and pair-free results of each text encoder through the one map,
     and chance."""
     rows: list[list[Cell]] = []
+    absent = b.get("classes_absent")  # a world without scene classes: those columns say why
     for k, d in b["encoders"].items():
         r, z, p = d["retrieval"], d["zero_shot"], d["pair_free"]
         rows.append(
             [NAMES.get(k, k)]
             + [num(r["img_to_txt"][f"R@{j}"]) for j in (1, 5, 10)]
             + [num(r["txt_to_img"][f"R@{j}"]) for j in (1, 5, 10)]
-            + [
-                num(z["shape"]["top1"]),
-                num(z["colour"]["top1"]),
-                num(p["shape"]["accuracy"], 2),
-                num(p["colour"]["accuracy"], 2),
-            ]
+            + (
+                [num(None, why=absent)] * 4
+                if z is None
+                else [
+                    num(z["shape"]["top1"]),
+                    num(z["colour"]["top1"]),
+                    num(p["shape"]["accuracy"], 2),
+                    num(p["colour"]["accuracy"], 2),
+                ]
+            )
         )
     ch = b["chance"]
     rows.append(

@@ -18,7 +18,7 @@ from prh.demo.context import Context
 from prh.demo.figures import fig, interval
 from prh.demo.sweeps import run_cells
 from prh.demo.world import RUN_OF, TEXT_ENCODERS, demo_world, scene_ids, text_encoder
-from prh.world.registry import is_default_world
+from prh.world.registry import is_default_world, world_offers
 
 
 def step_prove(ctx: Context) -> dict[str, Any]:
@@ -190,8 +190,10 @@ def step_word_order(
         test, _ = scene_ids(cfg, world)
         texts = [world.captions(i, 1, cfg.world_seed + 1)[0] for i in test]
         shuffled = shuffle_words(texts, seed=cfg.seed)
-        f = scene_factors(world, test)
-        labels = {"shape": f["shape"], "colour": f["colour"]}
+        labels = {}  # a world without scene classes (a corpus) has no largest-object probes
+        if world_offers(cfg.world, "factors"):
+            f = scene_factors(world, test)
+            labels = {"shape": f["shape"], "colour": f["colour"]}
         vision = load_features(vision_test).features
         profiles = {
             "bag-of-words": layer_profile(bag_of_words(texts), vision, labels, cfg.measure.k)
@@ -205,10 +207,11 @@ def step_word_order(
 
     value, _ = ctx.cached_json(f"word-order-{h.hexdigest()[:10]}", go)
     for name, row in value["summary"].items():
+        probes = ("" if "shape_max" not in row else f"; largest shape {row['shape_max']:.2f}, "
+                  f"colour {row['colour_max']:.2f} (best layer of each probe)")  # fmt: skip
         ctx.log(
             f"  {name:<22} best layer {row['best_layer']} mutual-kNN {row['best_mutual_knn']:.4f}"
-            f" (last {row['last_mutual_knn']:.4f}); largest shape {row['shape_max']:.2f},"
-            f" colour {row['colour_max']:.2f} (best layer of each probe)"
+            f" (last {row['last_mutual_knn']:.4f}){probes}"
         )
     return value
 
@@ -218,12 +221,16 @@ def step_word_collapse(ctx: Context, runs: dict[str, Path]) -> dict[str, Any]:
     among its colour words in each trained text run's token embeddings
     (:func:`prh.metrics.word_collapse.word_collapse_of`): a next-token model whose documents give
     its words no distinct contexts merges them (0.85 on the still world at 16k documents); a
-    good-view JEPA keeps them apart (about 0)."""
+    good-view JEPA keeps them apart (about 0). Absent (``{}``) on a world without the cave's
+    factors (a corpus of photos: its captions need not name those words)."""
     from prh.metrics.word_collapse import word_collapse_of
     from prh.training import load_run
     from prh.world.scenes import COLOURS, SHAPES
 
     out: dict[str, Any] = {}
+    if not world_offers(ctx.cfg.world, "factors"):
+        ctx.log("  word collapse: absent (the world has no shape and colour words)")
+        return out
     for name in ("good", "bad", "next-token"):
         wc = word_collapse_of(load_run(runs[name], device="cpu"), SHAPES, COLOURS)
         out[name] = {"shape": round(wc.shape, 4), "colour": round(wc.colour, 4)}

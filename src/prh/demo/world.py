@@ -16,11 +16,17 @@ RUN_OF = {"random-init": "good", "next-token-last": "next-token"}
 """The trained run a text encoder is made from, where it is not its own name (MiniLM has none)."""
 
 
+def world_options(cfg: DemoConfig) -> dict[str, str]:
+    """The options of the demo's world beyond its seed: a corpus's path (``spec``), else none."""
+    return {"spec": cfg.corpus} if cfg.corpus else {}
+
+
 def demo_world(cfg: DemoConfig):
-    """The world ``cfg.world`` of ``cfg.world_seed`` (the moving cave by default)."""
+    """The world ``cfg.world`` of ``cfg.world_seed`` (the moving cave by default; a corpus's
+    photos with ``cfg.corpus``)."""
     from prh.world import make_world
 
-    return make_world(cfg.world, seed=cfg.world_seed)
+    return make_world(cfg.world, seed=cfg.world_seed, **world_options(cfg))
 
 
 def check_world_sizes(cfg: DemoConfig) -> None:
@@ -32,18 +38,21 @@ def check_world_sizes(cfg: DemoConfig) -> None:
         Naming the setting, the world and its split's size.
     """
     from prh.errors import InputError
-    from prh.world import make_world
 
-    for name in (cfg.world, cfg.control) if cfg.control else (cfg.world,):
-        world = make_world(name, seed=cfg.world_seed)
+    configs = (cfg, cfg.control_config()) if cfg.control else (cfg,)
+    for c in configs:
+        world = demo_world(c)
         n_train, n_test = len(world.split("train")), len(world.split("test"))
-        settings = cfg.to_dict()  # the refusal names the setting
+        settings = c.to_dict()  # the refusal names the setting
         asks = {"eval_scenes": (settings["eval_scenes"], n_test, "test")}
-        for f in ("bridge_scenes", "train_scenes", "decoder_scenes", "image_train_scenes"):
+        # a corpus's text runs train on its whole train split: no train_scenes to check
+        per_run = () if c.corpus else ("train_scenes", "image_train_scenes")
+        for f in ("bridge_scenes", "decoder_scenes", *per_run):
             asks[f] = (settings[f], n_train, "train")
+        where = f"corpus {c.corpus}" if c.corpus else f"world {c.world!r}"
         for f, (want, have, split) in asks.items():
             if want > have:
-                raise InputError(f"demo: {f} {want} > the {have} {split} scenes of world {name!r}")
+                raise InputError(f"demo: {f} {want} > the {have} {split} scenes of {where}")
 
 
 def scene_ids(cfg: DemoConfig, world) -> tuple[list[int], list[int]]:

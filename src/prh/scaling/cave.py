@@ -185,8 +185,6 @@ class CaveBackend:
     name: str = "cave"
 
     def __post_init__(self) -> None:
-        if self.train.world is None:
-            raise InputError("cave backend: its runs train on a world, not a corpus")
         if self.next_token is not None and self.next_token.views != "next-token":
             raise InputError(
                 f"cave backend: next_token is the recipe of next-token runs, got views "
@@ -195,8 +193,9 @@ class CaveBackend:
 
     @property
     def world(self) -> str:
-        """The world's registry name."""
-        return str(self.train.world)
+        """The world's registry name (``corpus``: the runs train on a caption corpus with its
+        photos, :mod:`prh.world.corpus`, its held-out images from its test split)."""
+        return "corpus" if self.train.corpus is not None else str(self.train.world)
 
     def options(self) -> dict[str, Any]:
         """What determines a cell's results (its id, :meth:`Cell.cell_id`)."""
@@ -219,6 +218,8 @@ class CaveBackend:
                 del d[k]  # the same
         if t.world == TrainConfig.world:
             del d["world"]  # the default world: as before the world became an option
+        if t.corpus is not None:
+            d["world"], d["corpus"] = "corpus", t.corpus
         return d
 
     def vision_path(self, out_dir: Path) -> Path:
@@ -256,14 +257,15 @@ class CaveBackend:
 
     def _vision_path(self, out_dir: Path) -> Path:
         key = {k: v for k, v in self.options().items() if k in ("vision", "eval_scenes",
-               "world", "world_seed", "nuisance_seed", "image_size")}  # fmt: skip
+               "world", "world_seed", "nuisance_seed", "image_size", "corpus")}  # fmt: skip
         h = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
         return out_dir / f"vision-{h}.safetensors"
 
     def _world(self):
         from prh.world import make_world
 
-        return make_world(self.world, seed=self.train.world_seed)
+        spec = {} if self.train.corpus is None else {"spec": self.train.corpus}
+        return make_world(self.world, seed=self.train.world_seed, **spec)
 
     def _scene_ids(self, world) -> list[int]:
         from prh.world.registry import split_sample

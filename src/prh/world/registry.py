@@ -191,14 +191,15 @@ WORLDS: dict[str, Callable[..., World]] = {
 }
 
 
-# What a training run may ask of a world beyond the contract, by feature: ``themes`` (a
-# caption theme per scene), ``doc_style`` (captions regenerated in a document style) and
-# ``narration`` (documents that tell a trajectory). A config asks :func:`world_offers`, never
-# a world's name.
+# What a run or the demo may ask of a world beyond the contract, by feature: ``themes`` (a
+# caption theme per scene), ``doc_style`` (captions regenerated in a document style),
+# ``narration`` (documents that tell a trajectory) and ``factors`` (a scene is a cave scene of
+# objects with a shape and a colour: the demo's zero-shot and pair-free classes). A config asks
+# :func:`world_offers`, never a world's name.
 WORLD_FEATURES: dict[str, frozenset[str]] = {
-    "cave": frozenset({"themes", "doc_style"}),
-    "moving": frozenset({"narration"}),
-    "moving-literal": frozenset(),
+    "cave": frozenset({"themes", "doc_style", "factors"}),
+    "moving": frozenset({"narration", "factors"}),
+    "moving-literal": frozenset({"factors"}),
     "corpus": frozenset(),
 }
 
