@@ -104,7 +104,6 @@ def _compute(ctx: Context, text, vision, runs, world, test, train) -> dict:
     import torch
 
     from prh.bridge import VisionProjector, retrieval
-
     from prh.world import world_offers
 
     torch.set_num_threads(max(1, ctx.cfg.workers * ctx.cfg.threads))
