@@ -97,7 +97,7 @@ def bridge_section(
     return value
 
 
-CLASSES_ABSENT = "the world has no scene classes (a caption corpus of photos)"
+CLASSES_ABSENT = "a caption corpus of photos has no scene classes"
 
 
 def _compute(ctx: Context, text, vision, runs, world, test, train) -> dict:

@@ -165,8 +165,13 @@ def step_literal(ctx: Context, runs: dict[str, Path], mod: ModalityEvidence) -> 
 
 
 def theory_targets(ctx: Context, results: dict[str, Any]) -> list[dict[str, Any]]:
-    """Issue 21's targets (:mod:`prh.demo.theory_targets`), each logged."""
+    """Issue 21's targets (:mod:`prh.demo.theory_targets`), each logged; none on a corpus
+    (they are the generated worlds' spectrum, theory embedding and control)."""
     from prh.demo.theory_targets import targets
+
+    if ctx.cfg.corpus:
+        ctx.log("  issue 21's targets: absent on a corpus (no spectrum, theory or control)")
+        return []
 
     ev = results["modalities"].get("evidence")
     rows = targets(results["theory"], ev["matrix"] if ev else None, results["control"])

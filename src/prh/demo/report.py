@@ -416,6 +416,7 @@ def _header(summary: dict[str, Any]) -> dict[str, str]:
         "name": str(cfg["name"]),
         "world_seed": str(cfg["world_seed"]),
         "world": world_title(cfg.get("world")),
+        "corpus": str(cfg.get("corpus") or ""),
         "preset": str(cfg["preset"]),
         "vision": str(cfg["vision"]),
         "cost": _cost_text(summary),

@@ -39,17 +39,31 @@ STILL_REASON = (
     "the still world's pair kernel is diag(p): every eigenvalue is 1, no gap at any k, so the "
     "theorem fixes no embedding to compare with"
 )
+CORPUS_REASON = (
+    "a caption corpus of photos has no latent states to draw views from (its good views are two "
+    "captions of one photo: the pair kernel over photos is diag(p), every eigenvalue 1, no gap), "
+    "so it has no spectrum or theory embedding: the theory figures are absent by contract"
+)
 
 
-def world_spectrum(world: Any, m: int = 12) -> dict[str, Any]:
+def no_theory_reason(world_name: str) -> str:
+    """Why world ``world_name`` has no theory embedding, when it has none: a world of generated
+    scenes (one that offers ``factors``) is still (:data:`STILL_REASON`); any other is a corpus of
+    photos (:data:`CORPUS_REASON`)."""
+    from prh.world import world_offers
+
+    return STILL_REASON if world_offers(world_name, "factors") else CORPUS_REASON
+
+
+def world_spectrum(world: Any, m: int = 12, reason: str = STILL_REASON) -> dict[str, Any]:
     """``{"eigenvalues", "k", "gap", "min_separation", "lag", "reason"}`` of ``world``: the ``m``
-    largest non-constant eigenvalues of its pair kernel; ``eigenvalues`` ``None`` and a
-    ``reason`` for a world without one (the still cave)."""
+    largest non-constant eigenvalues of its pair kernel; ``eigenvalues`` ``None`` and ``reason``
+    for a world without one (the still cave, a corpus: :func:`no_theory_reason`)."""
     from prh.world import has_theory
 
     if not has_theory(world):
         return {"eigenvalues": None, "k": None, "gap": None, "min_separation": None,
-                "lag": 0, "reason": STILL_REASON}  # fmt: skip
+                "lag": 0, "reason": reason}  # fmt: skip
     k = world.gap_k
     sp = world.spectrum(max(m, k + 1))
     ev = sp.nontrivial()
@@ -74,13 +88,14 @@ def theory_scores(
     *,
     n_boot: int = 200,
     seed: int = 0,
+    reason: str = STILL_REASON,
 ) -> dict[str, Any]:
     """Name -> the held-out theory CCA of each feature set (module docstring), or
     ``{"skipped": reason}`` for a world without a gap."""
     from prh.world import has_theory
 
     if not has_theory(world):
-        return {"skipped": STILL_REASON}
+        return {"skipped": reason}
     k = world.gap_k
     g_fit, g_test = world.theory_embedding(fit_ids, k), world.theory_embedding(test_ids, k)
     out: dict[str, Any] = {}
@@ -246,9 +261,11 @@ def theory_section(
         world = demo_world(cfg)
         test_ids, fit_ids = scene_ids(cfg, world)
         train, test, dims = load_sets(sets)
-        spectrum = world_spectrum(world)
+        why = no_theory_reason(cfg.world)
+        spectrum = world_spectrum(world, reason=why)
         k = spectrum["k"] or 8  # the still world's pairs compared in the moving world's k
-        scores = theory_scores(world, train, test, dims, fit_ids, test_ids, seed=cfg.seed)
+        scores = theory_scores(world, train, test, dims, fit_ids, test_ids, seed=cfg.seed,
+                               reason=why)  # fmt: skip
         pairs = pair_cc(train, test, dims, names, components=k, seed=cfg.seed)
         pairs["predicted"] = predicted_pairs(world, names, k)
         return {
