@@ -10,6 +10,8 @@ runs for the law, as one sweep -> embed held-out scenes with a frozen EfficientN
 the trained encoders, MiniLM and a random-init control -> measure (mutual-kNN, calibrated, CI) ->
 curves -> sample efficiency -> scaling-law fit -> bridge (retrieval, zero-shot, pair-free,
 captioner) -> OUT/report.html and OUT/summary.json. A rerun reuses every finished step.
+``--corpus SPEC --vision ENCODER``: the same claims on a caption corpus with its photos
+(:mod:`prh.demo.folder` checks it first); ``--scale``: its one-GPU preset.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "points (what claims 2 and 3 need), three image/sketch encoders and the zero-pair "
         "captioner (about 65 minutes on 2 cores)",
     )
+    size.add_argument("--scale", action="store_true", help="the one-GPU preset for a photo "
+                      "corpus (--corpus; COCO, Flickr30k: budgets in docs/caption.md)")  # fmt: skip
     parser.add_argument(
         "--out", default="runs/demo", metavar="DIR", help="output folder (default runs/demo)"
     )
@@ -58,6 +62,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the world every encoder trains on: the moving cave (default; good views have a "
         "spectral gap) or the still cave",
     )
+    parser.add_argument("--corpus", default=None, metavar="SPEC", help="a caption corpus with "
+                        "its photos instead of a world (COCO folder, Flickr, JSONL)")  # fmt: skip
+    parser.add_argument("--vision", default=None, metavar="ENCODER",
+                        help="the frozen image encoder (default efficientnet-lite0)")  # fmt: skip
     parser.add_argument(
         "--control",
         choices=("cave", "moving", "none"),
@@ -69,23 +77,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-
     from prh.demo import demo_config, run_demo
+    from prh.demo.folder import open_demo_folder
     from prh.errors import InputError
-    from prh.io import check_output_dir, check_writable
 
-    # every setting and the output folder are checked before any step runs
-    preset = "quick" if args.quick else "full" if args.full else "default"
+    # every setting, the inputs and the output folder are checked before any step runs
+    preset = next((p for p in ("quick", "full", "scale") if getattr(args, p)), "default")
+    if args.corpus and args.world:
+        raise InputError("give --world or --corpus, not both (a corpus is its own world)")
     control = "" if args.control == "none" else args.control
+    corpus = str(Path(args.corpus).resolve()) if args.corpus else None
     cfg = demo_config(preset, seed=args.seed, workers=args.workers, samples=args.samples,
-                      world=args.world, control=control)  # fmt: skip
-    out = check_output_dir(args.out, "--out")
-    check_demo_folder(out)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise InputError(f"--out {out}: cannot create the folder ({e.strerror})") from None
-    check_writable(out / "summary.json", "--out")
+                      world=args.world, control=control, corpus=corpus,
+                      vision=args.vision)  # fmt: skip
+    out = open_demo_folder(cfg, args.out)
     from prh.progress import quiet_third_party
 
     quiet_third_party()  # MiniLM's "Loading weights" bar; the demo logs its own steps
@@ -94,23 +99,3 @@ def run(args: argparse.Namespace) -> int:
     for c in summary["claims"]:
         print(f"  [{c['label']}] {c['evidence']}")
     return 0
-
-
-# What a demo writes first (demo.json) or last (summary.json), and its per-step cache.
-DEMO_MARKERS = ("demo.json", "summary.json", "steps")
-
-
-def check_demo_folder(out: Path) -> None:
-    """Refuse an ``--out`` that exists, holds files and is not a demo's folder (a ``prh train``
-    run, say): the demo would write its steps and runs among them (issue 36)."""
-    from prh.errors import InputError
-
-    if not out.is_dir():
-        return
-    entries = sorted(p.name for p in out.iterdir())
-    if entries and not any((out / m).exists() for m in DEMO_MARKERS):
-        what = " (a prh train run)" if "config.json" in entries else ""
-        raise InputError(
-            f"--out {out}: not a demo folder{what}: it holds {entries[0]!r} and no demo.json; "
-            "give a new or empty folder, or one a demo wrote"
-        )

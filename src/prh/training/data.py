@@ -180,7 +180,11 @@ def default_data_factory(
 
 
 def eval_texts(cfg: TrainConfig, ids: list[str]) -> list[str]:
-    """One caption per id (``scene_{i}``) to embed for evaluation against a feature file."""
+    """One caption per id (``scene_{i}``; a corpus's image ids) to embed for evaluation against
+    a feature file: the wording of seed ``world_seed + 1``, on a corpus its caption number
+    ``(world_seed + 1) mod n`` (:meth:`prh.world.corpus.CorpusWorld.captions`' rule), so that a
+    run's curve and a measurement of its held-out images (``prh demo --corpus``) read one
+    caption."""
     if cfg.world is not None:
         world = build_world(cfg)
         scenes = scene_ids_of(ids, "--eval-features")
@@ -194,7 +198,8 @@ def eval_texts(cfg: TrainConfig, ids: list[str]) -> list[str]:
         raise InputError(
             f"--eval-features: {len(missing)} ids not in the corpus, e.g. {missing[0]}"
         )
-    return [by_id[s][0] for s in ids]
+    pick = cfg.world_seed + 1
+    return [by_id[s][pick % len(by_id[s])] for s in ids]
 
 
 def run_tokens_per_row(run_dir: Path, batches: int = 4) -> float:
