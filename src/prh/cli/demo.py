@@ -90,10 +90,10 @@ def run(args: argparse.Namespace) -> int:
     cfg = demo_config(preset, seed=args.seed, workers=args.workers, samples=args.samples,
                       world=args.world, control=control, corpus=corpus,
                       vision=args.vision)  # fmt: skip
-    out = open_demo_folder(cfg, args.out)
     from prh.progress import quiet_third_party
 
-    quiet_third_party()  # MiniLM's "Loading weights" bar; the demo logs its own steps
+    quiet_third_party()  # the encoders' "Loading weights" bars; the demo logs its own steps
+    out = open_demo_folder(cfg, args.out)
     summary = run_demo(cfg, out, skip_prove=args.skip_prove)
     print(f"report: {out}/report.html")
     for c in summary["claims"]:

@@ -96,11 +96,11 @@ def open_demo_folder(cfg: DemoConfig, out: str | os.PathLike[str]) -> Path:
 
     path = check_output_dir(out, "--out")
     check_demo_folder(path)
+    check_vision(cfg)
     check_world_sizes(cfg)
     check_corpus_split(cfg)
     if cfg.corpus and path.is_dir():
         check_corpus_runs(path, cfg.corpus)
-    check_vision(cfg)
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as e:
