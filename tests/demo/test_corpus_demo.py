@@ -19,7 +19,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from prh.cli import main  # noqa: E402
+from prh.cli import main
 
 WORLD_SEED = 3
 
@@ -87,9 +87,8 @@ def test_corpus_demo_trains_on_the_train_photos_and_measures_the_test_photos(cor
     # the measured score of a trained run is the last point of its curve (one held-out caption)
     good = next(r for r in s["runs"] if r["name"] == "good")
     assert s["alignment"]["good"] == pytest.approx(good["evals"][-1][1], abs=1e-12)
-    assert 0 <= s["alignment"]["good"] <= 1 and set(s["alignment"]) >= {"good", "bad",
-                                                                           "next-token", "minilm",
-                                                                           "random-init"}  # fmt: skip
+    names = {"good", "bad", "next-token", "minilm", "random-init"}
+    assert 0 <= s["alignment"]["good"] <= 1 and set(s["alignment"]) >= names
     # the captioner retrieves the corpus's training captions
     from prh.caption import load_captioner
 
