@@ -34,7 +34,9 @@ OLD_SETTINGS = {
 
 
 def test_every_flat_setting_routes_and_round_trips():
-    assert set(OLD_SETTINGS) == set(DEFAULT.to_dict())  # the flat view names every setting
+    # the flat view names every setting (``corpus``, added since, is valid only with world
+    # ``corpus`` and the steps it turns off: tests/demo/test_corpus_demo.py)
+    assert set(OLD_SETTINGS) | {"corpus"} == set(DEFAULT.to_dict())
     # a part's settings: its fields, those of a library config it holds (ImageRecipe.encoder)
     n_fields = sum(len(c.settings()) for c in PARTS.values()) + len(fields(DemoConfig)) - len(PARTS)
     assert len(SETTINGS) == n_fields  # one name per field: no two parts share a setting name
@@ -50,9 +52,10 @@ def test_every_flat_setting_routes_and_round_trips():
         assert got == want, name
     # all at once, and the digest callers' names
     others = {k: v for k, v in OLD_SETTINGS.items() if k != "preset"}
-    assert demo_config("default", **others).to_dict() == {**OLD_SETTINGS, "preset": "tiny"}
+    new = {"corpus": ""}
+    assert demo_config("default", **others).to_dict() == {**OLD_SETTINGS, **new, "preset": "tiny"}
     cfg = DEFAULT.with_settings(**OLD_SETTINGS)
-    assert cfg.to_dict() == OLD_SETTINGS
+    assert cfg.to_dict() == {**OLD_SETTINGS, **new}
     assert (cfg.text.samples, cfg.image.lr, cfg.caption.build) == (65536, 1e-4, False)
     assert len(cfg.digest("k", "bootstrap", "seed", "pair_free_samples")) == 10
     with pytest.raises(InputError, match=r"^demo: unknown setting\(s\) \['colour'\]$"):
