@@ -60,7 +60,8 @@ def test_build_from_the_cli(capsys, tmp_path, text_run, tiny_vit):
     code, out, err = _cli(capsys, "--build", "--text-run", text_run, "--out", out_run,
                           "--vision", f"hf:{tiny_vit}", "--n-pairs", 8, "--decoder-scenes", 8,
                           "--decoder-steps", 2, "--vision-dims", 4, "--image-size", 32,
-                          "--map", "ridge", "--noise", "0", "--no-progress")  # fmt: skip
+                          "--map", "ridge", "--noise", "0", "--device", "cpu",
+                          "--no-progress")  # fmt: skip
     assert code == 0, err
     info = json.loads((out_run / "caption" / "caption.json").read_text())
     assert info["map"]["kind"] == "ridge" and info["noise_std"] == 0.0 and info["n_pairs"] == 8
@@ -72,6 +73,20 @@ def test_build_from_the_cli(capsys, tmp_path, text_run, tiny_vit):
     assert code == 0, err
     info = json.loads((tmp_path / "free" / "caption" / "caption.json").read_text())
     assert 0.0 <= info["pair_free"]["accuracy"] <= 1.0 and "pair-free match accuracy" in out
+
+
+@pytest.mark.parametrize("device", ["tpu", "cuda"])
+def test_build_refuses_a_device_this_machine_lacks(capsys, tmp_path, text_run, tiny_vit, device):
+    import torch
+
+    if device == "cuda" and torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    out_run = tmp_path / "built"
+    code, _, err = _cli(capsys, "--build", "--text-run", text_run, "--out", out_run, "--vision",
+                        f"hf:{tiny_vit}", "--n-pairs", 8, "--decoder-scenes", 8,
+                        "--decoder-steps", 2, "--device", device, "--no-progress")  # fmt: skip
+    assert code == 2 and err.count("\n") == 1 and f"--device {device}:" in err
+    assert not out_run.exists()
 
 
 @pytest.mark.parametrize(

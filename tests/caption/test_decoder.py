@@ -138,6 +138,14 @@ def test_training_is_deterministic_for_a_seed(tok):
     for a, b in zip(m1.state_dict().values(), m2.state_dict().values()):
         assert torch.equal(a, b)
     assert l1 != l3
+    # --device cpu is the default, bit for bit; a GPU draws the same batches and noise
+    m4, l4 = train_decoder(_cfg(tok), cond, ids, mask, tcfg, device="cpu")
+    assert l4 == l1 and all(torch.equal(a, b) for a, b in
+                            zip(m1.state_dict().values(), m4.state_dict().values()))  # fmt: skip
+    if torch.cuda.is_available():
+        m5, l5 = train_decoder(_cfg(tok), cond, ids, mask, tcfg, device="cuda")
+        assert next(m5.parameters()).device.type == "cpu"  # returned on the CPU
+        assert l5 == pytest.approx(l1, rel=1e-3, abs=1e-4)
 
 
 def test_loss_ignores_padding_and_matches_a_per_row_reference(tok):

@@ -94,6 +94,10 @@ class CaptionBuildConfig:
         A caption corpus with its photos (:func:`prh.data.image_corpus.load_image_corpus`) to
         build on instead of the text run's world: its train images pair with their captions,
         its train captions train the decoder (the text run must have been trained on it).
+    device : str, optional
+        Where the text run embeds the captions and the decoder trains (``"cuda"``, ``"auto"``;
+        :func:`prh.device.resolve_device`, checked before anything loads); ``None``: the CPU.
+        The map (PCA and a Procrustes solve on ``n_pairs`` rows) is fitted on the CPU.
     """
 
     vision: str = "efficientnet-lite0"
@@ -117,6 +121,7 @@ class CaptionBuildConfig:
     pair_free_method: str = "auto"
     spectral_pairs: int = 8192
     corpus: str | None = None
+    device: str | None = None
 
     def __post_init__(self) -> None:
         if self.pair_free_method not in ("auto", "spectral", "shape"):
@@ -533,9 +538,11 @@ def train_text_decoder(
     sigma: float,
     cfg: CaptionBuildConfig,
     progress: bool,
+    device: Any = "cpu",
 ) -> tuple[Any, list[float], Any, Any]:
-    """Step 4: the decoder, on text only; returns ``(decoder, losses, model config, train
-    config)``; ``(None, [], model config, None)`` when ``decoder_steps`` is 0."""
+    """Step 4: the decoder, on text only, trained on ``device``; returns ``(decoder, losses,
+    model config, train config)``; ``(None, [], model config, None)`` when ``decoder_steps``
+    is 0."""
     from prh.caption.decoder import DecoderConfig, DecoderTrainConfig, train_decoder
 
     overrides = {"max_len": run.config.max_len, **(cfg.decoder_config or {})}
@@ -547,7 +554,7 @@ def train_text_decoder(
 
     bar = Progress(cfg.decoder_steps, "prh caption: decoder", enabled=progress, unit="step")
     report = lambda step, loss: bar.set(step + 1, loss=f"{loss:.3f}")  # noqa: E731
-    decoder, losses = train_decoder(dcfg, cond, ids, mask, tcfg, report)
+    decoder, losses = train_decoder(dcfg, cond, ids, mask, tcfg, report, device=device)
     bar.close()
     return decoder, losses, dcfg, tcfg
 
@@ -609,7 +616,7 @@ def load_build_inputs(text_run: Path, cfg: CaptionBuildConfig) -> BuildInputs:
     from prh.training import load_run
     from prh.world import make_world
 
-    run = load_run(text_run, device="cpu")
+    run = load_run(text_run, device=cfg.device or "cpu")
     if run.config.is_lm:
         raise InputError(f"{text_run}: a next-token run; captioning needs a text JEPA run")
     wseed = run.config.world_seed if cfg.world_seed is None else int(cfg.world_seed)
@@ -727,6 +734,9 @@ def build_caption_run(
     folder = out / CAPTION_DIR
     if (folder / MANIFEST).exists():
         raise InputError(f"--out {out}: already holds a caption model ({folder / MANIFEST})")
+    from prh.device import resolve_device
+
+    device = resolve_device(cfg.device or "cpu")  # an unavailable device: one line, first
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     inputs = load_build_inputs(Path(text_run), cfg)
@@ -737,7 +747,8 @@ def build_caption_run(
     fit, pair_scenes = map_from_pairs(inputs, enc, normalizer, cfg, progress, timings)
     t0 = time.perf_counter()
     run = inputs.run
-    decoder, losses, dcfg, tcfg = train_text_decoder(run, texts, cond, fit.sigma, cfg, progress)
+    decoder, losses, dcfg, tcfg = train_text_decoder(run, texts, cond, fit.sigma, cfg, progress,
+                                                     device)  # fmt: skip
     timings["train_decoder_s"] = time.perf_counter() - t0
 
     created = not folder.exists()

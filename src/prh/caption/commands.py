@@ -55,6 +55,7 @@ class CaptionRequest:
     pair_free_classes: bool = False
     seed: int = 0
     corpus: Path | None = None
+    device: str | None = None
 
 
 def caption_command(req: CaptionRequest) -> None:
@@ -295,6 +296,7 @@ def _build(req: CaptionRequest) -> None:
         pair_free_classes=req.pair_free_classes,
         pair_free_method=req.pair_free_method,
         corpus=None if req.corpus is None else str(req.corpus),
+        device=req.device,
         progress=not req.no_progress,
     )
     info = read_json(out / "caption" / "caption.json")

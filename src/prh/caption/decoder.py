@@ -373,6 +373,7 @@ def train_decoder(
     mask: torch.Tensor,
     cfg: DecoderTrainConfig = DecoderTrainConfig(),
     progress: Callable[[int, float], None] | None = None,
+    device: torch.device | str = "cpu",
 ) -> tuple[PrefixDecoder, list[float]]:
     """Train a :class:`PrefixDecoder` to reproduce captions from their conditions.
 
@@ -388,6 +389,9 @@ def train_decoder(
         Optimisation, noise and seed.
     progress : callable, optional
         Called as ``progress(step, loss)`` every 50 steps and at the end.
+    device : torch.device or str
+        Where the decoder trains (``"cuda"``); the initialisation, batch order and noise are
+        drawn on the CPU whatever the device, so a device changes only the arithmetic.
 
     Returns
     -------
@@ -413,7 +417,7 @@ def train_decoder(
     N = c.shape[0]
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(cfg.seed)
-        model = PrefixDecoder(model_cfg)
+        model = PrefixDecoder(model_cfg).to(device)
     gen = torch.Generator().manual_seed(cfg.seed)
     opt = adamw(model, cfg.optim.lr, cfg.optim.weight_decay)
     model.train()
@@ -433,6 +437,7 @@ def train_decoder(
             b_cond = b_cond + cfg.noise_std * torch.randn(b_cond.shape, generator=gen)  # (B, E)
         for g in opt.param_groups:
             g["lr"] = lr_at(step, cfg)
+        b_cond, b_ids, b_mask = (t.to(device) for t in (b_cond, b_ids, b_mask))
         loss = caption_loss(model, b_cond, b_ids, b_mask)
         if not torch.isfinite(loss):
             raise InputError(f"decoder training diverged at step {step} (loss {loss.item()})")
@@ -444,5 +449,4 @@ def train_decoder(
         losses.append(loss.item())
         if progress is not None and (step % 50 == 0 or step == cfg.steps - 1):
             progress(step, losses[-1])
-    model.eval()
-    return model, losses
+    return model.cpu().eval(), losses

@@ -124,6 +124,8 @@ def _map_flags(b: argparse._ArgumentGroup) -> None:
                    "image-caption pair)")  # fmt: skip
     b.add_argument("--seed", type=seed, default=0,
                    help="decoder seed (in [0, 2**32 - 1]; default 0)")  # fmt: skip
+    b.add_argument("--device", default=None, help="where the captions are embedded and the "
+                   "decoder trains: cpu (default), cuda, cuda:N or auto")  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
