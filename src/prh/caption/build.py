@@ -737,6 +737,7 @@ def build_caption_run(
     from prh.device import resolve_device
 
     device = resolve_device(cfg.device or "cpu")  # an unavailable device: one line, first
+    cfg = dataclasses.replace(cfg, device=str(device))  # "auto" resolved once
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     inputs = load_build_inputs(Path(text_run), cfg)

@@ -52,6 +52,7 @@ def demo_captioner(ctx: Context, good_run: Path, vision_train: Path) -> Any:
             threads=max(1, cfg.workers * cfg.threads),
             progress=False,
             corpus=cfg.corpus or None,  # a corpus's photos and captions, else the run's world
+            device="auto",  # the decoder on a GPU when there is one, as the runs train
         )
     return load_captioner(ctx.out)
 
