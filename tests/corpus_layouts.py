@@ -1,5 +1,6 @@
 """Tiny caption corpora with photos, in each layout prh reads (COCO folder, Flickr token file and
-image folder, JSONL of image paths): a few images and captions built in a test's tmp_path."""
+image folder, JSONL of image paths, Hugging Face dataset folder): a few images and captions built
+in a test's tmp_path."""
 
 from __future__ import annotations
 
@@ -56,4 +57,27 @@ def jsonl(root, n=5):
     return root / "c.jsonl"
 
 
-CORPUS_LAYOUTS = SimpleNamespace(coco=coco, flickr=flickr, jsonl=jsonl)
+def hf(root, n=5, per_split=True):
+    """A Hugging Face image-caption dataset saved with save_to_disk (the Flickr30k layout on the
+    hub: an Image column, a list of captions, a file name): a DatasetDict of train (n - 2 rows)
+    and test (2 rows), or (``per_split=False``) one Dataset with a ``split`` column."""
+    import datasets
+
+    pngs = [png(root.parent / f"{root.name}-src" / f"{j}.png", 50 + j) for j in range(n)]
+    rows = {"image": [str(f) for f in pngs], "filename": [f"{j}.jpg" for j in range(n)],
+            "captions": [[f"hf {j} caption {c}" for c in range(3)] for j in range(n)],
+            "split": ["train"] * (n - 2) + ["test"] * 2}  # fmt: skip
+    ds = datasets.Dataset.from_dict(rows).cast_column("image", datasets.Image())
+    ds = ds.map(lambda r: r)  # embed the image bytes in the table (not paths to the sources)
+    if per_split:
+        ds = datasets.DatasetDict(
+            {
+                "train": ds.select(range(n - 2)).remove_columns("split"),
+                "test": ds.select(range(n - 2, n)).remove_columns("split"),
+            }
+        )
+    ds.save_to_disk(str(root))
+    return root
+
+
+CORPUS_LAYOUTS = SimpleNamespace(coco=coco, flickr=flickr, jsonl=jsonl, hf=hf)

@@ -158,3 +158,34 @@ def test_a_coco_file_that_lists_its_images_first_is_detected(tmp_path):
     p.write_text(json.dumps({"info": {"year": 2017}, "images": images, "annotations": anns}))
     assert '"annotations"' not in p.read_text()[:4096]
     assert detect_format(p) == "coco" and len(load_corpus(p, min_captions=1)) == 300
+
+
+@pytest.mark.parametrize("per_split", [True, False])
+def test_a_hugging_face_dataset_with_an_image_column_is_a_world(tmp_path, layouts, per_split):
+    """save_to_disk folders, a DatasetDict or one Dataset with a split column: the photos are
+    read from the table's stored bytes (the source files deleted), ids and splits are those a
+    text run reads."""
+    import shutil
+
+    root = layouts.hf(tmp_path / "hf", per_split=per_split)
+    src = tmp_path / "hf-src"
+    want = np.asarray(Image.open(src / "3.png").convert("RGB"))
+    shutil.rmtree(src)
+    world = make_world("corpus", spec=str(root))
+    assert [world.image_id(i) for i in range(world.num_scenes)] == [f"{j}.jpg" for j in range(5)]
+    assert world.split("train").tolist() == [0, 1, 2] and world.split("test").tolist() == [3, 4]
+    assert np.array_equal(world.render(3), want)
+    assert world.captions(3, 2, seed=1) == ["hf 3 caption 1", "hf 3 caption 2"]
+    corpus = load_corpus(root)
+    assert corpus.split("train").image_ids == ["0.jpg", "1.jpg", "2.jpg"]
+
+
+def test_a_hugging_face_dataset_without_photos_is_refused(tmp_path):
+    import datasets
+
+    root = tmp_path / "text-only"
+    datasets.Dataset.from_dict({"filename": ["a.jpg"], "captions": [["x y"]]}).save_to_disk(
+        str(root)
+    )
+    with pytest.raises(InputError, match=r"expected one Image column \(the photos\), got none"):
+        load_image_corpus(root)

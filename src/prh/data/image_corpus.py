@@ -10,6 +10,11 @@ Layouts (the corpus spec is a path; its image folder is found from it):
   images (Flickr8k's ``Flicker8k_Dataset/``, Flickr30k's ``flickr30k-images/``).
 - ``jsonl``: one image a line, ``{"image": path, "captions": [...]}`` (an optional
   ``"split"``), paths relative to the file's folder.
+- ``hf``: a Hugging Face ``save_to_disk`` folder with one ``Image`` column (the photo, stored in
+  the dataset: :class:`DatasetImage`), a caption column (a list of captions, or one a row) and
+  an id column (``filename``, ``img_id``, ...; see :mod:`prh.data.loaders`); its splits are a
+  ``DatasetDict``'s keys or a ``split`` column. A row whose image repeats an earlier row's id (a
+  table of one caption a row) adds captions, not a photo.
 
 Refused, each in one line naming the file and the row: an image listed twice, a missing image
 file, a caption whose image is not listed, an empty caption, an image in two splits, a
@@ -20,31 +25,53 @@ Layer: orchestration (these functions read the corpus's files; the pixels are re
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 from prh.data.corpus import CaptionCorpus
 from prh.data.loaders import (
     coco_caption_files,
     detect_format,
     flickr_image_name,
+    hf_parts,
     load_corpus,
+    media_columns,
     read_corpus_json,
+    table_rows,
 )
 from prh.errors import InputError
 from prh.jsonio import loads
 
-IMAGE_FORMATS = ("coco", "flickr", "jsonl")
+IMAGE_FORMATS = ("coco", "flickr", "jsonl", "hf")
+
+
+@dataclass(frozen=True)
+class DatasetImage:
+    """A photo stored in a Hugging Face dataset: row ``row`` of part ``split`` (``None``: a
+    single ``Dataset``) of the ``save_to_disk`` folder ``folder``, column ``column``."""
+
+    folder: Path
+    split: str | None
+    row: int
+    column: str
+
+    def __str__(self) -> str:
+        part = "" if self.split is None else f" split {self.split}"
+        return f"{self.folder}{part} row {self.row} column {self.column!r}"
 
 
 @dataclass(frozen=True)
 class Listed:
-    """Where one image is listed: ``where`` (file and row), its corpus id, its file."""
+    """Where one image is listed: ``where`` (file and row), its corpus id, its file (or its
+    row of a dataset)."""
 
     where: str
     image_id: str
-    file: Path
+    file: Path | DatasetImage
 
 
 @dataclass(frozen=True, eq=False)
@@ -55,8 +82,9 @@ class ImageCorpus:
     ----------
     corpus : CaptionCorpus
         Image ids, captions, splits (disjoint).
-    files : tuple of Path
-        ``files[j]`` is the photo of ``corpus.image_ids[j]`` (each one exists).
+    files : tuple of Path or DatasetImage
+        ``files[j]`` is the photo of ``corpus.image_ids[j]`` (each file exists; a dataset's
+        rows are read by :func:`read_photo`).
     spec : str
         The path the corpus was loaded from.
     format : str
@@ -64,7 +92,7 @@ class ImageCorpus:
     """
 
     corpus: CaptionCorpus
-    files: tuple[Path, ...]
+    files: tuple[Path | DatasetImage, ...]
     spec: str
     format: str
 
@@ -84,10 +112,12 @@ def load_image_corpus(spec: str | os.PathLike[str]) -> ImageCorpus:
     if fmt not in IMAGE_FORMATS:
         raise InputError(
             f"--corpus {p}: a {fmt} corpus names no image files; a corpus with images is a "
-            "COCO folder or captions_*.json, a Flickr token file or a JSONL of "
-            '{"image": path, "captions": [...]}'
+            "COCO folder or captions_*.json, a Flickr token file, a JSONL of "
+            '{"image": path, "captions": [...]} or a Hugging Face dataset folder with an Image '
+            "column"
         )
-    listed = {"coco": _coco_listed, "flickr": _flickr_listed, "jsonl": _jsonl_listed}[fmt](p)
+    listed = {"coco": _coco_listed, "flickr": _flickr_listed, "jsonl": _jsonl_listed,
+              "hf": _hf_listed}[fmt](p)  # fmt: skip
     corpus = load_corpus(p, fmt)  # empty captions, captions of unlisted images: one line each
     check_disjoint_splits(corpus, p)
     return ImageCorpus(corpus, image_files(corpus, listed, p), str(p), fmt)
@@ -113,7 +143,7 @@ def image_files(corpus: CaptionCorpus, listed: dict[str, Listed], p: Path) -> tu
         row = listed.get(image)
         if row is None:
             raise InputError(f"{p}: captions of image {image!r}, which no row lists")
-        if not row.file.is_file():
+        if isinstance(row.file, Path) and not row.file.is_file():
             raise InputError(f"{row.where}: image file {row.file} is missing")
         files.append(row.file)
     return tuple(files)
@@ -213,10 +243,66 @@ def _jsonl_listed(p: Path) -> dict[str, Listed]:
     return listed_once(rows)
 
 
+def _hf_listed(p: Path) -> dict[str, Listed]:
+    """Every image id of a dataset folder, at the first row that names it (the rows and ids of
+    :func:`prh.data.loaders.table_rows`, as :func:`load_corpus` reads them)."""
+    rows: dict[str, Listed] = {}
+    for name, d in hf_parts(p).items():
+        media = sorted(c for c, f in d.features.items() if type(f).__name__ == "Image")
+        part = "" if name is None else f" split {name}"
+        if len(media) != 1:
+            raise InputError(f"{p}{part}: expected one Image column (the photos), got "
+                             f"{media or 'none'} among {list(d.column_names)}")  # fmt: skip
+        cols = list(d.column_names)
+        for j, (_, image, _, _) in enumerate(
+            table_rows(cols, lambda c, d=d: d[c], len(d), p, name, media_columns(d))
+        ):
+            where = f"{p}{part} row {j}"
+            rows.setdefault(
+                str(image), Listed(where, str(image), DatasetImage(p, name, j, media[0]))
+            )
+    return rows
+
+
+@functools.lru_cache(maxsize=4)
+def _undecoded(folder: Path, split: str | None, column: str):
+    """Part ``split`` of ``folder`` with ``column`` left as stored bytes (memory-mapped)."""
+    from datasets import Image
+
+    return hf_parts(folder)[split].cast_column(column, Image(decode=False))
+
+
+def read_photo(source: Path | DatasetImage, limits) -> np.ndarray:
+    """The ``(H, W, 3)`` uint8 photo of a corpus image (a file, or a dataset row's stored bytes
+    or path), through :func:`prh.imageio.decode_image`'s limits.
+
+    Raises
+    ------
+    InputError
+        An unreadable photo or an empty row, naming the file or the row.
+    """
+    from prh.imageio import decode_image, read_image
+
+    if isinstance(source, Path):
+        return read_image(source, limits)
+    cell = _undecoded(source.folder, source.split, source.column)[source.row][source.column]
+    data = (cell or {}).get("bytes")
+    if data is None and (cell or {}).get("path"):
+        return read_image(Path(cell["path"]), limits)
+    if data is None:
+        raise InputError(f"{source}: no image stored in this row")
+    try:
+        return decode_image(data, limits)
+    except InputError as e:
+        raise InputError(f"{source}: {e}") from None
+
+
 __all__ = [
     "IMAGE_FORMATS",
+    "DatasetImage",
     "ImageCorpus",
     "check_disjoint_splits",
     "coco_image_folder",
     "load_image_corpus",
+    "read_photo",
 ]

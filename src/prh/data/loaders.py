@@ -40,6 +40,7 @@ import os
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from prh.data.corpus import CaptionCorpus
 from prh.errors import InputError
@@ -481,9 +482,12 @@ def _read_jsonl(p: Path) -> tuple[Iterator[Row], dict]:
     return rows(), {}
 
 
-def _table_rows(
+def table_rows(
     columns: list[str], get_column, n_rows: int, p: Path, split: str | None, skip: set[str]
 ) -> Iterator[Row]:
+    """``(where, image id, captions, split)`` of each row of a table (a Hugging Face dataset, a
+    parquet file): the first caption and image-id columns of :data:`CAPTION_COLUMNS` and
+    :data:`ID_COLUMNS` not in ``skip`` (no id column: ``row_<j>``, one image a row)."""
     cap_col = _pick(columns, CAPTION_COLUMNS, p, "caption", skip=skip)
     try:
         id_col = _pick(columns, ID_COLUMNS, p, "image id", skip=skip | {cap_col})
@@ -497,7 +501,14 @@ def _table_rows(
         yield f"row {j}", ids[j], caps[j], splits[j]
 
 
-def _read_hf(p: Path) -> tuple[Iterator[Row], dict]:
+def media_columns(d: Any) -> set[str]:
+    """The columns of a Hugging Face dataset ``d`` that hold images or audio (never captions)."""
+    return {c for c, f in d.features.items() if type(f).__name__ in ("Image", "Audio")}
+
+
+def hf_parts(p: Path) -> dict[str | None, Any]:
+    """The parts of the ``save_to_disk`` folder ``p``: a ``DatasetDict``'s by split name, else
+    ``{None: dataset}`` (memory-mapped; nothing decoded)."""
     try:
         import datasets
     except ImportError:
@@ -512,12 +523,16 @@ def _read_hf(p: Path) -> tuple[Iterator[Row], dict]:
         raise InputError(
             f"{p}: not a saved Hugging Face dataset ({type(e).__name__}: {e})"
         ) from None
-    parts = dict(ds.items()) if isinstance(ds, datasets.DatasetDict) else {None: ds}
+    return dict(ds.items()) if isinstance(ds, datasets.DatasetDict) else {None: ds}
+
+
+def _read_hf(p: Path) -> tuple[Iterator[Row], dict]:
+    parts = hf_parts(p)
 
     def rows() -> Iterator[Row]:
         for name, d in parts.items():
-            skip = {c for c, f in d.features.items() if type(f).__name__ in ("Image", "Audio")}
-            yield from _table_rows(list(d.column_names), lambda c, d=d: d[c], len(d), p, name, skip)
+            skip = media_columns(d)
+            yield from table_rows(list(d.column_names), lambda c, d=d: d[c], len(d), p, name, skip)
 
     return rows(), {}
 
@@ -541,7 +556,7 @@ def _read_parquet(p: Path) -> tuple[Iterator[Row], dict]:
                 for fld in table.schema
                 if pa.types.is_struct(fld.type) or pa.types.is_binary(fld.type)
             }
-            yield from _table_rows(
+            yield from table_rows(
                 table.column_names,
                 lambda c, t=table: t.column(c).to_pylist(),
                 table.num_rows,

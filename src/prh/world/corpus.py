@@ -1,7 +1,8 @@
 """A caption corpus with its photos, as a world: an image is a scene, its photo the render.
 
 ``make_world("corpus", spec=PATH)`` builds :class:`CorpusWorld` from any layout of
-:func:`prh.data.image_corpus.load_image_corpus` (COCO, Flickr, JSONL). It has the
+:func:`prh.data.image_corpus.load_image_corpus` (COCO, Flickr, JSONL, a Hugging Face dataset
+folder with an Image column). It has the
 :class:`~prh.world.World` interface, so ``prh caption --build --corpus``, ``--eval`` and
 ``prh serve`` run on it as on the cave: a scene's good views are two captions of one image, its
 render is the photo (one view: a photograph has no nuisance seed to redraw), its captions the
@@ -111,11 +112,12 @@ class CorpusWorld:
     def render(self, i: int, nuisance_seed: int = 0, size: int | None = None) -> np.ndarray:
         """The photo of image ``i``, ``(H, W, 3)`` uint8, longer side at most :data:`MAX_SIDE`
         (the encoder resizes it; ``nuisance_seed`` and ``size`` draw generated worlds only)."""
-        from prh.imageio import ImageLimits, read_image
+        from prh.data.image_corpus import read_photo
+        from prh.imageio import ImageLimits
 
-        path = self.data.files[self._check(i)]
+        path = self.data.files[self._check(i)]  # a file, or a dataset's row
         try:
-            return read_image(path, ImageLimits(max_bytes=1 << 40, max_side=MAX_SIDE))
+            return read_photo(path, ImageLimits(max_bytes=1 << 40, max_side=MAX_SIDE))
         except InputError as e:
             raise InputError(f"corpus {self.config.spec}: image {path}: {e}") from None
 
