@@ -56,6 +56,8 @@ def step_vision(ctx: Context) -> dict[str, Path]:
     key = f"{cfg.vision}|{cfg.world_seed}|{len(train)}|{train[0]}|{train[-1]}"
     if not is_default_world(cfg.world):  # the cave's cached names as before
         key += f"|{cfg.world}"
+    if cfg.corpus:  # two corpora in one OUT never share photos' features
+        key += f"|{cfg.corpus}"
     h = hashlib.sha256(key.encode()).hexdigest()[:10]
     paths = {
         "test": protocol.backend(cfg).vision_path(protocol.sweep_dir(ctx.out, cfg)),
@@ -115,8 +117,9 @@ def embed_text(ctx: Context, name: str, src: str, make: Any) -> dict[str, Path]:
     from prh.features import save_features
 
     cfg = ctx.cfg
+    where = ("world_seed", "world", *(("corpus",) if cfg.corpus else ()))  # a world's as before
     h = hashlib.sha256(
-        f"{name}|{src}|{cfg.digest('eval_scenes', 'bridge_scenes', 'world_seed', 'world')}".encode()
+        f"{name}|{src}|{cfg.digest('eval_scenes', 'bridge_scenes', *where)}".encode()
     ).hexdigest()[:10]
     paths = {s: ctx.path("features", f"text-{name}-{s}-{h}.safetensors") for s in ("test", "train")}
     if all(p.is_file() for p in paths.values()):
