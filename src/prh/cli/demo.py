@@ -36,17 +36,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     size.add_argument("--scale", action="store_true", help="the one-GPU preset for a photo "
                       "corpus (--corpus; COCO, Flickr30k: budgets in docs/caption.md)")  # fmt: skip
-    parser.add_argument(
-        "--out", default="runs/demo", metavar="DIR", help="output folder (default runs/demo)"
-    )
+    parser.add_argument("--out", default="runs/demo", metavar="DIR",
+                        help="output folder (default runs/demo)")  # fmt: skip
     parser.add_argument("--seed", type=seed, default=None, help="base seed (integer; default 0)")
-    parser.add_argument(
-        "--workers",
-        type=local_workers,
-        default=None,
-        metavar="N",
-        help="parallel training processes (count; default 2)",
-    )
+    parser.add_argument("--workers", type=local_workers, default=None, metavar="N",
+                        help="parallel training processes (count; default 2)")  # fmt: skip
     parser.add_argument(
         "--samples",
         type=positive_int,
