@@ -193,3 +193,26 @@ def test_corpus_settings_turn_off_what_needs_a_generated_world():
     scale = demo_config("scale", corpus="/data/coco")
     assert scale.workers == 1 and scale.text.samples % scale.sweep.eval_every == 0
     assert np.all([s <= scale.text.samples for s in scale.sweep.law_samples])
+
+
+def test_the_cli_flags_make_the_corpus_config(coco, tmp_path, monkeypatch, capsys):
+    """``prh demo --corpus SPEC --vision ENCODER --scale`` hands run_demo the scale preset on
+    the resolved corpus path, the frozen encoder given, and what a corpus turns off."""
+    import prh.demo
+    import prh.demo.folder
+    from prh.demo import demo_config
+
+    seen = {}
+
+    def fake_run(cfg, out, skip_prove=False):
+        seen["cfg"], seen["out"] = cfg, out
+        return {"claims": []}
+
+    monkeypatch.setattr(prh.demo, "run_demo", fake_run)
+    monkeypatch.setattr(prh.demo.folder, "open_demo_folder", lambda cfg, out: Path(out))
+    monkeypatch.chdir(coco.parent)
+    argv = ["demo", "--corpus", coco.name, "--vision", "hf:x", "--scale", "--out", "o"]
+    assert main(argv) == 0
+    want = demo_config("scale", corpus=str(coco), vision="hf:x")
+    assert seen["cfg"] == want and seen["cfg"].world == "corpus" and seen["out"] == Path("o")
+    assert "report: o/report.html" in capsys.readouterr().out
