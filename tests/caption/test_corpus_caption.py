@@ -144,6 +144,21 @@ def test_flickr_layout_builds_end_to_end(tmp_path, tiny_vit, capsys):
     assert info["world"]["name"] == "corpus" and info["n_pairs"] == 12
 
 
+def test_hugging_face_layout_builds_end_to_end(tmp_path, tiny_vit, capsys):
+    """A save_to_disk image-caption dataset (its photos in the table, the sources deleted):
+    a text run on its train split, then the build pairs its photos."""
+    from corpus_layouts import CORPUS_LAYOUTS
+
+    root = CORPUS_LAYOUTS.hf(tmp_path / "h", n=72)
+    shutil.rmtree(tmp_path / "h-src")
+    run = _text_run(root, tmp_path / "text")
+    argv = _build_argv(run, tmp_path / "out", root, tiny_vit, "--decoder-scenes", 20,
+                       "--n-pairs", 12)  # fmt: skip
+    assert main([str(a) for a in argv]) == 0, capsys.readouterr().err
+    info = json.loads((tmp_path / "out" / "caption" / "caption.json").read_text())
+    assert info["world"]["name"] == "corpus" and info["n_pairs"] == 12
+
+
 def test_bad_corpus_builds_are_one_line_and_write_nothing(
     coco, coco_run, text_run, tiny_vit, tmp_path, bad_input, shared_dir
 ):
