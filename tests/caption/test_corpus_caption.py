@@ -132,16 +132,21 @@ def test_serve_captions_an_upload_and_shows_a_corpus_photo(corpus_captioner, coc
     assert r.status_code == 200 and r.content.startswith(b"\x89PNG")
 
 
-def test_flickr_layout_builds_end_to_end(tmp_path, tiny_vit, capsys):
-    from corpus_layouts import CORPUS_LAYOUTS
-
-    token = CORPUS_LAYOUTS.flickr(tmp_path / "f", n=70, caps=3)
-    run = _text_run(token, tmp_path / "text")
-    argv = _build_argv(run, tmp_path / "out", token, tiny_vit, "--decoder-scenes", 20,
+def _builds_end_to_end(corpus, tmp_path, tiny_vit, capsys) -> None:
+    """A text run on ``corpus``'s train split, then a build on 12 of its photo pairs."""
+    run = _text_run(corpus, tmp_path / "text")
+    argv = _build_argv(run, tmp_path / "out", corpus, tiny_vit, "--decoder-scenes", 20,
                        "--n-pairs", 12)  # fmt: skip
     assert main([str(a) for a in argv]) == 0, capsys.readouterr().err
     info = json.loads((tmp_path / "out" / "caption" / "caption.json").read_text())
     assert info["world"]["name"] == "corpus" and info["n_pairs"] == 12
+
+
+def test_flickr_layout_builds_end_to_end(tmp_path, tiny_vit, capsys):
+    from corpus_layouts import CORPUS_LAYOUTS
+
+    token = CORPUS_LAYOUTS.flickr(tmp_path / "f", n=70, caps=3)
+    _builds_end_to_end(token, tmp_path, tiny_vit, capsys)
 
 
 def test_hugging_face_layout_builds_end_to_end(tmp_path, tiny_vit, capsys):
@@ -151,12 +156,7 @@ def test_hugging_face_layout_builds_end_to_end(tmp_path, tiny_vit, capsys):
 
     root = CORPUS_LAYOUTS.hf(tmp_path / "h", n=72)
     shutil.rmtree(tmp_path / "h-src")
-    run = _text_run(root, tmp_path / "text")
-    argv = _build_argv(run, tmp_path / "out", root, tiny_vit, "--decoder-scenes", 20,
-                       "--n-pairs", 12)  # fmt: skip
-    assert main([str(a) for a in argv]) == 0, capsys.readouterr().err
-    info = json.loads((tmp_path / "out" / "caption" / "caption.json").read_text())
-    assert info["world"]["name"] == "corpus" and info["n_pairs"] == 12
+    _builds_end_to_end(root, tmp_path, tiny_vit, capsys)
 
 
 def test_bad_corpus_builds_are_one_line_and_write_nothing(
