@@ -406,7 +406,9 @@ class DemoConfig:
     def _check_corpus(self) -> None:
         """A corpus is world ``corpus``, and the steps it cannot feed are off (the control and
         the twin are generated worlds; an image/sketch run trains on a world's renders)."""
-        if bool(self.corpus) != (self.world == "corpus"):
+        from prh.world import world_offers
+
+        if bool(self.corpus) != world_offers(self.world, "spec"):
             raise InputError("demo: give a corpus path exactly when the world is 'corpus' "
                              f"(world {self.world!r}, corpus {self.corpus!r})")  # fmt: skip
         if self.corpus and (self.control or self.literal or self.image.modalities):

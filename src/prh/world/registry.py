@@ -194,13 +194,14 @@ WORLDS: dict[str, Callable[..., World]] = {
 # What a run or the demo may ask of a world beyond the contract, by feature: ``themes`` (a
 # caption theme per scene), ``doc_style`` (captions regenerated in a document style),
 # ``narration`` (documents that tell a trajectory) and ``factors`` (a scene is a cave scene of
-# objects with a shape and a colour: the demo's zero-shot and pair-free classes). A config asks
+# objects with a shape and a colour: the demo's zero-shot and pair-free classes) and ``spec`` (the
+# world is read from files at a path the user gives: ``make_world(name, spec=PATH)``). A config asks
 # :func:`world_offers`, never a world's name.
 WORLD_FEATURES: dict[str, frozenset[str]] = {
     "cave": frozenset({"themes", "doc_style", "factors"}),
     "moving": frozenset({"narration", "factors"}),
     "moving-literal": frozenset({"factors"}),
-    "corpus": frozenset(),
+    "corpus": frozenset({"spec"}),
 }
 
 
