@@ -209,6 +209,15 @@ def _check_literal(on_disk: dict, html: str, out: Path) -> None:
     assert v["label"] in LABELS and v["basis"].startswith("single seed")  # 2 seeds < 3
     assert v["figures"]["literal"]["seeds"] == 2
     assert "Literal against partial captions" in html and v["label"] in html
+    # --full: captioners on literal captions, scored against literal references (toy: no
+    # decoder, so no oracle and no floors: those targets are not judged)
+    cap = lit["captioners"]
+    assert cap["n"] == 24 and cap["ratio"] == pytest.approx(cap["zero_pair"] / cap["paired"])
+    refs = cap["evaluations"]["paired"]["config"]
+    assert "literal" in json.dumps(refs) or refs.get("world") == "moving-literal", refs
+    assert [t["met"] for t in cap["targets"]][0] is None and len(cap["targets"]) == 3
+    assert (out / "literal" / "modalities").is_dir()
+    assert "Captioners on literal captions" in html
 
 
 @pytest.mark.slow

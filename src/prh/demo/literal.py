@@ -16,7 +16,9 @@ theory predicts canonical correlations of 1 in all ``k`` directions. This step:
    :func:`prh.demo.theory.theory_scores`), and every image-good ~ text pair, literal and partial,
    seed by seed (width-fair held-out canonical correlation, :func:`prh.demo.theory.two_readouts`)
    beside the theory's prediction for each;
-4. judges the rule fixed before the run (:func:`prh.demo.literal_rule.judge_literal`).
+4. judges the rule fixed before the run (:func:`prh.demo.literal_rule.judge_literal`);
+5. with ``--full``, builds and scores the captioners on literal captions
+   (:mod:`prh.demo.literal_caption`).
 
 Everything it computes is cached under ``OUT/literal/``; a rerun reuses it.
 """
@@ -182,6 +184,11 @@ def step_literal(
         **value, "verdict": verdict.to_dict(),
     }  # fmt: skip
     log_literal(ctx, section)
+    if ctx.cfg.caption.zero_pair:  # --full: the captioners on literal captions
+        from prh.demo.literal_caption import literal_captioners
+
+        first = runs[TEXT["literal"]]["dir"]
+        section["captioners"] = literal_captioners(lctx, first, image_runs[IMAGE], sets[IMAGE])
     return section
 
 

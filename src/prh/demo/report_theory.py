@@ -160,7 +160,9 @@ def literal_context(lit: dict[str, Any] | None) -> dict[str, Any] | None:
         "rule": v["rule"],
         "pairs": literal_pairs_table(lit),
         "theory": _literal_theory_table(lit["theory_cc"]),
-    }
+        "captioners": targets_table(lit["captioners"]["targets"]) if lit.get("captioners")
+        else None,
+    }  # fmt: skip
 
 
 def literal_pairs_table(lit: dict[str, Any]) -> dict[str, Any]:

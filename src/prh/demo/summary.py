@@ -132,7 +132,9 @@ class LiteralSummary:
 
     ``theory_cc``: each literal run against g* and its own theory; ``pairs``: per caption kind
     (``literal``, ``partial``) the image~text pair seed by seed and the predicted ``k``
-    correlations; ``verdict``: ``{label, reason, basis, rule, figures}``.
+    correlations; ``verdict``: ``{label, reason, basis, rule, figures}``; ``captioners``
+    (``--full``): the paired and zero-pair captioners on literal captions with their
+    ``targets`` (:mod:`prh.demo.literal_caption`), else None.
     """
 
     world: str = ""
@@ -144,6 +146,7 @@ class LiteralSummary:
     theory_cc: Section = field(default_factory=dict)
     pairs: Section = field(default_factory=dict)
     verdict: Section | None = None
+    captioners: Section | None = None
     skipped: str | None = None
 
     @property
@@ -156,6 +159,8 @@ class LiteralSummary:
             return {"skipped": self.skipped}
         d = dataclasses.asdict(self)
         del d["skipped"]
+        if d["captioners"] is None:  # only --full builds them; older summaries lack the key
+            del d["captioners"]
         return d
 
     @classmethod

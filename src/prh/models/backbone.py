@@ -11,7 +11,9 @@ are trained.
 ``scratch`` optionally adds prh's own from-scratch :class:`~prh.models.ImageEncoder` stages on the
 render itself, whose pooled last stage is concatenated with the tail's feature before the
 projection: a path that sees the render's colours directly, which an ImageNet classifier's late
-blocks keep weakly.
+blocks keep weakly. ``cfg.image_pool`` pools both maps for the projection
+(:func:`prh.models.image.pool_map`: the spatial mean, or with ``"moments"`` also its first
+moments along the rows and columns, so that where the object is stays linearly readable).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from prh.models.config import ModelConfig
-from prh.models.image import ImageEncoder
+from prh.models.image import ImageEncoder, pool_map, pooled_width
 from prh.models.transformer import EncoderOutput
 
 
@@ -78,11 +80,11 @@ class BackboneEncoder(nn.Module):
         self.conv_head, self.bn1, self.act = net._conv_head, net._bn1, net._swish
         for p in [*self.tail.parameters(), *self.conv_head.parameters(), *self.bn1.parameters()]:
             p.requires_grad_(True)
-        width = int(self.bn1.num_features)
+        width = pooled_width(int(self.bn1.num_features), cfg.image_pool)
         self.scratch = ImageEncoder(cfg) if scratch else None
         if self.scratch is not None:
             self.scratch.head = nn.Identity()  # its pooled last stage feeds the shared head
-            width += cfg.d_model
+            width += pooled_width(cfg.d_model, cfg.image_pool)
         self.norm = nn.LayerNorm(width)
         hidden = max(cfg.embed_dim, 512)
         self.head = nn.Sequential(
@@ -102,11 +104,12 @@ class BackboneEncoder(nn.Module):
         for block in self.tail:
             h = block(h)
             pooled.append(h.mean((2, 3)))  # (B, C_i)
-        feat = self.act(self.bn1(self.conv_head(h))).mean((2, 3))  # (B, 1280)
-        pooled.append(feat)
+        top = self.act(self.bn1(self.conv_head(h)))  # (B, 1280, h, w)
+        pooled.append(top.mean((2, 3)))
+        feat = pool_map(top, self.cfg.image_pool)  # (B, 1280) or (B, 3 x 1280) with moments
         if self.scratch is not None:
-            own = self.scratch(images).pooled  # (B, d_model): the scratch CNN's last stage
-            pooled.append(own)
+            own = self.scratch(images).pooled  # the scratch CNN's last stage, pooled alike
+            pooled.append(own[:, : self.cfg.d_model])  # its spatial mean
             feat = torch.cat([feat, own], 1)
         D = max(p.shape[1] for p in pooled)
         layers = torch.stack([F.pad(p, (0, D - p.shape[1])) for p in pooled], 1)  # (B, L, D)

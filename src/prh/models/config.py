@@ -18,6 +18,9 @@ from typing import Any
 
 from prh.errors import InputError
 
+IMAGE_POOLS = ("mean", "moments")
+"""How an image encoder pools its last map (:func:`prh.models.image.pool_map`)."""
+
 
 @dataclass(frozen=True)
 class ModelConfig:
@@ -46,6 +49,12 @@ class ModelConfig:
         Input channels of the image encoder.
     image_stages : int
         Stride-2 stages of the image encoder (each one pooled into a layer).
+    image_pool : {"mean", "moments"}
+        How the image encoder's last map becomes the head's input
+        (:func:`prh.models.image.pool_map`): its spatial mean (translation invariant: where the
+        object is survives only through the padding), or the mean and the first moments along
+        each axis (the means of the map times the row and the column coordinate): a linear
+        read-out of position.
     """
 
     vocab_size: int = 2048
@@ -64,6 +73,7 @@ class ModelConfig:
     )
     image_channels: int = 3
     image_stages: int = 4
+    image_pool: str = "mean"
 
     def __post_init__(self) -> None:
         for name in (
@@ -83,6 +93,11 @@ class ModelConfig:
             )
         if not 0.0 <= self.dropout < 1.0:
             raise InputError(f"ModelConfig.dropout must be in [0, 1), got {self.dropout}")
+        if self.image_pool not in IMAGE_POOLS:
+            raise InputError(
+                f"ModelConfig.image_pool {self.image_pool!r}: expected one of "
+                f"{', '.join(IMAGE_POOLS)}"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

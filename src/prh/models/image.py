@@ -15,6 +15,27 @@ from prh.models.config import ModelConfig
 from prh.models.transformer import EncoderOutput, init_weights
 
 
+def pool_map(x: torch.Tensor, how: str = "mean") -> torch.Tensor:
+    """Pool a map ``(B, C, H, W)`` into ``(B, C)`` (``"mean"``) or ``(B, 3 C)`` (``"moments"``:
+    the mean, then the means of the map times the row and the column coordinate, each in
+    ``[-1, 1]`` at the cell centres): a spatial mean forgets where a feature fired, the first
+    moments keep it linearly readable."""
+    mean = x.mean((2, 3))
+    if how == "mean":
+        return mean
+    h, w = x.shape[-2:]
+    rows = torch.linspace(-1.0, 1.0, h, dtype=x.dtype, device=x.device) if h > 1 else x.new_zeros(1)
+    cols = torch.linspace(-1.0, 1.0, w, dtype=x.dtype, device=x.device) if w > 1 else x.new_zeros(1)
+    by_row = (x * rows.view(1, 1, h, 1)).mean((2, 3))
+    by_col = (x * cols.view(1, 1, 1, w)).mean((2, 3))
+    return torch.cat([mean, by_row, by_col], 1)
+
+
+def pooled_width(c: int, how: str) -> int:
+    """The width :func:`pool_map` gives a ``c``-channel map."""
+    return 3 * c if how == "moments" else c
+
+
 def _groups(c: int) -> int:
     for g in (8, 4, 2, 1):
         if c % g == 0:
@@ -43,7 +64,8 @@ class ResStage(nn.Module):
 class ImageEncoder(nn.Module):
     """Small CNN: ``forward(images (B, 3, H, W) in [0, 1]) -> EncoderOutput``.
 
-    ``pooled`` is ``(B, E)``, ``layers`` ``(B, S + 1, D)`` (stem and every stage, pooled).
+    ``pooled`` is ``(B, E)``, ``layers`` ``(B, S + 1, D)`` (stem and every stage, spatially
+    averaged); the head reads the last map pooled by ``cfg.image_pool`` (:func:`pool_map`).
     """
 
     def __init__(self, cfg: ModelConfig) -> None:
@@ -56,7 +78,9 @@ class ImageEncoder(nn.Module):
         self.stages = nn.ModuleList(ResStage(c) for _ in range(cfg.image_stages))
         self.norm = nn.GroupNorm(_groups(c), c)
         self.head = nn.Sequential(
-            nn.Linear(c, c), nn.GELU(), nn.Linear(c, cfg.embed_dim, bias=False)
+            nn.Linear(pooled_width(c, cfg.image_pool), c),
+            nn.GELU(),
+            nn.Linear(c, cfg.embed_dim, bias=False),
         )
         init_weights(self)
 
@@ -73,7 +97,7 @@ class ImageEncoder(nn.Module):
                 x = self.norm(x)
             pooled.append(x.mean((2, 3)))  # (B, C)
         layers = torch.stack(pooled, dim=1)  # (B, S + 1, C)
-        return EncoderOutput(self.head(layers[:, -1]), layers)
+        return EncoderOutput(self.head(pool_map(x, self.cfg.image_pool)), layers)
 
     def encode(self, images: torch.Tensor) -> EncoderOutput:
         return self.forward(images)

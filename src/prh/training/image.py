@@ -158,7 +158,7 @@ def build_image_model(
     ``train.preset``, or for ``image.backbone`` a :class:`BackboneEncoder` (``pretrained``:
     load the backbone's weights; default ``image.pretrained``; ``False`` when a run's own
     weights will be loaded over it)."""
-    mcfg = image_model_config(train)
+    mcfg = image_model_config(train, image)
     check_batch(train, mcfg)
     torch.manual_seed(train.seed)
     if image is None or image.backbone == "none":

@@ -12,6 +12,7 @@ from typing import Any
 
 from prh.errors import InputError
 from prh.models import ModelConfig, model_config
+from prh.models.config import IMAGE_POOLS
 from prh.training.config import TrainConfig
 from prh.views.render_cache import PAIR_KINDS
 
@@ -62,6 +63,10 @@ class ImageConfig:
     scratch_branch : bool
         Backbone runs: also run the preset's from-scratch CNN on the render and concatenate its
         pooled feature with the backbone's before the projection.
+    pool : {"mean", "moments"}
+        How the last map reaches the projection (:func:`prh.models.image.pool_map`): its spatial
+        mean, or the mean and its first moments along the rows and the columns (position stays
+        linearly readable; the moving world's position modes need it).
     """
 
     modality: str = "image"
@@ -88,7 +93,15 @@ class ImageConfig:
         "concatenate its feature with the backbone's before the projection",
     )  # fmt: skip
 
+    pool: str = _flag(
+        "mean", "MODE", "image/sketch runs: how the last map reaches the projection: mean "
+        "(spatial mean) or moments (the mean and its first moments along rows and columns, so "
+        "position stays readable)",
+    )  # fmt: skip
+
     def __post_init__(self) -> None:
+        if self.pool not in IMAGE_POOLS:
+            raise InputError(f"--pool {self.pool!r}: expected one of {', '.join(IMAGE_POOLS)}")
         if self.modality not in MODALITIES:
             raise InputError(f"unknown modality {self.modality!r}; expected image or sketch")
         if not MIN_SIZE <= self.image_size <= MAX_SIZE:
@@ -150,12 +163,17 @@ def check_image_run(train: TrainConfig, image: ImageConfig) -> None:
         raise InputError(f"--backbone {image.backbone} trains on --views good or bad, not mixture")
 
 
-def image_model_config(train: TrainConfig) -> ModelConfig:
+def image_model_config(train: TrainConfig, image: ImageConfig | None = None) -> ModelConfig:
     """The :class:`ModelConfig` of an :class:`~prh.models.ImageEncoder` of ``train.preset``
-    (a world with a gap at ``k`` sets the output width to ``k`` unless the run overrides it)."""
+    (a world with a gap at ``k`` sets the output width to ``k`` unless the run overrides it),
+    pooled as ``image.pool`` says (default: the spatial mean)."""
     from prh.training.data import world_model_defaults
 
     if train.preset not in IMAGE_PRESETS:
         raise InputError(f"unknown preset {train.preset!r}; expected {sorted(IMAGE_PRESETS)}")
-    fields = {**IMAGE_PRESETS[train.preset], **world_model_defaults(train), **train.model_overrides}
+    pool = {"image_pool": image.pool} if image is not None else {}
+    fields = {
+        **IMAGE_PRESETS[train.preset], **world_model_defaults(train), **pool,
+        **train.model_overrides,
+    }  # fmt: skip
     return model_config(train.preset, 1, **fields)
