@@ -215,7 +215,7 @@ def _check_literal(on_disk: dict, html: str, out: Path) -> None:
     assert cap["n"] == 24 and cap["ratio"] == pytest.approx(cap["zero_pair"] / cap["paired"])
     refs = cap["evaluations"]["paired"]["config"]
     assert "literal" in json.dumps(refs) or refs.get("world") == "moving-literal", refs
-    assert [t["met"] for t in cap["targets"]][0] is None and len(cap["targets"]) == 3
+    assert cap["targets"][0]["met"] is None and len(cap["targets"]) == 3
     assert (out / "literal" / "modalities").is_dir()
     assert "Captioners on literal captions" in html
 
