@@ -202,6 +202,7 @@ def test_build_refuses_a_text_run_trained_on_a_caption_corpus(bad_input, corpus_
 
 def test_build_refuses_a_vision_run_of_another_world(text_run, tmp_path):
     """caption --build --pair-free spectral with a vision run of another world mixes worlds."""
+    import dataclasses
     import json
 
     from prh.caption.build import check_build_worlds
@@ -223,3 +224,11 @@ def test_build_refuses_a_vision_run_of_another_world(text_run, tmp_path):
         check_build_worlds(text_run, cfg, str(vision), cfg.world_seed)
     (vision / "config.json").write_text(stored("cave", 3))
     assert check_build_worlds(text_run, cfg, str(vision), 3) == "cave"
+    # a caption twin shows its world's scenes: an image run of the moving cave pairs with a text
+    # run on its literal captions, and not with one on the still cave
+    (vision / "config.json").write_text(stored("moving", 0))
+    twin = dataclasses.replace(cfg, world="moving-literal")
+    assert check_build_worlds(text_run, twin, str(vision), 0) == "moving-literal"
+    (vision / "config.json").write_text(stored("moving-literal", 0))
+    with pytest.raises(InputError, match="a run of world 'moving-literal'"):
+        check_build_worlds(text_run, cfg, str(vision), 0)

@@ -209,6 +209,11 @@ def _check_literal(on_disk: dict, html: str, out: Path) -> None:
     assert v["label"] in LABELS and v["basis"].startswith("single seed")  # 2 seeds < 3
     assert v["figures"]["literal"]["seeds"] == 2
     assert "Literal against partial captions" in html and v["label"] in html
+    # the spectral pair-free map image-good ~ text-literal, each side from its own run's pairs
+    sp = lit["spectral"]["maps"]["image-good~text-literal"]
+    assert set(lit["spectral"]["maps"]) == {"image-good~text-literal"}
+    assert isinstance(sp["pinned"], bool) and sp["chance_r1"] == pytest.approx(1 / 24)
+    assert "moving-literal" in html and "image-good~text-literal" in html
     # --full: captioners on literal captions, scored against literal references (toy: no
     # decoder, so no oracle and no floors: those targets are not judged)
     cap = lit["captioners"]

@@ -269,6 +269,7 @@ def check_build_worlds(text_run: Path, config: Any, vision: str, world_seed: int
         One line naming the run, its corpus or world, and what a build needs.
     """
     from prh.jsonio import read_json
+    from prh.world.registry import scenes_of
 
     if config.corpus is not None:
         raise InputError(
@@ -286,7 +287,8 @@ def check_build_worlds(text_run: Path, config: Any, vision: str, world_seed: int
     # a run's config.json nests its training settings under "train" (image and text runs alike)
     train = stored.get("train") if isinstance(stored.get("train"), dict) else stored
     v_world, v_seed = train.get("world") or "cave", train.get("world_seed", 0)
-    if (v_world, v_seed) != (world, world_seed):
+    if (scenes_of(v_world), v_seed) != (scenes_of(world), world_seed):  # a caption twin's
+        # renders are its world's: an image run of either pairs with a text run of the other
         raise InputError(
             f"--vision {vision}: a run of world {v_world!r} (seed {v_seed}), but --text-run "
             f"{text_run} is of world {world!r} (seed {world_seed}); both runs must share one world"

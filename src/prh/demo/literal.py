@@ -16,7 +16,8 @@ theory predicts canonical correlations of 1 in all ``k`` directions. This step:
    :func:`prh.demo.theory.theory_scores`), and every image-good ~ text pair, literal and partial,
    seed by seed (width-fair held-out canonical correlation, :func:`prh.demo.theory.two_readouts`)
    beside the theory's prediction for each;
-4. judges the rule fixed before the run (:func:`prh.demo.literal_rule.judge_literal`);
+4. judges the rule fixed before the run (:func:`prh.demo.literal_rule.judge_literal`) and
+   finds the spectral pair-free map image-good ~ text-literal (:func:`literal_spectral`);
 5. with ``--full``, builds and scores the captioners on literal captions
    (:mod:`prh.demo.literal_caption`).
 
@@ -34,6 +35,7 @@ from prh.demo import protocol, steps
 from prh.demo.context import Context
 from prh.demo.figures import fig, interval
 from prh.demo.literal_rule import PairFigures, judge_literal
+from prh.demo.spectral import log_spectral, spectral_section
 from prh.demo.sweeps import run_cells
 from prh.scaling.grid import RunSet
 
@@ -184,12 +186,28 @@ def step_literal(
         **value, "verdict": verdict.to_dict(),
     }  # fmt: skip
     log_literal(ctx, section)
+    section["spectral"] = literal_spectral(lctx, runs, image_runs, sets, texts)
+    log_spectral(ctx, section["spectral"], "literal ")
     if ctx.cfg.caption.zero_pair:  # --full: the captioners on literal captions
         from prh.demo.literal_caption import literal_captioners
 
         first = runs[TEXT["literal"]]["dir"]
         section["captioners"] = literal_captioners(lctx, first, image_runs[IMAGE], sets[IMAGE])
     return section
+
+
+def literal_spectral(
+    lctx: Context, runs: Mapping[str, Any], image_runs: Mapping[str, Path],
+    sets: Mapping[str, Mapping[str, Path]], texts: Mapping[str, Mapping[str, Mapping[str, Path]]],
+) -> dict[str, Any]:  # fmt: skip
+    """The spectral pair-free map image-good ~ text-literal (seed 0), each side from its own
+    run's positive pairs (:func:`prh.demo.spectral.spectral_section`): literal captions identify
+    the state, so the theory's eigenvalues agree across the two and the rotation can be pinned."""
+    lit = TEXT["literal"]
+    return spectral_section(
+        lctx, {IMAGE: image_runs[IMAGE], lit: runs[lit]["dir"]},
+        {IMAGE: sets[IMAGE], lit: texts["literal"][lit]}, pairs=((IMAGE, lit),),
+    )  # fmt: skip
 
 
 def log_literal(ctx: Context, s: Mapping[str, Any]) -> None:

@@ -116,12 +116,13 @@ def _control_table(summary: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def spectral_table(summary: dict[str, Any]) -> dict[str, Any] | None:
-    """The spectral pair-free maps of the main world and of the control, against the paired
-    orthonormal map (:mod:`prh.demo.spectral`)."""
+    """The spectral pair-free maps of the main world, of the control and of the literal twin,
+    against the paired orthonormal map (:mod:`prh.demo.spectral`)."""
     rows: list[list[Cell]] = []
-    control = summary.get("control") or {}
+    control, literal = summary.get("control") or {}, summary.get("literal") or {}
     for where, sec in ((summary["world"]["name"], summary.get("spectral")),
-                       (control.get("world"), control.get("spectral"))):  # fmt: skip
+                       (control.get("world"), control.get("spectral")),
+                       (literal.get("world"), literal.get("spectral"))):  # fmt: skip
         for pair, m in ((sec or {}).get("maps") or {}).items():
             if m.get("error"):
                 rows.append([where, pair, m["reason"], "", "", ""])

@@ -62,17 +62,21 @@ def compare_maps(res: Any, fit: tuple, test: tuple) -> dict[str, Any]:
 
 
 def spectral_section(
-    ctx: Any, runs: Mapping[str, Path], sets: Mapping[str, Mapping[str, Any]]
-) -> dict[str, Any]:
-    """``{"pairs": n, "maps": {"a~b": ...}}`` for every good-view pair of ``runs`` (evidence name
-    -> run folder), cached by the runs and the settings; ``{"skipped": why}`` when none."""
+    ctx: Any, runs: Mapping[str, Path], sets: Mapping[str, Mapping[str, Any]],
+    pairs: Sequence[tuple[str, str]] = GOOD_PAIRS,
+) -> dict[str, Any]:  # fmt: skip
+    """``{"pairs": n, "maps": {"a~b": ...}}`` for every pair of ``pairs`` (default: the good-view
+    pairs across modalities) both of whose sides are in ``runs`` (evidence name -> run folder),
+    cached by the runs and the settings; ``{"skipped": why}`` when none."""
     from prh.demo.modalities import load_sets
 
     cfg = ctx.cfg
-    todo = [(a, b) for a, b in GOOD_PAIRS if a in runs and b in runs]
+    todo = [(a, b) for a, b in pairs if a in runs and b in runs]
     if not todo or not cfg.measure.spectral_pairs:
         return {"skipped": "no good-view pair across modalities, or spectral_pairs = 0"}
     key = "|".join(f"{n}:{Path(runs[n]).name}:{Path(sets[n]['test']).name}" for n in sorted(runs))
+    if tuple(pairs) != GOOD_PAIRS:  # another set of pairs over the same runs: another cache
+        key += "|" + ",".join(f"{a}~{b}" for a, b in todo)
     h = hashlib.sha256(f"{key}|{cfg.digest('spectral_pairs', 'seed')}".encode()).hexdigest()[:10]
 
     def go() -> dict[str, Any]:

@@ -134,7 +134,8 @@ class LiteralSummary:
     (``literal``, ``partial``) the image~text pair seed by seed and the predicted ``k``
     correlations; ``verdict``: ``{label, reason, basis, rule, figures}``; ``captioners``
     (``--full``): the paired and zero-pair captioners on literal captions with their
-    ``targets`` (:mod:`prh.demo.literal_caption`), else None.
+    ``targets`` (:mod:`prh.demo.literal_caption`), else None; ``spectral``: the spectral
+    pair-free map image-good ~ text-literal (:func:`prh.demo.spectral.spectral_section`).
     """
 
     world: str = ""
@@ -146,6 +147,7 @@ class LiteralSummary:
     theory_cc: Section = field(default_factory=dict)
     pairs: Section = field(default_factory=dict)
     verdict: Section | None = None
+    spectral: Section | None = None
     captioners: Section | None = None
     skipped: str | None = None
 
@@ -159,8 +161,9 @@ class LiteralSummary:
             return {"skipped": self.skipped}
         d = dataclasses.asdict(self)
         del d["skipped"]
-        if d["captioners"] is None:  # only --full builds them; older summaries lack the key
-            del d["captioners"]
+        for key in ("spectral", "captioners"):  # older summaries lack them; only --full
+            if d[key] is None:  # builds the captioners
+                del d[key]
         return d
 
     @classmethod

@@ -205,6 +205,18 @@ WORLD_FEATURES: dict[str, frozenset[str]] = {
 }
 
 
+# Worlds whose scenes are another world's states rendered alike, told apart only by their
+# captions: an image run of one and a text run of the other see the same scenes.
+SAME_SCENES: dict[str, str] = {"moving-literal": "moving"}
+
+
+def scenes_of(name: str | None) -> str:
+    """The world whose states and renders world ``name`` (``None``: the default) shows: itself,
+    or for a caption twin (:data:`SAME_SCENES`) the world it re-captions."""
+    name = DEFAULT_WORLD if name is None else name
+    return SAME_SCENES.get(name, name)
+
+
 def world_offers(name: str | None, feature: str) -> bool:
     """Whether world ``name`` (``None``: the default world) offers ``feature`` (a key of
     :data:`WORLD_FEATURES`' sets)."""
