@@ -92,6 +92,8 @@ class LossContext:
     dist: DistInfo
     device: torch.device
     sigreg: SIGReg | None = None
+    # Rows per length group of a JEPA batch (pooled_by_length); >= the batch: one padded forward.
+    group_rows: int = LENGTH_GROUP_ROWS
     # Another modality's ``compute_loss`` (same signature), e.g. prh.training.image.image_loss.
     loss_fn: Callable[..., tuple[torch.Tensor, dict[str, float]]] | None = None
 
@@ -126,7 +128,7 @@ def compute_loss(
     ids = torch.cat([_pad_to(a, T, 0), _pad_to(b, T, 0)])  # (2b, T): both sides at once
     mask = torch.cat([_pad_to(am, T, False), _pad_to(bm, T, False)])  # (2b, T)
     # DDP allows one forward per backward: a data-parallel rank runs its rows in one group.
-    rows = ids.shape[0] if ctx.dist.world_size > 1 else LENGTH_GROUP_ROWS
+    rows = ids.shape[0] if ctx.dist.world_size > 1 else ctx.group_rows
     with amp:
         pooled = pooled_by_length(model, ids, mask, rows)  # (2b, E)
     n = a.shape[0]

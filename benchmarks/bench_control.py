@@ -1,0 +1,104 @@
+"""The demo's text training step on its two worlds: one padded forward vs length groups.
+
+The default demo's control (:mod:`prh.demo.control`) trains text good and bad on the still
+``cave`` world at the main budget; its runs logged ~195 samples/s against ~440 for the main
+sweep's same-budget runs on ``moving`` (issue 31). The difference is the worlds' captions: the
+cave's scenes hold one or two objects and their captions run to 48 tokens (mean ~23, so every
+batch pads to 48), the moving cave's one object gives ~10 tokens. A JEPA batch encoded as one
+padded forward spends most of its work on padding; :func:`prh.training.loop.pooled_by_length`
+encodes it in groups of similar length (same embeddings up to rounding).
+
+For each world this times :func:`prh.training.loop.train_step` (forward, backward, AdamW) on the
+demo's own batches (its text recipe: preset tiny, batch 128, max_len 48, lr 1e-3; the world's
+model defaults, or ``--embed-dim``) with one padded forward (``before``) and with length groups
+(``after``), the two interleaved step by step so that load drift hits both alike; the median
+of ``--steps`` steps after one warm-up each. Single thread by default (the demo trains its text
+runs one thread per process, two processes at once).
+
+Usage::
+
+    python benchmarks/bench_control.py --steps 12
+    python benchmarks/bench_control.py --steps 12 --embed-dim 8
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from prh.training import train_config
+from prh.training.api import build_model
+from prh.training.data import default_data_factory
+from prh.training.distributed import DistInfo
+from prh.training.loop import LossContext, make_optimizer, train_step
+
+BEFORE_ROWS = 1 << 30  # one group: the single padded forward of before issue 31
+
+
+def world_batches(world: str, steps: int, embed_dim: int) -> tuple:
+    """``(cfg, vocab_size, batches)``: the demo text recipe's good-view batches on ``world``."""
+    overrides = {"embed_dim": embed_dim} if embed_dim else {}
+    cfg = train_config(
+        "tiny", world=world, views="good", batch_size=128, lr=1e-3, max_len=48,
+        samples=128 * (steps + 1), min_lr_frac=1.0, model_overrides=overrides,
+    )  # fmt: skip
+    with tempfile.TemporaryDirectory() as d:
+        tok, ds = default_data_factory(cfg, Path(d), 0, 1, True, lambda: None)
+    return cfg, tok.vocab_size, [ds.batch(i) for i in range(steps + 1)]
+
+
+def time_world(world: str, steps: int, embed_dim: int) -> dict:
+    """Median step seconds before and after on ``world``, with the batches' token counts."""
+    cfg, vocab, batches = world_batches(world, steps, embed_dim)
+    runs = {}
+    for name, rows in (("before", BEFORE_ROWS), ("after", 64)):
+        model, mcfg = build_model(cfg, vocab)
+        ctx = LossContext(cfg, DistInfo(), torch.device("cpu"), group_rows=rows)
+        runs[name] = (model, make_optimizer(model, cfg.optim), ctx, [])
+    for i, b in enumerate(batches):
+        for model, opt, ctx, times in runs.values():  # interleaved: one load for both
+            t = time.perf_counter()
+            train_step(model, opt, b, i, ctx)
+            if i:  # the first step is warm-up
+                times.append(time.perf_counter() - t)
+    masks = [m for b in batches for m in (b["a_mask"], b["b_mask"])]
+    tokens = sum(int(m.sum()) for m in masks) / sum(m.shape[0] for m in masks)
+    widths = [max(int(m.any(0).nonzero().max()) + 1 for m in ms) for ms in zip(*[iter(masks)] * 2)]
+    padded = statistics.mean(widths)  # what one padded forward of a batch is trimmed to
+    out = {"world": world, "embed_dim": mcfg.embed_dim, "tokens": tokens, "padded": padded}
+    for name, (*_, times) in runs.items():
+        out[name] = cfg.batch_size / statistics.median(times)
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--worlds", default="cave,moving")
+    p.add_argument("--steps", type=int, default=12, help="timed steps per variant")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--embed-dim", type=int, default=0, help="JEPA width (0: world default)")
+    a = p.parse_args()
+    torch.set_num_threads(a.threads)
+    print(f"threads {a.threads}, load average {os.getloadavg()[0]:.2f} (1 min) at the start")
+    print(
+        "| world  | E  | tokens/caption | padded to | before samples/s | after samples/s | x    |"
+    )
+    print(
+        "|--------|----|----------------|-----------|------------------|-----------------|------|"
+    )
+    for world in a.worlds.split(","):
+        r = time_world(world, a.steps, a.embed_dim)
+        x = r["after"] / r["before"]
+        print(f"| {world:<6} | {r['embed_dim']:<2} | {r['tokens']:>14.1f} | {r['padded']:>9.1f} "
+              f"| {r['before']:>16.0f} | {r['after']:>15.0f} | {x:.2f} |")  # fmt: skip
+    print(f"load average {os.getloadavg()[0]:.2f} (1 min) at the end")
+
+
+if __name__ == "__main__":
+    main()
