@@ -15,10 +15,16 @@ model defaults, or ``--embed-dim``) with one padded forward (``before``) and wit
 of ``--steps`` steps after one warm-up each. Single thread by default (the demo trains its text
 runs one thread per process, two processes at once).
 
+With ``--vision``: the control's (and the main demo's) ``vision`` step instead, the frozen
+EfficientNet-Lite0 on batches of 16 cave renders at 224 px: the package's NCHW network
+(``before``) against the encoder's channels-last one (``after``), interleaved, median of
+``--steps`` batches (images/s, forward only; rendering is the same in both and left out).
+
 Usage::
 
     python benchmarks/bench_control.py --steps 12
     python benchmarks/bench_control.py --steps 12 --embed-dim 8
+    python benchmarks/bench_control.py --vision --steps 6
 """
 
 from __future__ import annotations
@@ -77,15 +83,52 @@ def time_world(world: str, steps: int, embed_dim: int) -> dict:
     return out
 
 
+def time_vision(steps: int, batch: int = 16) -> dict:
+    """Images/s of the frozen vision encoder's forward, NCHW (before) vs channels-last."""
+    from prh.encoders import load_encoder
+    from prh.encoders.base import images_to_tensor_input
+    from prh.models.efficientnet import build_efficientnet_lite0
+    from prh.world import make_world
+
+    world = make_world("cave", seed=0)
+    ids = [int(i) for i in world.split("test")[: batch * steps]]
+    renders = [world.render(i) for i in ids]
+    xs = [torch.from_numpy(images_to_tensor_input(renders[j : j + batch], 224))
+          for j in range(0, len(ids), batch)]  # fmt: skip
+    enc = load_encoder("efficientnet-lite0")
+    plain = build_efficientnet_lite0(pretrained=True).eval()
+    times: dict[str, list[float]] = {"before": [], "after": []}
+    with torch.inference_mode():
+        for x in [xs[0], *xs]:  # the first batch twice: warm-up
+            for name in times:
+                t = time.perf_counter()
+                if name == "before":
+                    enc.net, keep = plain, enc.net
+                    enc.forward_layers(x)
+                    enc.net = keep
+                else:
+                    enc.forward_layers(x.contiguous(memory_format=torch.channels_last))
+                times[name].append(time.perf_counter() - t)
+    return {k: batch / statistics.median(v[1:]) for k, v in times.items()}
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--worlds", default="cave,moving")
     p.add_argument("--steps", type=int, default=12, help="timed steps per variant")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--embed-dim", type=int, default=0, help="JEPA width (0: world default)")
+    p.add_argument("--vision", action="store_true", help="time the frozen vision encoder")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     print(f"threads {a.threads}, load average {os.getloadavg()[0]:.2f} (1 min) at the start")
+    if a.vision:
+        r = time_vision(a.steps)
+        print("| vision encoder     | before images/s | after images/s | x    |")
+        print("|--------------------|-----------------|----------------|------|")
+        print(f"| efficientnet-lite0 | {r['before']:>15.1f} | {r['after']:>14.1f} "
+              f"| {r['after'] / r['before']:.2f} |")  # fmt: skip
+        return
     print(
         "| world  | E  | tokens/caption | padded to | before samples/s | after samples/s | x    |"
     )
