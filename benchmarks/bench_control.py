@@ -20,11 +20,18 @@ EfficientNet-Lite0 on batches of 16 cave renders at 224 px: the package's NCHW n
 (``before``) against the encoder's channels-last one (``after``), interleaved, median of
 ``--steps`` batches (images/s, forward only; rendering is the same in both and left out).
 
+With ``--encode``: the control's spectral pair-free draw of text pairs
+(:func:`prh.training.moving.run_positive_pairs` encodes 2 x 8,192 captions per text run), as
+:func:`prh.training.api.encode_texts` of ``--steps`` x 256 cave captions with the tiny encoder:
+batches of 256 in the given order (``before``) against batches by length (``after``),
+interleaved, median of 3 (captions/s).
+
 Usage::
 
     python benchmarks/bench_control.py --steps 12
     python benchmarks/bench_control.py --steps 12 --embed-dim 8
     python benchmarks/bench_control.py --vision --steps 6
+    python benchmarks/bench_control.py --encode --steps 16
 """
 
 from __future__ import annotations
@@ -112,6 +119,35 @@ def time_vision(steps: int, batch: int = 16) -> dict:
     return {k: batch / statistics.median(v[1:]) for k, v in times.items()}
 
 
+def time_encode(steps: int, batch: int = 256) -> dict:
+    """Captions/s of encode_texts on cave captions: given-order batches vs length batches."""
+    from prh.training.api import encode_texts
+    from prh.training.loop import trim
+    from prh.world import make_world
+
+    cfg, vocab, _ = world_batches("cave", 0, 0)
+    with tempfile.TemporaryDirectory() as d:
+        tok, _ = default_data_factory(cfg, Path(d), 0, 1, True, lambda: None)
+    world = make_world("cave", seed=0)
+    texts = [world.captions(int(i), 1, seed=7)[0] for i in world.split("train")[: steps * batch]]
+    model, _ = build_model(cfg, vocab)
+    model.eval()
+
+    def before() -> None:  # the loop encode_texts ran before issue 31: batches in given order
+        with torch.no_grad():
+            for i in range(0, len(texts), batch):
+                model.encode(*trim(*tok.encode_batch(texts[i : i + batch], 48)))
+
+    runs = {"before": before, "after": lambda: encode_texts(model, tok, texts, 48)}
+    times: dict[str, list[float]] = {k: [] for k in runs}
+    for _ in range(3):
+        for name, fn in runs.items():
+            t = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t)
+    return {k: len(texts) / statistics.median(v) for k, v in times.items()}
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--worlds", default="cave,moving")
@@ -119,9 +155,17 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--embed-dim", type=int, default=0, help="JEPA width (0: world default)")
     p.add_argument("--vision", action="store_true", help="time the frozen vision encoder")
+    p.add_argument("--encode", action="store_true", help="time encode_texts on cave captions")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     print(f"threads {a.threads}, load average {os.getloadavg()[0]:.2f} (1 min) at the start")
+    if a.encode:
+        r = time_encode(a.steps)
+        print("| encode_texts, cave | before captions/s | after captions/s | x    |")
+        print("|--------------------|------------------|------------------|------|")
+        print(f"| tiny, batch 256    | {r['before']:>16.0f} | {r['after']:>16.0f} "
+              f"| {r['after'] / r['before']:.2f} |")  # fmt: skip
+        return
     if a.vision:
         r = time_vision(a.steps)
         print("| vision encoder     | before images/s | after images/s | x    |")
