@@ -35,8 +35,9 @@ OLD_SETTINGS = {
 
 def test_every_flat_setting_routes_and_round_trips():
     # the flat view names every setting (``corpus``, added since, is valid only with world
-    # ``corpus`` and the steps it turns off: tests/demo/test_corpus_demo.py)
-    assert set(OLD_SETTINGS) | {"corpus"} == set(DEFAULT.to_dict())
+    # ``corpus`` and the steps it turns off: tests/demo/test_corpus_demo.py; ``embed_dim``,
+    # added since, is 0 unless the control sets it: test_the_control_s_encoders_have_the_main_width)
+    assert set(OLD_SETTINGS) | {"corpus", "embed_dim"} == set(DEFAULT.to_dict())
     # a part's settings: its fields, those of a library config it holds (ImageRecipe.encoder)
     n_fields = sum(len(c.settings()) for c in PARTS.values()) + len(fields(DemoConfig)) - len(PARTS)
     assert len(SETTINGS) == n_fields  # one name per field: no two parts share a setting name
@@ -52,7 +53,7 @@ def test_every_flat_setting_routes_and_round_trips():
         assert got == want, name
     # all at once, and the digest callers' names
     others = {k: v for k, v in OLD_SETTINGS.items() if k != "preset"}
-    new = {"corpus": ""}
+    new = {"corpus": "", "embed_dim": 0}
     assert demo_config("default", **others).to_dict() == {**OLD_SETTINGS, **new, "preset": "tiny"}
     cfg = DEFAULT.with_settings(**OLD_SETTINGS)
     assert cfg.to_dict() == {**OLD_SETTINGS, **new}
@@ -115,10 +116,12 @@ RECORDED = {  # preset: backend options, grid, image options, sweep, image sweep
 }  # fmt: skip
 # preset: sha256 of repr(backend), repr(image backend), control's sweeps (the reprs moved when
 # TrainConfig gained its log field: a field with its default, the sweep folders unchanged)
+# issue 31: the control's encoders have the main runs' width (8, the moving cave's gap), not the
+# still cave's default 32: new control sweeps (text and image), the main sweeps unchanged
 RECORDED_RUNNERS = {
-    "default": ("8348c0a91bb6b938", "5d71535758216355", "sweep-716755b48b", "sweep-cc54c0e5fc"),
-    "full": ("8348c0a91bb6b938", "211f2c6ed35e7578", "sweep-3557cb984a", "sweep-cc54c0e5fc"),
-    "quick": ("e0deef0bcb00027e", "814639217696bbe8", "sweep-5a66204069", "sweep-cc54c0e5fc"),
+    "default": ("8348c0a91bb6b938", "5d71535758216355", "sweep-910bf09819", "sweep-d91e414ae7"),
+    "full": ("8348c0a91bb6b938", "211f2c6ed35e7578", "sweep-018590cdeb", "sweep-d91e414ae7"),
+    "quick": ("e0deef0bcb00027e", "814639217696bbe8", "sweep-eb39639509", "sweep-d91e414ae7"),
 }
 RECORDED_DIGESTS = {  # the cache names' digests, for the field names their callers pass
     "default": ("86877a53d1", "fd6c6ee01f", "128de28a9f"),
@@ -155,6 +158,24 @@ def test_composed_presets_build_the_sweeps_of_the_flat_config(preset):
         cfg.digest("eval_scenes", "bridge_scenes"),
         cfg.digest("k", "bootstrap", "seed", "pair_free_samples"),
     ) == RECORDED_DIGESTS[preset]
+
+
+def test_the_control_s_encoders_have_the_main_width():
+    """The control trains the same encoders as the main runs: the main world's width (its gap
+    ``k``; the text preset's on a world without one), text and image alike; the main runs keep
+    their world's own (no override, their cell ids as before)."""
+    for cfg, width in ((DEFAULT, 8), (QUICK, 8), (DEFAULT.with_settings(embed_dim=16), 16)):
+        ctl = cfg.control_config()
+        assert ctl.world == "cave" and ctl.embed_dim == cfg.encoder_width() == width
+        assert protocol.backend(ctl).train.model_overrides == {"embed_dim": width}
+        cache = Path("OUT") / "render_cache"
+        assert protocol.image_backend(ctl, cache).train.model_overrides == {"embed_dim": width}
+    assert protocol.backend(DEFAULT).train.model_overrides == {}
+    still = DEFAULT.with_settings(world="cave", control="moving", literal="")
+    assert still.encoder_width() == 32  # tiny's width: the moving control is not left at its 8
+    assert still.control_config().embed_dim == 32
+    with pytest.raises(InputError, match=r"^demo: embed_dim must be >= 0, got -1$"):
+        DEFAULT.with_settings(embed_dim=-1)
 
 
 def test_a_spectral_pair_cap_below_the_method_s_minimum_is_one_line():

@@ -52,6 +52,20 @@ def test_real_weights_real_photo(pretrained):
         assert int(logits.argmax()) in CAT_CLASSES
 
 
+def test_channels_last_features_equal_the_plain_network_s(pretrained, images):
+    """The encoder runs its network channels-last (faster on CPU); a plain NCHW copy of the
+    network, the package's own layout, gives the same features up to rounding."""
+    from prh.models.efficientnet import build_efficientnet_lite0
+
+    net = build_efficientnet_lite0(pretrained=True).eval()  # NCHW, as the package builds it
+    x = torch.from_numpy(images_to_tensor_input(images, 224))
+    with torch.no_grad():
+        ref = net.extract_features(x).mean((2, 3)).numpy()  # (3, 1280)
+    feats = pretrained.encode_images(images)
+    np.testing.assert_allclose(feats[:, -1], ref, rtol=1e-4, atol=1e-5)
+    assert pretrained.net._conv_stem.weight.is_contiguous(memory_format=torch.channels_last)
+
+
 def test_any_render_size_and_determinism(pretrained, images):
     a = pretrained.encode_images(images, batch_size=2)
     b = pretrained.encode_images(images[::-1], batch_size=3)[::-1]

@@ -38,6 +38,23 @@ def test_avg_pool_is_the_default_and_last_pool_reads_the_last_real_token(lm):
         encode_texts(model, tok, TEXTS, 16, pool="cls")
 
 
+def test_texts_encoded_in_length_batches_come_back_in_their_order():
+    """encode_texts batches texts of similar length; every row is the text's own features (a
+    reference: the text alone, no padding) and in the given order, whatever the batch size."""
+    texts = [f"{'a big ' * (i % 7)}red cube {i % 3}" for i in range(23)]
+    tok = TextTokenizer.train(texts + TEXTS, vocab_size=64)
+    cfg = train_config("tiny", views="good", max_len=32, batch_size=64, vocab_size=64)
+    model, _ = build_model(cfg, tok.vocab_size)
+    model.eval()
+    feats = encode_texts(model, tok, texts, 32, batch_size=5)
+    np.testing.assert_allclose(encode_texts(model, tok, texts, 32, batch_size=64), feats,
+                               atol=1e-5)  # fmt: skip
+    for i, text in enumerate(texts):
+        ref = encode_texts(model, tok, [text], 32, batch_size=1)[0]  # alone: no padding
+        np.testing.assert_allclose(feats[i], ref, atol=1e-5)
+    assert np.array_equal(encode_texts(model, tok, texts, 32, batch_size=5), feats)
+
+
 def test_fair_protocol_options_default_to_today_and_check_their_views():
     cfg = TrainConfig()
     assert (cfg.world_themes, cfg.doc_captions, cfg.doc_style) == (0, 1, False)

@@ -329,6 +329,10 @@ class DemoConfig:
         encoder is measured against, and the pretrained text baseline.
     workers, threads : int
         Parallel training processes and torch threads in each.
+    embed_dim : int
+        The JEPA output width of every text, image and sketch encoder it trains (0: each world's
+        own: the moving cave's gap ``k = 8``, the theorem's width; the preset's on a world
+        without a gap). The control sets it to the main runs' width (:meth:`control_config`).
     text, sweep, image, caption, measure
         The parts: :class:`TextRecipe`, :class:`SweepPlan`, :class:`ImageRecipe`,
         :class:`CaptionRecipe`, :class:`Measure`.
@@ -345,6 +349,7 @@ class DemoConfig:
     text_baseline: str = "minilm"
     workers: int = 2
     threads: int = 1
+    embed_dim: int = 0
     text: TextRecipe = field(default_factory=TextRecipe)
     sweep: SweepPlan = field(default_factory=SweepPlan)
     image: ImageRecipe = field(default_factory=ImageRecipe)
@@ -352,7 +357,7 @@ class DemoConfig:
     measure: Measure = field(default_factory=Measure)
 
     def __post_init__(self) -> None:
-        for f in ("seed", "world_seed"):
+        for f in ("seed", "world_seed", "embed_dim"):
             if getattr(self, f) < 0:
                 raise InputError(f"demo: {f} must be >= 0, got {getattr(self, f)}")
         for f in ("workers", "threads"):
@@ -434,13 +439,26 @@ class DemoConfig:
     def control_config(self) -> DemoConfig:
         """The control's config: the same budgets and sizes on ``control``, one seed, no
         captioner and no control of its own (:mod:`prh.demo.control` trains its good and bad
-        text runs and its image/sketch runs)."""
+        text runs and its image/sketch runs). Its encoders have the main runs' output width
+        (:meth:`encoder_width`), not the control world's default: the same encoders."""
         if not self.control:
             raise InputError("demo: this config has no control world")
         return self.with_settings(
             name=f"{self.name}-control", world=self.control, control="", literal="",
             curve_seeds=1, captioner=False, zero_pair_captioner=False,
+            embed_dim=self.encoder_width(),
         )  # fmt: skip
+
+    def encoder_width(self) -> int:
+        """The JEPA output width of the encoders this config trains: ``embed_dim`` when set,
+        else the world's gap ``k`` (:func:`prh.world.gap_k`), else the text preset's width."""
+        from prh.models.config import PRESETS
+        from prh.world import gap_k, make_world
+
+        if self.embed_dim:
+            return self.embed_dim
+        k = None if self.corpus else gap_k(make_world(self.world, seed=self.world_seed))
+        return int(k) if k is not None else PRESETS[self.text.preset]["embed_dim"]
 
     def literal_config(self) -> DemoConfig:
         """The literal twin's config: the text recipe, budgets, sizes and seeds on ``literal``,
@@ -481,7 +499,7 @@ SETTINGS: dict[str, tuple[str, str]] = {
 :meth:`DemoConfig.digest` take."""
 
 
-ADDED = ("literal", "corpus")
+ADDED = ("literal", "corpus", "embed_dim")
 """Settings added after the demo folders' step-cost files were named (``costs-<digest>``, the
 one cache named by every setting): left out of :meth:`DemoConfig.digest` of all settings, so a
 folder keeps the costs it recorded; a step they add records its cost under its own name."""

@@ -87,8 +87,14 @@ def text_recipe(cfg: DemoConfig) -> TrainConfig:
             "train_scenes": text.train_scenes}  # fmt: skip
     return train_config(
         text.preset, batch_size=text.batch_size, lr=text.lr, max_len=text.max_len,
-        min_lr_frac=1.0, world_seed=cfg.world_seed, **data,
+        min_lr_frac=1.0, world_seed=cfg.world_seed, model_overrides=width(cfg), **data,
     )  # fmt: skip
+
+
+def width(cfg: DemoConfig) -> dict[str, int]:
+    """The model override of a config with its own encoder width (``embed_dim``; none: the
+    world's default, and the runs' ids as before the setting)."""
+    return {"embed_dim": cfg.embed_dim} if cfg.embed_dim else {}
 
 
 def has_theory(cfg: DemoConfig) -> bool:
@@ -202,6 +208,7 @@ def image_backend(cfg: DemoConfig, render_cache: Path) -> CaveImageBackend:
             batch_size=cfg.text.batch_size,
             train_scenes=image.train_scenes,
             checkpoint_every=20,
+            model_overrides=width(cfg),
         ),
         image=image.encoder,
         threads=cfg.threads if n > 1 else cfg.workers * cfg.threads,

@@ -191,9 +191,9 @@ def encode_texts(
         raise InputError(f"pool {pool!r}: expected avg or last")
     was_training = model.training
     model.eval()
-    out = []
-    for i in range(0, len(texts), batch_size):
-        ids, mask = trim(*tokenizer.encode_batch(list(texts[i : i + batch_size]), max_len))
+    out, where = [], []
+    for rows_of_batch, ids, mask in _by_length(tokenizer, texts, max_len, batch_size):
+        where.append(rows_of_batch)
         if pool == "last":
             hs = model.trunk(ids.to(device), mask.to(device))  # L + 1 of (b, T, D)
             last = mask.to(device).long().sum(1).clamp_min(1) - 1  # (b,) last real token
@@ -209,7 +209,24 @@ def encode_texts(
     model.train(was_training)
     if not out:
         return np.zeros((0, 0, 0), dtype=np.float32)
-    return np.concatenate(out).astype(np.float32, copy=False)
+    feats = np.concatenate(out).astype(np.float32, copy=False)
+    back = np.empty_like(feats)
+    back[np.concatenate(where)] = feats  # in the order of ``texts``
+    return back
+
+
+def _by_length(tokenizer: Any, texts: Sequence[str], max_len: int, batch_size: int) -> Any:
+    """``(rows, ids, mask)``: batches of ``batch_size`` texts of similar length (a stable sort
+    by token count within each block of 16 batches), each trimmed to its longest; ``rows`` are
+    the batch's indices into ``texts``. Captions in their given order pad most rows to the
+    longest caption of their batch; the padding is inert, so a row's features do not depend on
+    its batch, up to rounding (:func:`prh.training.loop.pooled_by_length`)."""
+    block = 16 * batch_size
+    for start in range(0, len(texts), block):
+        ids, mask = tokenizer.encode_batch(list(texts[start : start + block]), max_len)
+        order = torch.argsort(mask.sum(1), stable=True)  # shortest first
+        for g in torch.split(order, batch_size):
+            yield start + g.numpy(), *trim(ids[g], mask[g])
 
 
 @dataclass

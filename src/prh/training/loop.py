@@ -50,6 +50,40 @@ def trim(ids: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Ten
     return ids[:, :T], mask[:, :T]
 
 
+LENGTH_GROUP_ROWS = 64
+"""Rows per length group of a JEPA batch (:func:`pooled_by_length`): on the demo's batches
+(256 rows, 1 thread) 32 to 128 rows per group run alike, 1.9x faster than one group."""
+
+
+def pooled_by_length(
+    model: nn.Module, ids: torch.Tensor, mask: torch.Tensor, rows: int
+) -> torch.Tensor:
+    """``model(ids, mask).pooled`` (``(n, E)``), computed on groups of ``rows`` sequences of
+    similar length, each trimmed to its own longest.
+
+    One padded batch costs ``n x T_max`` token positions; captions vary in length (the cave
+    world's 2 to 48 tokens, mean 23), so most of that is padding. The encoder's padding is
+    inert (masked keys get zero attention weight and the pooling is a masked mean), so a row's
+    embedding does not depend on its neighbours: the groups give the one-batch result up to
+    float rounding (~1e-8), deterministically. Rows are grouped by a stable sort of their
+    lengths, so the groups are a function of the batch alone.
+
+    Parameters
+    ----------
+    model : nn.Module
+        A text encoder: ``model(ids, mask).pooled``.
+    ids, mask : torch.Tensor
+        ``(n, T)`` token ids and their validity mask.
+    rows : int
+        Sequences per group (``>= n``: one group, the plain forward).
+    """
+    if rows >= ids.shape[0]:
+        return model(*trim(ids, mask)).pooled
+    order = torch.argsort(mask.sum(1), stable=True)  # (n,) shortest first
+    parts = [model(*trim(ids[g], mask[g])).pooled for g in torch.split(order, rows)]
+    return torch.cat(parts)[torch.argsort(order)]  # (n, E) back in batch order
+
+
 @dataclass
 class LossContext:
     """What :func:`compute_loss` needs besides the batch."""
@@ -58,6 +92,8 @@ class LossContext:
     dist: DistInfo
     device: torch.device
     sigreg: SIGReg | None = None
+    # Rows per length group of a JEPA batch (pooled_by_length); >= the batch: one padded forward.
+    group_rows: int = LENGTH_GROUP_ROWS
     # Another modality's ``compute_loss`` (same signature), e.g. prh.training.image.image_loss.
     loss_fn: Callable[..., tuple[torch.Tensor, dict[str, float]]] | None = None
 
@@ -89,11 +125,12 @@ def compute_loss(
         return loss, {"loss": float(value)}
     a, am, b, bm = (batch[k].to(dev, non_blocking=True) for k in ("a", "a_mask", "b", "b_mask"))
     T = max(a.shape[1], b.shape[1])
-    ids = torch.cat([_pad_to(a, T, 0), _pad_to(b, T, 0)])  # (2b, T): one forward for both sides
+    ids = torch.cat([_pad_to(a, T, 0), _pad_to(b, T, 0)])  # (2b, T): both sides at once
     mask = torch.cat([_pad_to(am, T, False), _pad_to(bm, T, False)])  # (2b, T)
-    ids, mask = trim(ids, mask)  # (2b, T') with T' the longest sequence
+    # DDP allows one forward per backward: a data-parallel rank runs its rows in one group.
+    rows = ids.shape[0] if ctx.dist.world_size > 1 else ctx.group_rows
     with amp:
-        pooled = model(ids, mask).pooled  # (2b, E)
+        pooled = pooled_by_length(model, ids, mask, rows)  # (2b, E)
     n = a.shape[0]
     za = gather_rows(pooled[:n].float(), ctx.dist)  # (B, E) global
     zb = gather_rows(pooled[n:].float(), ctx.dist)  # (B, E) global
