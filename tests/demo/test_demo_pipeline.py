@@ -218,8 +218,9 @@ def _check_literal(on_disk: dict, html: str, out: Path) -> None:
     # decoder, so no oracle and no floors: those targets are not judged)
     cap = lit["captioners"]
     assert cap["n"] == 24 and cap["ratio"] == pytest.approx(cap["zero_pair"] / cap["paired"])
-    refs = cap["evaluations"]["paired"]["config"]
-    assert "literal" in json.dumps(refs) or refs.get("world") == "moving-literal", refs
+    ex = cap["evaluations"]["paired"]["examples"][0]  # references: the scene's literal captions
+    assert ex["references"] == make_world("moving-literal", seed=0).captions(ex["scene"], 5, 0)
+    assert ex["references"] != make_world("moving", seed=0).captions(ex["scene"], 5, 0)
     assert cap["targets"][0]["met"] is None and len(cap["targets"]) == 3
     assert (out / "literal" / "modalities").is_dir()
     assert "Captioners on literal captions" in html
