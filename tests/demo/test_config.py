@@ -118,10 +118,10 @@ RECORDED = {  # preset: backend options, grid, image options, sweep, image sweep
 # TrainConfig gained its log field: a field with its default, the sweep folders unchanged)
 # issue 31: the control's encoders have the main runs' width (8, the moving cave's gap), not the
 # still cave's default 32: new control sweeps (text and image), the main sweeps unchanged
-RECORDED_RUNNERS = {
-    "default": ("8348c0a91bb6b938", "5d71535758216355", "sweep-910bf09819", "sweep-d91e414ae7"),
-    "full": ("8348c0a91bb6b938", "211f2c6ed35e7578", "sweep-018590cdeb", "sweep-d91e414ae7"),
-    "quick": ("e0deef0bcb00027e", "814639217696bbe8", "sweep-eb39639509", "sweep-d91e414ae7"),
+RECORDED_RUNNERS = {  # the image runner's repr carries its ImageConfig (pool since 2026-12-03)
+    "default": ("8348c0a91bb6b938", "c5d366198042a1a1", "sweep-910bf09819", "sweep-d91e414ae7"),
+    "full": ("8348c0a91bb6b938", "ec5e6da30e0a71ee", "sweep-018590cdeb", "sweep-d91e414ae7"),
+    "quick": ("e0deef0bcb00027e", "1a4fce256f8f374b", "sweep-eb39639509", "sweep-d91e414ae7"),
 }
 RECORDED_DIGESTS = {  # the cache names' digests, for the field names their callers pass
     "default": ("86877a53d1", "fd6c6ee01f", "128de28a9f"),

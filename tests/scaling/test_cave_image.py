@@ -89,6 +89,8 @@ def test_options_leave_out_what_does_not_change_the_weights():
         "freeze_until": 10, "backbone_size": 128, "scratch_branch": False,
     }  # fmt: skip
     assert CaveImageBackend(train=_recipe(grad_clip=0.5)).options()["train"] == {"grad_clip": 0.5}
+    moments = CaveImageBackend(image=ImageConfig(render_views=2, pool="moments")).options()
+    assert moments == {**a.options(), "pool": "moments"}  # another pooling: another cell
 
 
 @pytest.mark.slow

@@ -88,6 +88,8 @@ class CaveImageBackend:
         d = {k: flat[k] for k in TRAIN_KEYS}
         d.update({f.name: getattr(self.image, f.name) for f in fields(self.image)
                   if f.name not in PER_CELL_IMAGE})  # fmt: skip
+        if d.get("pool") == "mean":
+            del d["pool"]  # the default pooling: the ids cells had before pooling was an option
         ref = flat_fields(train_config(t.preset, **{k: d[k] for k in TRAIN_KEYS[1:]}))
         other = {k: v for k, v in flat.items() if k not in CELL_KEYS and v != ref[k]}
         if other:
