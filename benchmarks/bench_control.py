@@ -148,6 +148,16 @@ def time_encode(steps: int, batch: int = 256) -> dict:
     return {k: len(texts) / statistics.median(v) for k, v in times.items()}
 
 
+def pair_table(what: str, row: str, unit: str, r: dict, digits: int) -> None:
+    """One before/after row under its header: rates in ``unit`` and the speed-up."""
+    head = ["", f"before {unit}", f"after {unit}"]
+    w = [max(len(what), len(row)), len(head[1]), len(head[2])]
+    print(f"| {what:<{w[0]}} | {head[1]} | {head[2]} | x    |")
+    print("|" + "|".join("-" * (n + 2) for n in w) + "|------|")
+    print(f"| {row:<{w[0]}} | {r['before']:>{w[1]}.{digits}f} | {r['after']:>{w[2]}.{digits}f} "
+          f"| {r['after'] / r['before']:.2f} |")  # fmt: skip
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--worlds", default="cave,moving")
@@ -160,18 +170,10 @@ def main() -> None:
     torch.set_num_threads(a.threads)
     print(f"threads {a.threads}, load average {os.getloadavg()[0]:.2f} (1 min) at the start")
     if a.encode:
-        r = time_encode(a.steps)
-        print("| encode_texts, cave | before captions/s | after captions/s | x    |")
-        print("|--------------------|------------------|------------------|------|")
-        print(f"| tiny, batch 256    | {r['before']:>16.0f} | {r['after']:>16.0f} "
-              f"| {r['after'] / r['before']:.2f} |")  # fmt: skip
+        pair_table("encode_texts, cave", "tiny, batch 256", "captions/s", time_encode(a.steps), 0)
         return
     if a.vision:
-        r = time_vision(a.steps)
-        print("| vision encoder     | before images/s | after images/s | x    |")
-        print("|--------------------|-----------------|----------------|------|")
-        print(f"| efficientnet-lite0 | {r['before']:>15.1f} | {r['after']:>14.1f} "
-              f"| {r['after'] / r['before']:.2f} |")  # fmt: skip
+        pair_table("vision encoder", "efficientnet-lite0", "images/s", time_vision(a.steps), 1)
         return
     print(
         "| world  | E  | tokens/caption | padded to | before samples/s | after samples/s | x    |"

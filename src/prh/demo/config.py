@@ -451,14 +451,19 @@ class DemoConfig:
 
     def encoder_width(self) -> int:
         """The JEPA output width of the encoders this config trains: ``embed_dim`` when set,
-        else the world's gap ``k`` (:func:`prh.world.gap_k`), else the text preset's width."""
+        else what the world sets for its text runs (:func:`prh.training.data.world_model_defaults`:
+        its gap ``k``), else the text preset's width."""
         from prh.models.config import PRESETS
-        from prh.world import gap_k, make_world
+        from prh.training import train_config
+        from prh.training.data import world_model_defaults
 
         if self.embed_dim:
             return self.embed_dim
-        k = None if self.corpus else gap_k(make_world(self.world, seed=self.world_seed))
-        return int(k) if k is not None else PRESETS[self.text.preset]["embed_dim"]
+        preset = PRESETS[self.text.preset]["embed_dim"]
+        if self.corpus:  # a caption corpus has no gap
+            return preset
+        train = train_config(self.text.preset, world=self.world, world_seed=self.world_seed)
+        return int(world_model_defaults(train).get("embed_dim", preset))
 
     def literal_config(self) -> DemoConfig:
         """The literal twin's config: the text recipe, budgets, sizes and seeds on ``literal``,

@@ -34,12 +34,11 @@ def literal_captioners(
     (``lctx`` is the twin's context): :func:`prh.caption.evaluate.compare_captioners`'s figures
     with ``targets`` (:func:`literal_captioner_targets`) added."""
     from prh.demo.captioner import zero_pair_captioners
+    from prh.demo.modalities import log_targets
 
     value = dict(zero_pair_captioners(lctx, text_run, image_run, features))
     value["targets"] = literal_captioner_targets(value)
-    for t in value["targets"]:
-        mark = {True: "met", False: "MISSED", None: "not judged"}[t["met"]]
-        lctx.log(f"  target literal {t['target']}: {t['figure']} ({mark})")
+    log_targets(lctx, value["targets"])
     return value
 
 

@@ -27,7 +27,7 @@ from prh.training.data import (
 from prh.training.distributed import DistInfo
 from prh.training.lifecycle import Barrier, Encode, Run, Task, fit, read_stored, restored
 from prh.training.lifecycle import load_run as load_task_run
-from prh.training.loop import trim
+from prh.training.loop import length_groups, trim
 
 DataFactory = Callable[..., tuple[Any, Any]]
 
@@ -224,8 +224,7 @@ def _by_length(tokenizer: Any, texts: Sequence[str], max_len: int, batch_size: i
     block = 16 * batch_size
     for start in range(0, len(texts), block):
         ids, mask = tokenizer.encode_batch(list(texts[start : start + block]), max_len)
-        order = torch.argsort(mask.sum(1), stable=True)  # shortest first
-        for g in torch.split(order, batch_size):
+        for g in length_groups(mask, batch_size)[1]:
             yield start + g.numpy(), *trim(ids[g], mask[g])
 
 

@@ -55,6 +55,13 @@ LENGTH_GROUP_ROWS = 64
 (256 rows, 1 thread) 32 to 128 rows per group run alike, 1.9x faster than one group."""
 
 
+def length_groups(mask: torch.Tensor, rows: int) -> tuple[torch.Tensor, tuple[torch.Tensor, ...]]:
+    """``(order, groups)``: the rows of ``mask`` (``(n, T)``) by a stable sort of their lengths,
+    shortest first, and that order cut into groups of ``rows`` (a function of the mask alone)."""
+    order = torch.argsort(mask.sum(1), stable=True)  # (n,)
+    return order, torch.split(order, rows)
+
+
 def pooled_by_length(
     model: nn.Module, ids: torch.Tensor, mask: torch.Tensor, rows: int
 ) -> torch.Tensor:
@@ -79,8 +86,8 @@ def pooled_by_length(
     """
     if rows >= ids.shape[0]:
         return model(*trim(ids, mask)).pooled
-    order = torch.argsort(mask.sum(1), stable=True)  # (n,) shortest first
-    parts = [model(*trim(ids[g], mask[g])).pooled for g in torch.split(order, rows)]
+    order, groups = length_groups(mask, rows)
+    parts = [model(*trim(ids[g], mask[g])).pooled for g in groups]
     return torch.cat(parts)[torch.argsort(order)]  # (n, E) back in batch order
 
 
