@@ -48,7 +48,7 @@ def bench_model(preset: str, batch: int, T: int, steps: int, vocab: int = 2048) 
     cfg = train_config(preset, batch_size=batch, max_len=T, samples=batch * 1000, lr=1e-4)
     mcfg = model_config(preset, vocab, max_len=T)
     model = TextEncoder(mcfg)
-    opt = make_optimizer(model, cfg)
+    opt = make_optimizer(model, cfg.optim)
     ctx = LossContext(cfg, DistInfo(), torch.device("cpu"))
     g = torch.Generator().manual_seed(0)
     full = torch.ones(batch, T, dtype=torch.bool)  # no padding: every token counts
@@ -89,7 +89,7 @@ def bench_image_model(preset: str, batch: int, size: int, steps: int) -> float:
 
     cfg = train_config(preset, batch_size=batch, samples=batch * 1000)
     model, _ = build_image_model(cfg)
-    opt = make_optimizer(model, cfg)
+    opt = make_optimizer(model, cfg.optim)
     ctx = LossContext(cfg, DistInfo(), torch.device("cpu"), loss_fn=image_loss)
     g = torch.Generator().manual_seed(0)
     b = {"a": torch.rand(batch, 3, size, size, generator=g),
