@@ -169,6 +169,21 @@ class SweepPlan(_Part):
         return max((*self.law_samples, *self.heldout_samples))
 
 
+DEMO_IMAGE_ENCODER = ImageConfig(
+    render_views=2,
+    backbone="efficientnet-lite0",
+    freeze_until=15,
+    backbone_size=128,
+    scratch_branch=True,
+    pool="moments",
+)
+"""The demo's image/sketch encoder (issue 31, docs/training.md "A recipe that learns shape"):
+EfficientNet-Lite0 frozen through its last block (its maps computed once per cached view), a
+trained head over those maps pooled by their mean and first moments, and the from-scratch CNN
+beside it, trained on good views at ``image_lr`` 3e-3. The scratch CNN alone (``backbone=none``)
+carries colour and position but no shape mode."""
+
+
 @dataclass(frozen=True)
 class ImageRecipe(_Part):
     """The image/sketch encoders trained apart on their own views (:mod:`prh.demo.modalities`,
@@ -184,26 +199,30 @@ class ImageRecipe(_Part):
         seen, learning rate and training scenes.
     encoder : ImageConfig
         What every image run is (:class:`prh.training.ImageConfig`, two cached views per
-        scene); settings ``image_size`` (render side, px), ``backbone``, ``freeze_until``,
-        ``backbone_size`` and ``scratch_branch`` (:mod:`prh.models.backbone`).
+        scene; default :data:`DEMO_IMAGE_ENCODER`); settings ``image_size`` (render side, px),
+        ``backbone``, ``freeze_until``, ``backbone_size``, ``scratch_branch``
+        (:mod:`prh.models.backbone`) and ``image_pool`` (its ``pool``).
     """
 
     SETTING: ClassVar[dict[str, str]] = {
         "samples": "image_samples", "lr": "image_lr", "train_scenes": "image_train_scenes",
+        "encoder.pool": "image_pool",
     }  # fmt: skip
     NESTED: ClassVar[dict[str, tuple[str, ...]]] = {
-        "encoder": ("image_size", "backbone", "freeze_until", "backbone_size", "scratch_branch"),
+        "encoder": (
+            "image_size", "backbone", "freeze_until", "backbone_size", "scratch_branch", "pool",
+        ),
     }  # fmt: skip
     ORDER: ClassVar[tuple[str, ...]] = (
         "modalities", "image_samples", "image_lr", "image_size", "image_train_scenes",
-        "backbone", "freeze_until", "backbone_size", "scratch_branch",
+        "backbone", "freeze_until", "backbone_size", "scratch_branch", "image_pool",
     )  # fmt: skip
 
     modalities: tuple[str, ...] = ("image-good",)
     samples: int = 25600
-    lr: float = 3e-4
+    lr: float = 3e-3
     train_scenes: int = 1944
-    encoder: ImageConfig = field(default_factory=lambda: ImageConfig(render_views=2))
+    encoder: ImageConfig = field(default_factory=lambda: DEMO_IMAGE_ENCODER)
 
     def __post_init__(self) -> None:
         unknown = [m for m in self.modalities if m not in MODALITY_RUNS]
