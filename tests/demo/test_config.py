@@ -27,9 +27,10 @@ OLD_SETTINGS = {
     "bootstrap": 30, "k": 5, "train_scenes": 1000, "batch_size": 256, "lr": 5e-4,
     "max_len": 32, "workers": 1, "threads": 2, "captioner": False, "decoder_steps": 0,
     "decoder_scenes": 500, "modalities": ("image-good", "sketch-good"), "image_samples": 12800,
-    "image_lr": 1e-4, "image_size": 32, "image_train_scenes": 100, "backbone": "efficientnet-lite0",
-    "freeze_until": 8, "backbone_size": 96, "scratch_branch": True, "pair_free_samples": False,
+    "image_lr": 1e-4, "image_size": 32, "image_train_scenes": 100, "backbone": "none",
+    "freeze_until": 8, "backbone_size": 96, "scratch_branch": False, "pair_free_samples": False,
     "zero_pair_captioner": True, "spectral_pairs": 0, "world": "cave", "literal": "",
+    "image_pool": "mean",
 }  # fmt: skip
 
 
@@ -94,34 +95,36 @@ GRID = {
     "n_fit": 3, "n_cells": 10,
 }  # fmt: skip
 IMAGE = {
-    "preset": "tiny", "batch_size": 128, "lr": 0.0003, "train_scenes": 1944, "world": "moving",
-    "world_seed": 0, "image_size": 64, "render_views": 2, "backbone": "none", "freeze_until": 10,
-    "backbone_size": 128, "scratch_branch": False, "checkpoint_every": 20,
-}  # fmt: skip
+    "preset": "tiny", "batch_size": 128, "lr": 0.003, "train_scenes": 1944, "world": "moving",
+    "world_seed": 0, "image_size": 64, "render_views": 2, "backbone": "efficientnet-lite0",
+    "freeze_until": 15, "backbone_size": 128, "scratch_branch": True, "pool": "moments",
+    "checkpoint_every": 20,
+}  # fmt: skip  # issue 31's image recipe (prh.demo.config.DEMO_IMAGE_ENCODER): new image cells
 RECORDED = {  # preset: backend options, grid, image options, sweep, image sweep, digest()
-    "default": (BACKEND, GRID, IMAGE, "sweep-2062dcaba2", "sweep-17dbf5154a", "d05c3b8ff5"),
+    "default": (BACKEND, GRID, IMAGE, "sweep-2062dcaba2", "sweep-c27513089e", "096755e5ae"),
     "full": (
         BACKEND,
         {**GRID, "name": "prh-demo-full", "heldout": 4, "n_cells": 18,
          "curve_runs": (("good", 32768, 3), ("next-token", 131072, 3), ("bad", 32768, 1))},
-        IMAGE, "sweep-a232ccfa9b", "sweep-17dbf5154a", "716d568709",
+        IMAGE, "sweep-a232ccfa9b", "sweep-c27513089e", "989457b2b9",
     ),
     "quick": (
         {**BACKEND, "eval_scenes": 200, "theory_fit_scenes": 200},
         {**GRID, "name": "prh-demo-quick", "rhos": (0.5,), "samples": (8192,), "heldout": 1,
          "n_fit": 1, "n_cells": 6,
          "curve_runs": (("good", 8192, 1), ("next-token", 8192, 1), ("bad", 8192, 1))},
-        IMAGE, "sweep-e29f027085", "sweep-17dbf5154a", "615f7264c4",
+        IMAGE, "sweep-e29f027085", "sweep-c27513089e", "63cbcc6333",
     ),
 }  # fmt: skip
 # preset: sha256 of repr(backend), repr(image backend), control's sweeps (the reprs moved when
 # TrainConfig gained its log field: a field with its default, the sweep folders unchanged)
 # issue 31: the control's encoders have the main runs' width (8, the moving cave's gap), not the
 # still cave's default 32: new control sweeps (text and image), the main sweeps unchanged
+# the image recipe (DEMO_IMAGE_ENCODER, lr 3e-3) moved the image runners and image sweeps only
 RECORDED_RUNNERS = {  # the image runner's repr carries its ImageConfig (pool since 2026-12-03)
-    "default": ("8348c0a91bb6b938", "c5d366198042a1a1", "sweep-910bf09819", "sweep-d91e414ae7"),
-    "full": ("8348c0a91bb6b938", "ec5e6da30e0a71ee", "sweep-018590cdeb", "sweep-d91e414ae7"),
-    "quick": ("e0deef0bcb00027e", "1a4fce256f8f374b", "sweep-eb39639509", "sweep-d91e414ae7"),
+    "default": ("8348c0a91bb6b938", "f1eb47007a9df176", "sweep-910bf09819", "sweep-9282848cff"),
+    "full": ("8348c0a91bb6b938", "e7ed47f13ab58dfe", "sweep-018590cdeb", "sweep-9282848cff"),
+    "quick": ("e0deef0bcb00027e", "04f03c52195bd182", "sweep-eb39639509", "sweep-9282848cff"),
 }
 RECORDED_DIGESTS = {  # the cache names' digests, for the field names their callers pass
     "default": ("86877a53d1", "fd6c6ee01f", "128de28a9f"),

@@ -66,9 +66,9 @@ def test_run_settings_name_the_recipe():
     assert (
         good["image"]["backbone"] == cfg.image.encoder.backbone and "cache_dir" not in good["image"]
     )
-    assert not good["image"]["scratch_branch"]
-    on = run_settings(demo_config("full", scratch_branch=True))["image-good"]
-    assert on["image"]["scratch_branch"]
+    assert (good["image"]["scratch_branch"], good["image"]["pool"]) == (True, "moments")
+    off = run_settings(demo_config("full", scratch_branch=False, image_pool="mean"))["image-good"]
+    assert (off["image"]["scratch_branch"], off["image"]["pool"]) == (False, "mean")
 
 
 def test_presets_share_one_image_sweep(tmp_path):
