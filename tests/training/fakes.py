@@ -105,15 +105,13 @@ def tiny_config(**kw):
 
 def assert_same_training(a: dict, b: dict, lr: float, steps: int, typical: float = 1e-4) -> None:
     """Two runs of one recipe whose additions happen in different orders (two ranks against one
-    process): nearly every weight agrees to float rounding (the 99th percentile of the
+    process): nearly every weight agrees to float rounding (the 99.9th percentile of the
     elementwise gaps below ``typical``, far below one Adam step of ``lr``: runs that saw other
     rows differ by about ``lr`` in most weights), and none is further apart than Adam can carry a
     weight in ``steps`` steps of ``lr`` each way (``2 lr steps``). Where a weight's true gradient
     is ~0 (a softmax's key bias, a unit the batch leaves idle), Adam normalises rounding noise
     into a full step, so its gap reaches ~lr per step on one CPU and not on another: the bound,
     not a fixed tolerance, is what holds on any CPU."""
-    import torch
-
     gaps = torch.cat([(a[k].float() - v.float()).abs().flatten() for k, v in b.items()])
     assert float(gaps.max()) <= 2 * lr * steps * (1 + 1e-3), float(gaps.max())
-    assert float(torch.quantile(gaps, 0.99)) < typical, float(torch.quantile(gaps, 0.99))
+    assert float(torch.quantile(gaps, 0.999)) < typical, float(torch.quantile(gaps, 0.999))
