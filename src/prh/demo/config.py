@@ -226,7 +226,7 @@ class ImageRecipe(_Part):
     samples: int = 25600
     lr: float = 3e-3
     train_scenes: int = 1944
-    encoder: ImageConfig = field(default_factory=lambda: DEMO_IMAGE_ENCODER)
+    encoder: ImageConfig = DEMO_IMAGE_ENCODER  # frozen: one shared default is safe
 
     def __post_init__(self) -> None:
         unknown = [m for m in self.modalities if m not in MODALITY_RUNS]
