@@ -37,8 +37,9 @@ def frozen_bn_eval(module: nn.Module) -> None:
 class Trunk(nn.Module):
     """Stem and blocks ``0 .. cut`` of an EfficientNet, frozen: ``(B, 3, S, S)`` in [0, 1] ->
     ``(B, C, S / r, S / r)`` after resizing to ``size`` px and normalising as the backbone was
-    trained (``(x - 0.5) / 0.5``). It runs channels-last (its depthwise convolutions ~1.9x faster
-    on CPU; the same values up to float rounding) and returns a contiguous map."""
+    trained (``(x - 0.5) / 0.5``). It runs channels-last (the demo's image encoder 1.49x faster
+    on 2 CPU cores: ``benchmarks/bench_trunk.py``; the same values up to float rounding) and
+    returns a contiguous map."""
 
     def __init__(self, net: nn.Module, cut: int, size: int) -> None:
         super().__init__()
