@@ -156,16 +156,17 @@ def test_backbone_lag_pairs_read_the_partner_states_maps():
     assert all(torch.equal(out[k], again[k]) for k in out)  # a pure function of (seed, i)
 
 
-def test_the_channels_last_trunk_computes_the_plain_network():
-    """The trunk runs channels-last for speed: its map equals the same stem and blocks run in the
-    ordinary contiguous layout (up to float rounding), and comes back contiguous."""
+def test_the_folded_trunk_computes_the_plain_network():
+    """The trunk runs folded and channels-last for speed: its map equals the same stem and blocks
+    run module by module, batch norm on its running statistics, in the ordinary contiguous layout
+    (up to float rounding), and comes back contiguous."""
     import copy
 
     import torch.nn.functional as F
 
     trunk = build_image_model(tiny(), backbone(None, freeze_until=6, backbone_size=48))[0].trunk
     assert trunk.conv_stem.weight.is_contiguous(memory_format=torch.channels_last)
-    plain = copy.deepcopy(trunk).to(memory_format=torch.contiguous_format)
+    plain = copy.deepcopy(trunk).to(memory_format=torch.contiguous_format).eval()
     assert plain.conv_stem.weight.is_contiguous()
     x = torch.rand(5, 3, 16, 16, generator=torch.Generator().manual_seed(0))
     with torch.no_grad():

@@ -64,8 +64,10 @@ class EfficientNetEncoder(Encoder):
 
         set_threads(threads)
         self.spec = MODEL_NAME if pretrained else f"random:{MODEL_NAME}"
-        # channels-last (NHWC): the depthwise convolutions run ~1.5x faster on CPU than in
-        # NCHW (benchmarks/bench_control.py --vision); the same features up to rounding
+        # channels-last (NHWC) and folded (prh.models.folded): the depthwise convolutions run
+        # ~1.5x faster on CPU than in NCHW (benchmarks/bench_control.py --vision), folding the
+        # batch norms and the padding into the convolutions more again; the same features up
+        # to rounding
         net = build_efficientnet_lite0(pretrained=pretrained, seed=seed).eval()
         self.net = net.to(memory_format=torch.channels_last)
         self._torch = torch
@@ -87,20 +89,21 @@ class EfficientNetEncoder(Encoder):
     def forward_layers(self, x) -> list:
         """Spatially pooled taps of a preprocessed batch ``x`` ``(B, 3, 224, 224)``: ``[(B, d_l)]``.
 
-        Mirrors ``EfficientNet.extract_features`` (stem, blocks, head) in eval mode, where
-        drop-connect is the identity.
+        Computes ``EfficientNet.extract_features`` (stem, blocks, head) in eval mode, where
+        drop-connect is the identity, as folded convolutions (:mod:`prh.models.folded`).
         """
         from prh.encoders._torch import spatial_mean
+        from prh.models.folded import fold_block, fold_conv
 
         net = self.net
         taps = set(self._taps)
-        h = net._swish(net._bn0(net._conv_stem(x)))  # (B, 32, 112, 112)
+        h = fold_conv(net._conv_stem, net._bn0, net._swish)(x)  # (B, 32, 112, 112)
         pooled = []
         for i, block in enumerate(net._blocks):
-            h = block(h)  # (B, C_i, H_i, W_i)
+            h = fold_block(block)(h)  # (B, C_i, H_i, W_i)
             if i in taps:
                 pooled.append(spatial_mean(h))  # (B, C_i)
-        h = net._swish(net._bn1(net._conv_head(h)))  # (B, 1280, 7, 7)
+        h = fold_conv(net._conv_head, net._bn1, net._swish)(h)  # (B, 1280, 7, 7)
         pooled.append(spatial_mean(h))  # (B, 1280)
         return pooled
 
