@@ -212,6 +212,9 @@ def _check_literal(on_disk: dict, html: str, out: Path) -> None:
     # the spectral pair-free map image-good ~ text-literal, each side from its own run's pairs
     sp = lit["spectral"]["maps"]["image-good~text-literal"]
     assert set(lit["spectral"]["maps"]) == {"image-good~text-literal"}
+    main = on_disk["spectral"]["maps"]["image-good~text-good"]
+    if sp["pairs_drawn"] == main["pairs_drawn"]:  # the image side's draws are the theory step's
+        assert sp["eigenvalues_x"] == main["eigenvalues_x"]
     assert isinstance(sp["pinned"], bool) and sp["chance_r1"] == pytest.approx(1 / 24)
     assert "moving-literal" in html and "image-good~text-literal" in html
     # --full: captioners on literal captions, scored against literal references (toy: no

@@ -27,8 +27,9 @@ def cpu_seconds() -> float:
 @dataclass
 class Context:
     """The demo's settings, output folder, logger, clocks, step timings and step costs (what
-    each step's costliest run took, :func:`prh.demo.pipeline.run_demo`). Results pass from
-    step to step as return values, not through here."""
+    each step's costliest run took, :func:`prh.demo.pipeline.run_demo`), and for a sub-demo
+    (control, literal) the top folder ``root``. Results pass from step to step as return
+    values, not through here."""
 
     cfg: DemoConfig
     out: Path
@@ -37,6 +38,13 @@ class Context:
     cpu0: float = field(default_factory=cpu_seconds)
     timings: dict[str, dict[str, float]] = field(default_factory=dict)
     costs: dict[str, dict[str, float]] = field(default_factory=dict)
+    root: Path | None = None
+
+    @property
+    def shared(self) -> Path:
+        """The demo's top folder, for what its sub-demos (control, literal) share: ``root``
+        when this is a sub-demo's context, else ``out``."""
+        return self.root if self.root is not None else self.out
 
     def path(self, *parts: str) -> Path:
         """``OUT/parts...`` with its parent folder created."""

@@ -53,7 +53,7 @@ def step_control(ctx: Context) -> dict[str, Any]:
         ctx.log("  no control world in this config")
         return {"skipped": "no control world"}
     cfg = ctx.cfg.control_config()
-    cctx = Context(cfg, ctx.out / "control", ctx.log)
+    cctx = Context(cfg, ctx.out / "control", ctx.log, root=ctx.shared)
     ctx.log(f"  control world {cfg.world}: text good and bad at {cfg.text.samples} samples, "
             f"{', '.join(cfg.image.modalities) or 'no image run'}")  # fmt: skip
     vision = steps.step_vision(cctx)

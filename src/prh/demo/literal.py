@@ -172,7 +172,7 @@ def step_literal(
     if reason or sets is None:
         ctx.log(f"  skipped: {reason or 'no feature sets'}")
         return {"skipped": reason or "no feature sets"}
-    lctx = Context(lcfg, ctx.out / "literal", ctx.log)
+    lctx = Context(lcfg, ctx.out / "literal", ctx.log, root=ctx.shared)
     ctx.log(f"  world {lcfg.world}: text-good at {lcfg.text.samples} samples, "
             f"{lcfg.sweep.curve_seeds} seed(s), against {IMAGE}")  # fmt: skip
     runs = literal_runs(lctx)

@@ -86,7 +86,8 @@ def spectral_section(
         def drawer(name: str):
             def draw(n: int, rnd: int) -> tuple:
                 if (name, n, rnd) not in memo:
-                    memo[(name, n, rnd)] = _own_pairs(runs[name], n, cfg.seed * 1000 + rnd)
+                    memo[(name, n, rnd)] = own_pairs(ctx.shared / "pairs", runs[name], n,
+                                                     cfg.seed * 1000 + rnd)  # fmt: skip
                 return memo[(name, n, rnd)]
 
             return draw
@@ -102,10 +103,27 @@ def spectral_section(
     return value
 
 
-def _own_pairs(run: Path, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def own_pairs(cache: Path, run: Path, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` positive pairs of ``run`` embedded by it (:func:`prh.training.moving.run_positive_pairs`
+    at ``seed``), kept in ``cache`` (a folder beside the demo's runs) under the run's place in
+    the demo: a pure function of the run and the seed, so the literal step's image-good side
+    reuses the theory step's draws instead of sending 16,384 more renders through the image
+    encoder."""
+    import os
+
+    from prh.io import read_tensors, write_tensors
     from prh.training.moving import run_positive_pairs
 
-    return run_positive_pairs(run, n, seed=seed).embedding()
+    where = os.path.relpath(Path(run).resolve(), Path(cache).resolve().parent)
+    tag = hashlib.sha256(where.encode()).hexdigest()[:16]
+    path = Path(cache) / f"{tag}-{n}-{seed}.safetensors"
+    if path.is_file():
+        t = read_tensors(path)
+        return t["a"], t["b"]
+    a, b = run_positive_pairs(run, n, seed=seed).embedding()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_tensors(path, {"a": a, "b": b})
+    return a, b
 
 
 def _one(draw_a, draw_b, rows: Sequence[np.ndarray], seed: int, cap: int) -> dict[str, Any]:
