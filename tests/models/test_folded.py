@@ -60,7 +60,7 @@ def test_folding_reads_the_current_statistics(net):
     with torch.no_grad():
         bn.running_var.fill_(4.0)
         _close(fold_conv(conv, bn, None)(x), bn(conv(x)))
-    _close(before / 2.0, fold_conv(conv, bn, None)(x))  # 1 / sqrt(4 + eps) against 1 / sqrt(1 + eps)
+    _close(before / 2.0, fold_conv(conv, bn, None)(x))  # 1 / sqrt(4 + eps) vs 1 / sqrt(1 + eps)
 
 
 def test_layers_it_cannot_fold_are_refused(net):

@@ -119,3 +119,51 @@ def test_a_folder_without_results_takes_new_settings(tmp_path):
     s = run_sweep(GRID, PlantedBackend(), tmp_path)  # other options, and nothing to mix with
     assert s.ran == len(GRID.cells())
     assert json.loads((tmp_path / "sweep.json").read_text())["options"]["noise"] == 0.01
+
+
+def test_a_pool_starts_the_costliest_cells_first(tmp_path):
+    """With a runner that prices its cells, a pool gets them longest first (a shorter makespan
+    when one long run would otherwise start last); in-process keeps the grid's order; the results
+    are the same cells either way."""
+    import contextlib
+    from dataclasses import dataclass
+
+    from prh.scaling.executors import InProcess
+
+    @dataclass(frozen=True)
+    class Priced(PlantedBackend):
+        def cost(self, cell):
+            return cell.samples * (3 if cell.views == "next-token" else 1)
+
+    class Recording:
+        name = "recording"
+
+        def __init__(self):
+            self.order = []
+
+        def describe(self):
+            return "recording"
+
+        @contextlib.contextmanager
+        def session(self):
+            with InProcess().session() as run_cells:
+
+                def record(runner, cells, out):
+                    self.order.extend(cells)
+                    yield from run_cells(runner, cells, out)
+
+                yield record
+
+    runner = Priced()
+    pool = Recording()
+    run_sweep(GRID, runner, tmp_path / "pool", executor=pool)
+    costs = [runner.cost(c) for c in pool.order]
+    assert costs == sorted(costs, reverse=True) and len(costs) == len(GRID.cells())
+    assert pool.order[0].views == "next-token" and pool.order[0].samples == 3000
+    grid_order = GRID.cells()
+    same_cost = [c for c in grid_order if runner.cost(c) == 300]  # ties keep the grid's order
+    assert [c for c in pool.order if runner.cost(c) == 300] == same_cost
+    run_sweep(GRID, runner, tmp_path / "serial", workers=1)
+    a = {r["cell_id"]: r["score"] for r in read_results(tmp_path / "pool" / RESULTS)}
+    b = {r["cell_id"]: r["score"] for r in read_results(tmp_path / "serial" / RESULTS)}
+    assert a == b

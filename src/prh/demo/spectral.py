@@ -104,11 +104,11 @@ def spectral_section(
 
 
 def own_pairs(cache: Path, run: Path, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """``n`` positive pairs of ``run`` embedded by it (:func:`prh.training.moving.run_positive_pairs`
-    at ``seed``), kept in ``cache`` (a folder beside the demo's runs) under the run's place in
-    the demo: a pure function of the run and the seed, so the literal step's image-good side
-    reuses the theory step's draws instead of sending 16,384 more renders through the image
-    encoder."""
+    """``n`` positive pairs of ``run`` embedded by it
+    (:func:`prh.training.moving.run_positive_pairs` at ``seed``), kept in ``cache`` (a folder
+    beside the demo's runs) under the run's place in the demo: a pure function of the run and
+    the seed, so the literal step's image-good side reuses the theory step's draws instead of
+    sending 16,384 more renders through the image encoder."""
     import os
 
     from prh.io import read_tensors, write_tensors

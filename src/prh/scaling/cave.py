@@ -197,6 +197,15 @@ class CaveBackend:
         photos, :mod:`prh.world.corpus`, its held-out images from its test split)."""
         return "corpus" if self.train.corpus is not None else str(self.train.world)
 
+    def cost(self, cell: Cell) -> float:
+        """A cell's relative cost, for scheduling the longest first: the tokens its run reads at
+        most (samples x sequence length; a JEPA sample is two views, a next-token sample one
+        document). On 2 workers the default demo's next-token curve (192-token documents) took
+        130 s against 40 s for the good-view curve at the same samples."""
+        if cell.views == "next-token":
+            return float(cell.samples * self.next_token.max_len)
+        return float(cell.samples * 2 * self.train.max_len)
+
     def options(self) -> dict[str, Any]:
         """What determines a cell's results (its id, :meth:`Cell.cell_id`)."""
         t = self.train

@@ -163,7 +163,9 @@ def run_sweep(
     grid : Grid or RunSet
         The cells to run (``grid.cells(seed)``; :mod:`prh.scaling.grid`).
     runner : CellRunner
-        Trains and measures one cell (picklable unless it runs in-process).
+        Trains and measures one cell (picklable unless it runs in-process). A runner with a
+        ``cost(cell)`` method has its cells started longest first on a pool or cluster (the
+        shortest makespan a greedy start order gives); in-process they run in the grid's order.
     out_dir : path
         Sweep folder (created).
     seed : int
@@ -207,6 +209,10 @@ def run_sweep(
             return summary
         if executor is None:
             executor = InProcess() if workers == 1 or len(todo) <= 1 else LocalPool(workers)
+        cost = getattr(runner, "cost", None)
+        if cost is not None and not isinstance(executor, InProcess):  # longest first: a
+            # shorter makespan on a pool (the order results finish in differs there anyway)
+            todo.sort(key=lambda c: -cost(c))  # stable: equal costs keep the grid's order
         # the executor starts (pool, cluster connection) before the runner's one-off work, so an
         # unreachable cluster is reported at once; only this process writes the results file
         with executor.session() as run_cells, open(res_path, "a") as f:
