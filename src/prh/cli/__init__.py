@@ -104,5 +104,10 @@ def _describe_os_error(e: OSError) -> str:
 
 
 def entry() -> None:
-    """Console-script entry point."""
+    """Console-script entry point: the process is prh's, so its allocator keeps freed memory
+    (:func:`prh.memory.keep_freed_memory`: large tensors without a page fault per page per
+    batch); :func:`main` called from another program leaves that program's allocator alone."""
+    from prh.memory import keep_freed_memory
+
+    keep_freed_memory()
     sys.exit(main())

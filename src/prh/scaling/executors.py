@@ -170,8 +170,11 @@ def _exit_with_parent(parent_pid: int) -> None:
 
 
 def _init_worker(parent_pid: int) -> None:
+    from prh.memory import keep_freed_memory
+
     _exit_with_parent(parent_pid)
     threadpool_limits(1)  # for the worker's whole life
+    keep_freed_memory()  # a worker is prh's own process: large tensors without page faults
 
 
 @contextlib.contextmanager
