@@ -52,7 +52,7 @@ def keep_freed_memory() -> bool:
     freed, so a CPU forward pass at batch 128 (the demo's image trunk: 200 MB activations) pays
     a page fault for every page of every such tensor, every batch: a fifth of the default demo's
     CPU time was system time. ``mallopt(M_MMAP_MAX, 0)`` and a 1 GiB trim threshold keep those
-    pages in the process instead (the demo's image encoder 217 -> ~510 images/s on 2 cores,
+    pages in the process instead (the demo's image encoder 175.9 -> 422.0 images/s on 2 cores,
     ``benchmarks/bench_alloc.py``). Numbers are unchanged: only where memory comes from.
 
     Called once per process by ``prh``'s command line and its pool workers. ``PRH_MALLOC=system``

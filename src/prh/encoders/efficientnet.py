@@ -64,10 +64,10 @@ class EfficientNetEncoder(Encoder):
 
         set_threads(threads)
         self.spec = MODEL_NAME if pretrained else f"random:{MODEL_NAME}"
-        # channels-last (NHWC) and folded (prh.models.folded): the depthwise convolutions run
-        # ~1.5x faster on CPU than in NCHW (benchmarks/bench_control.py --vision), folding the
-        # batch norms and the padding into the convolutions more again; the same features up
-        # to rounding
+        # channels-last (NHWC): the depthwise convolutions run ~1.5x faster on CPU than in
+        # NCHW (benchmarks/bench_control.py --vision); forward_layers also folds the batch
+        # norms and padding into the convolutions (prh.models.folded, benchmarks/bench_trunk.py);
+        # the same features up to rounding
         net = build_efficientnet_lite0(pretrained=pretrained, seed=seed).eval()
         self.net = net.to(memory_format=torch.channels_last)
         self._torch = torch
