@@ -167,3 +167,21 @@ def test_a_pool_starts_the_costliest_cells_first(tmp_path):
     a = {r["cell_id"]: r["score"] for r in read_results(tmp_path / "pool" / RESULTS)}
     b = {r["cell_id"]: r["score"] for r in read_results(tmp_path / "serial" / RESULTS)}
     assert a == b
+
+
+def test_the_cave_runner_prices_cells_by_the_tokens_they_read():
+    """Next-token cells read one document of the next-token recipe's length (the JEPA recipe's
+    when there is none), a JEPA cell two views."""
+    from dataclasses import replace
+
+    from prh.scaling.cave import CaveBackend
+    from prh.scaling.grid import Cell
+    from prh.training import train_config
+
+    jepa = train_config("tiny", world="moving", max_len=48)
+    nt = train_config("tiny", world="moving", max_len=192, views="next-token")
+    good, ntp = Cell("curve", "good", None, 1000, 0), Cell("curve", "next-token", None, 1000, 0)
+    with_doc = CaveBackend(train=jepa, next_token=nt)
+    assert with_doc.cost(good) == 1000 * 2 * 48 and with_doc.cost(ntp) == 1000 * 192
+    alone = CaveBackend(train=jepa)  # no next-token recipe: its cells train on the JEPA's
+    assert alone.cost(ntp) == 1000 * 48 and alone.cost(replace(good, samples=10)) == 10 * 96

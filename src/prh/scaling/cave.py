@@ -202,9 +202,9 @@ class CaveBackend:
         most (samples x sequence length; a JEPA sample is two views, a next-token sample one
         document). On 2 workers the default demo's next-token curve (192-token documents) took
         130 s against 40 s for the good-view curve at the same samples."""
-        if cell.views == "next-token":
-            return float(cell.samples * self.next_token.max_len)
-        return float(cell.samples * 2 * self.train.max_len)
+        recipe = self.next_token if cell.views == "next-token" and self.next_token else self.train
+        views = 1 if cell.views == "next-token" else 2
+        return float(cell.samples * views * recipe.max_len)
 
     def options(self) -> dict[str, Any]:
         """What determines a cell's results (its id, :meth:`Cell.cell_id`)."""
