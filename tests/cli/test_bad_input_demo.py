@@ -25,6 +25,8 @@ def no_steps(monkeypatch):
         (["--samples", "0"], r"argument --samples"),
         (["--samples", "1000"], r"samples \(1000\) must be a multiple of eval_every"),
         (["--samples", "4096"], r"law sample count 8192 must be .* at most samples \(4096\)"),
+        (["--image-samples", "0"], r"argument --image-samples"),
+        (["--image-samples", "1000"], r"image_samples \(1000\) must be a positive multiple"),
         (["--workers", "0"], r"argument --workers"),
         (["--workers", "two"], r"argument --workers"),
         (["--full"], r"argument --full: not allowed with argument --quick"),
@@ -35,6 +37,25 @@ def test_bad_options_are_refused_before_any_step(bad_input, no_steps, tmp_path, 
     line = bad_input(["demo", "--quick", "--out", out, *extra], match=match)
     assert line.startswith("prh demo: error: ")
     assert not out.exists()  # nothing made either
+
+
+def test_image_samples_sets_every_image_run_budget(monkeypatch, tmp_path):
+    """``--image-samples`` reaches the config the demo runs (default: the preset's)."""
+    import prh.demo
+    from prh.cli import main
+    from prh.demo.config import FULL
+
+    seen = []
+
+    def capture(cfg, out, skip_prove=False):
+        seen.append(cfg)
+        return {"claims": []}
+
+    monkeypatch.setattr(prh.demo, "run_demo", capture)
+    assert main(["demo", "--full", "--image-samples", "12800", "--out", str(tmp_path / "a")]) == 0
+    assert main(["demo", "--full", "--out", str(tmp_path / "b")]) == 0
+    assert seen[0].image.samples == 12800 and seen[1] == FULL
+    assert seen[0] == FULL.with_settings(image_samples=12800)
 
 
 def test_a_regular_file_as_out_is_refused_and_kept(bad_input, no_steps, tmp_path):

@@ -50,6 +50,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "next-token gets the same, or 4x with --full",
     )
     parser.add_argument(
+        "--image-samples",
+        type=positive_int,
+        default=None,
+        metavar="S",
+        help="budget of each image/sketch encoder (pairs, a multiple of the batch 128; default "
+        "25600)",
+    )
+    parser.add_argument(
         "--world",
         choices=("moving", "cave"),
         default=None,
@@ -82,8 +90,8 @@ def run(args: argparse.Namespace) -> int:
     control = "" if args.control == "none" else args.control
     corpus = str(Path(args.corpus).resolve()) if args.corpus else None
     cfg = demo_config(preset, seed=args.seed, workers=args.workers, samples=args.samples,
-                      world=args.world, control=control, corpus=corpus,
-                      vision=args.vision)  # fmt: skip
+                      image_samples=args.image_samples, world=args.world, control=control,
+                      corpus=corpus, vision=args.vision)  # fmt: skip
     from prh.progress import quiet_third_party
 
     quiet_third_party()  # the encoders' "Loading weights" bars; the demo logs its own steps
