@@ -29,8 +29,7 @@ demo.
   encoders (issue 13's pair).
 - ``full``: 3 seeds of the good-view and next-token curves, next-token at 4x the good-view
   budget, and 12 held-out law points with repeats: what claims 2 and 3 need; image-good,
-  image-bad and sketch-good encoders at 51,200 pairs each (twice the default's), and the
-  zero-pair captioner.
+  image-bad and sketch-good encoders and the zero-pair captioner.
 """
 
 from __future__ import annotations
@@ -570,7 +569,6 @@ FULL = DEFAULT.with_settings(
     heldout_runs=4,
     modalities=MODALITY_RUNS,
     zero_pair_captioner=True,
-    image_samples=51_200,  # docs/training.md, "Twice the pairs": 0.834 vs 0.764 over 3 seeds
 )
 QUICK = DEFAULT.with_settings(
     name="quick",
