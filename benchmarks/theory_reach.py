@@ -76,6 +76,12 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=32768)
     ap.add_argument("--seeds", default="0")
     ap.add_argument("--worlds", default="moving,moving-literal")
+    ap.add_argument(
+        "--min-lr-frac",
+        type=float,
+        default=1.0,
+        help="cosine decay to this fraction of lr (1: the demo's constant lr)",
+    )
     a = ap.parse_args()
     import prh
     from prh.features import save_features
@@ -95,7 +101,7 @@ def main() -> None:
         for seed in (int(s) for s in a.seeds.split(",")):
             cfg = prh.train_config(
                 "tiny", world=name, views="good", samples=a.samples, batch_size=128, lr=1e-3,
-                max_len=48, min_lr_frac=1.0, train_scenes=1944, seed=seed,
+                max_len=48, min_lr_frac=a.min_lr_frac, train_scenes=1944, seed=seed,
                 eval_theory=str(gfile), eval_every=max(1, a.samples // 128 // 4),
             )  # fmt: skip
             run_dir = out / f"{name}-good-s{seed}"

@@ -223,3 +223,83 @@ def fair_and_raw_cc(
     raw = heldout_cc(a_fit, b_fit, a_test, b_test, components=components, max_dim=RAW_DIM,
                      n_boot=n_boot, seed=seed)  # fmt: skip
     return fair, raw
+
+
+CARRIED_R2 = 0.5  # a mode is carried when its held-out R^2 from the k directions reaches this
+
+
+@dataclass(frozen=True)
+class ModeProfile:
+    """Which of the theory's modes an encoder's ``k`` directions carry, mode by mode.
+
+    Attributes
+    ----------
+    r2 : ndarray, shape (m,)
+        Held-out R^2 of each theory mode ``g_1 .. g_m`` from the encoder's top ``k`` principal
+        directions (least squares with an intercept, fitted on the fit states); ``m > k`` when
+        modes below the cut were given.
+    k : int
+        The cut: modes ``1 .. k`` are the theory's optimum, the rest below it.
+    floor : float
+        The R^2 at which a mode counts as carried.
+    """
+
+    r2: np.ndarray
+    k: int
+    floor: float = CARRIED_R2
+
+    @property
+    def missing(self) -> list[int]:
+        """Modes above the cut (1-based) the encoder does not carry."""
+        return [j + 1 for j in range(min(self.k, len(self.r2))) if self.r2[j] < self.floor]
+
+    @property
+    def instead(self) -> list[int]:
+        """Modes below the cut (1-based) the encoder carries: where the missing went."""
+        return [j + 1 for j in range(self.k, len(self.r2)) if self.r2[j] >= self.floor]
+
+    def describe(self) -> str:
+        """One line: ``"all of g1-g8"``, or ``"misses g7; carries g11 (below the cut) instead"``."""
+        if not self.missing:
+            out = f"all of g1-g{self.k}"
+        else:
+            out = "misses " + ", ".join(f"g{j}" for j in self.missing)
+        if self.instead:
+            out += "; carries " + ", ".join(f"g{j}" for j in self.instead) + " (below the cut)"
+            out += " instead" if self.missing else ""
+        return out
+
+    def to_dict(self) -> dict:
+        return {"r2": [float(v) for v in self.r2[: self.k]],
+                "r2_below": [float(v) for v in self.r2[self.k :]], "k": int(self.k),
+                "floor": float(self.floor), "missing": self.missing, "instead": self.instead,
+                "describe": self.describe()}  # fmt: skip
+
+
+def mode_profile(
+    x_fit: np.ndarray,
+    g_fit: np.ndarray,
+    x_test: np.ndarray,
+    g_test: np.ndarray,
+    *,
+    components: int = 8,
+    floor: float = CARRIED_R2,
+) -> ModeProfile:
+    """Held-out R^2 of every theory mode (a column of ``g``, modes below the cut after the first
+    ``components``) from the features' top ``components`` principal directions on the fit
+    states (:func:`top_components`: the width-fair read-out). Where the canonical correlations
+    say *that* a direction is missing, this says *which* mode it is and what took its place."""
+    x_fit, g_fit = _check(x_fit, g_fit, "fit")
+    x_test, g_test = _check(x_test, g_test, "test")
+    if x_fit.shape[1] != x_test.shape[1] or g_fit.shape[1] != g_test.shape[1]:
+        raise InputError(
+            f"mode profile: fit and test widths differ: features {x_fit.shape[1]} vs "
+            f"{x_test.shape[1]}, theory {g_fit.shape[1]} vs {g_test.shape[1]}"
+        )
+    f_fit, f_test = top_components(x_fit, x_test, components)
+    a_fit = np.column_stack([f_fit, np.ones(len(f_fit))])
+    a_test = np.column_stack([f_test, np.ones(len(f_test))])
+    coef, *_ = np.linalg.lstsq(a_fit, g_fit, rcond=None)
+    resid = ((g_test - a_test @ coef) ** 2).sum(0)
+    total = np.maximum(((g_test - g_test.mean(0)) ** 2).sum(0), 1e-300)
+    return ModeProfile(1.0 - resid / total, int(components), float(floor))

@@ -1,0 +1,126 @@
+"""Which of the theory's modes a good-view text JEPA carries, seed by seed (issue 31).
+
+    PYTHONPATH=src python benchmarks/text_modes.py --out runs/text-modes [--world moving-literal]
+        [--samples 32768] [--seeds 0,1,2] [--warmup-batches 8] [--min-lr-frac 1]
+        [--embed-dim 8]
+
+Trains (or reuses, by folder) one good-view text JEPA per seed with the demo's text recipe
+(``tiny``, batch 128, lr 1e-3, max_len 48, the whole training split; by default the demo's
+cells' warm-up of 8 batches and constant learning rate, so ``--seeds 0`` at 32,768 samples on
+``moving-literal`` is the default demo's literal run) and reads it on the demo's states as the
+demo's literal step does: 500 bridge states of the training split fit (the mean embedding of 5
+captions each, wording seed 0), the 216 held-out states scored (one caption each, wording seed 1):
+
+- ``cc`` and ``min``: the width-fair held-out canonical correlations with ``g*`` (on literal
+  captions, the text modality's own theory), their mean and the weakest;
+- ``R2 g1..g8 | g9..g12``: the held-out R^2 of each eigenfunction from the embedding's 8
+  directions, the four modes below the cut included: where a direction missing from ``g1..g8``
+  went instead.
+
+``--embed-dim`` above 8 trains a wider JEPA and reads it through its own spectral read-out: the
+top 8 components of the cross-view eigenproblem on 8,192 positive pairs of training states
+(:func:`prh.bridge.spectral.cross_view_spectrum`; no theory, no held-out state). Prints one table;
+figures in docs/training.md ("The last direction").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+K, BELOW, READOUT_PAIRS = 8, 4, 8192
+
+
+def _states(world):
+    from prh.world.registry import split_sample
+
+    return split_sample(world, "train", 500, from_end=True), split_sample(world, "test", 216)
+
+
+def _embed(run, world, ids, n: int, seed: int) -> np.ndarray:
+    """The mean output embedding of ``n`` captions (wording ``seed``) of each state."""
+    caps = [c for i in ids for c in world.captions(int(i), n, seed)]
+    w = run.model.cfg.embed_dim
+    x = np.asarray(run.encode_texts(caps))[:, -1, :w].astype(np.float64)
+    return x.reshape(len(ids), n, w).mean(1)
+
+
+def spectral_readout(run, world, k: int = K, n_pairs: int = READOUT_PAIRS, seed: int = 123):
+    """``(mean, projection (w, k))``: the top ``k`` cross-view components of the run's own
+    positive pairs (lag pairs of training states, one caption each, fresh wordings)."""
+    from prh.bridge.spectral import cross_view_spectrum
+
+    train = {int(i) for i in world.split("train")}
+    a, b = world.pairs(4 * n_pairs, seed=seed)
+    keep = [j for j in range(len(a)) if int(a[j]) in train and int(b[j]) in train][:n_pairs]
+    w = run.model.cfg.embed_dim
+    halves = []
+    for side, off in ((a, 0), (b, 1)):
+        caps = [world.captions(int(side[j]), 1, 10_000 + 2 * j + off)[0] for j in keep]
+        halves.append(np.asarray(run.encode_texts(caps))[:, -1, :w].astype(np.float64))
+    spec = cross_view_spectrum(*halves)
+    return spec.mean, spec.whiten @ spec.vectors[:, :k]
+
+
+def read(run, world) -> dict:
+    from prh.metrics.theory_cca import mode_profile, width_fair_cc
+
+    fit, test = _states(world)
+    g_fit, g_test = world.theory_embedding(fit, K + BELOW), world.theory_embedding(test, K + BELOW)
+    x_fit, x_test = _embed(run, world, fit, 5, 0), _embed(run, world, test, 1, 1)
+    if x_fit.shape[1] > K:
+        mean, proj = spectral_readout(run, world)
+        x_fit, x_test = (x_fit - mean) @ proj, (x_test - mean) @ proj
+    cc = width_fair_cc(x_fit, g_fit[:, :K], x_test, g_test[:, :K], components=K, n_boot=200)
+    modes = mode_profile(x_fit, g_fit, x_test, g_test, components=K).to_dict()
+    corr = [float(v) for v in cc.correlations]
+    return {"cc": float(cc.mean), "correlations": corr, "r2": modes["r2"],
+            "r2_below": modes["r2_below"], "modes": modes["describe"]}  # fmt: skip
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--world", default="moving-literal")
+    ap.add_argument("--samples", type=int, default=32768)
+    ap.add_argument("--seeds", default="0,1,2")
+    ap.add_argument("--warmup-batches", type=int, default=8, help="warm-up steps (default 8)")
+    ap.add_argument("--min-lr-frac", type=float, default=1.0, help="cosine floor (1: constant)")
+    ap.add_argument("--embed-dim", type=int, default=K, help="JEPA width (> 8: spectral read-out)")
+    a = ap.parse_args()
+    import prh
+    from prh.training import load_run
+    from prh.world import make_world
+
+    out, rows = Path(a.out), []
+    out.mkdir(parents=True, exist_ok=True)
+    world = make_world(a.world, seed=0)
+    steps = a.samples // 128
+    for seed in (int(s) for s in a.seeds.split(",")):
+        cfg = prh.train_config(
+            "tiny", world=a.world, views="good", samples=a.samples, batch_size=128, lr=1e-3,
+            max_len=48, min_lr_frac=a.min_lr_frac, warmup_frac=a.warmup_batches / steps,
+            train_scenes=1944, seed=seed, checkpoint_every=0,
+            model_overrides={"embed_dim": a.embed_dim} if a.embed_dim != K else {},
+        )  # fmt: skip
+        run_dir = out / f"s{seed}"
+        t0 = time.time()
+        if not (run_dir / "model.safetensors").exists():
+            prh.train(cfg, run_dir, progress=False)
+        rows.append({"seed": seed, "train_s": round(time.time() - t0, 1),
+                     **read(load_run(run_dir, device="cpu"), world)})  # fmt: skip
+    (out / "text_modes.json").write_text(json.dumps({"args": vars(a), "rows": rows}, indent=1))
+    modes = [f"{'g' + str(j + 1):>5}" for j in range(K + BELOW)]
+    print(f"{'seed':>4} {'cc':>6} {'min':>6}  " + " ".join(modes[:K]) + " |" + " ".join(modes[K:]))
+    for r in rows:
+        print(f"{r['seed']:>4} {r['cc']:6.3f} {min(r['correlations']):6.3f}  "
+              + " ".join(f"{v:5.2f}" for v in r["r2"]) + " |"
+              + " ".join(f"{v:5.2f}" for v in r["r2_below"]) + f"  {r['modes']}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
