@@ -36,6 +36,7 @@ def summary() -> dict[str, Any]:
                 "correlations": [0.99] * 6 + [None, 0.1],
                 "mean": 0.7,
                 "ci": [0.65, None],
+                "modes": {"describe": "misses g7; carries g11 (below the cut) instead"},
             },
             "text-bad": {"correlations": [0.1] * 8, "mean": None, "ci": [None, None]},
         },
@@ -60,7 +61,8 @@ def test_the_section_shows_every_part_and_reads_undefined_for_missing_figures():
     for text in ("The theory's embedding of the moving world", "0.9100", "first after the gap",
                  "Each encoder against g*", "Every pair of encoders", "image-bad ~ text-good",
                  "The control: the same encoders on the cave world", "not pinned",
-                 "One rotation from each modality", "missed"):  # fmt: skip
+                 "One rotation from each modality", "missed",
+                 "misses g7; carries g11 (below the cut) instead"):  # fmt: skip
         assert text in page, text
     assert "undefined" in page and "None" not in page and "nan" not in page
     # bad-view pairs come last, and the control row repeats the moving world's cc of the pair

@@ -62,7 +62,28 @@ def test_a_planted_encoder_carries_the_theory_and_a_random_one_does_not(moving):
     assert got["planted"]["raw"]["mean"] > 0.95  # the raw read-out beside the width-fair one
     again = theory_scores(moving, train, held, dims, fit, test, n_boot=50)
     assert again == got  # deterministic
+    # which of g*'s modes each carries: the planted one all eight and none below the cut
+    modes = got["planted"]["modes"]
+    assert modes["missing"] == [] and modes["instead"] == [] and len(modes["r2_below"]) == 4
+    assert min(modes["r2"]) > 0.9 and got["random"]["modes"]["missing"] == list(range(1, 9))
     assert "skipped" in theory_scores(make_world("cave", seed=0), train, held, dims, fit, test)
+
+
+def test_a_direction_spent_below_the_cut_is_named(moving):
+    """An encoder of g1-g6, g8 and g11 (a mode below the cut in g7's place), as the demo's
+    literal text runs and image runs were found to be: the profile names both."""
+    fit, test = _ids(moving)
+    rng = np.random.default_rng(2)
+    sets = {}
+    for name, ids in (("fit", fit), ("test", test)):
+        g = moving.theory_embedding(ids, 12)[:, [0, 1, 2, 3, 4, 5, 7, 10]]
+        sets[name] = (g + 0.05 * rng.normal(size=g.shape))[:, None, :]
+    got = theory_scores(moving, {"x": sets["fit"]}, {"x": sets["test"]}, {"x": [8]}, fit, test,
+                        n_boot=20)["x"]  # fmt: skip
+    assert got["modes"]["missing"] == [7] and got["modes"]["instead"] == [11]
+    assert got["modes"]["describe"] == "misses g7; carries g11 (below the cut) instead"
+    # the canonical correlations see only that one direction is missing, not which
+    assert got["correlations"][-1] < 0.5
 
 
 def test_pair_cc_is_symmetric_and_high_only_between_encoders_of_one_theory(moving):

@@ -214,8 +214,9 @@ def log_literal(ctx: Context, s: Mapping[str, Any]) -> None:
     """One line per literal run against the theory, one per pair, the verdict."""
     for name, r in s["theory_cc"].items():
         own = r["own"]
+        modes = f"; g* modes: {r['modes']['describe']}" if "modes" in r else ""
         ctx.log(f"  {name:<18} cc vs g* {fig(r['mean'])} {interval(*r['ci'])}; vs its own "
-                f"theory {fig(own['mean'])} {interval(*own['ci'])}")  # fmt: skip
+                f"theory {fig(own['mean'])} {interval(*own['ci'])}{modes}")  # fmt: skip
     for kind, p in s["pairs"].items():
         ccs = " ".join(fig(x["mean"]) for x in p["seeds"])
         pred = sum(p["predicted"]) / len(p["predicted"])

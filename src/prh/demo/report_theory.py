@@ -48,6 +48,14 @@ def _spectrum(world: dict[str, Any]) -> dict[str, Any] | None:
             "gap": num(world["gap"], 4), "sep": num(world["min_separation"], 4)}  # fmt: skip
 
 
+MODES_HEAD = "g* modes its k directions carry (held-out R^2 >= 0.5)"
+
+
+def _modes(r: dict[str, Any]) -> str:
+    """The encoder's mode profile in words (a summary from before the profile: blank)."""
+    return (r.get("modes") or {}).get("describe", "")
+
+
 def _theory_table(tc: dict[str, Any] | None) -> dict[str, Any] | None:
     if not tc or "skipped" in tc:
         return None
@@ -59,10 +67,11 @@ def _theory_table(tc: dict[str, Any] | None) -> dict[str, Any] | None:
         own = r.get("own") or {}
         own_cell = f"{num(own.get('mean'))} {interval(*(own.get('ci') or (None, None)))}"
         rows.append([label, num(r["mean"]), interval(*r["ci"]), corr, num(raw),
-                     r.get("modality") or "", own_cell, num(r.get("ceiling"))])  # fmt: skip
+                     r.get("modality") or "", own_cell, num(r.get("ceiling")),
+                     _modes(r)])  # fmt: skip
     head = ["encoder", "mean cc (width-fair)", "95% interval", "the k held-out correlations",
             "raw cc (top 64)", "modality", "cc vs its own modality's theory",
-            "its modality's ceiling vs g*"]  # fmt: skip
+            "its modality's ceiling vs g*", MODES_HEAD]  # fmt: skip
     return table(head, rows)
 
 
@@ -196,7 +205,8 @@ def _literal_theory_table(tc: dict[str, Any]) -> dict[str, Any]:
         rows.append([name, f"{num(r['mean'])} {interval(*r['ci'])}",
                      " ".join(num(c, 2) for c in r["correlations"]),
                      f"{num(own.get('mean'))} {interval(*(own.get('ci') or (None, None)))}",
-                     num(r.get("ceiling"))])  # fmt: skip
+                     num(r.get("ceiling")), _modes(r)])  # fmt: skip
     head = ["encoder", "cc vs g* (width-fair)", "the k held-out correlations",
-            "cc vs its own modality's theory", "its modality's ceiling vs g*"]  # fmt: skip
+            "cc vs its own modality's theory", "its modality's ceiling vs g*",
+            MODES_HEAD]  # fmt: skip
     return table(head, rows)

@@ -19,6 +19,10 @@ held-out canonical correlation with the theory embedding, and each pair's with e
   ``ceiling`` against ``g*`` (what a perfect encoder of that modality reaches, population). A
   good-view JEPA is judged by ``own``: ``g*`` asks of partial captions and colourless sketches
   what they cannot show.
+- **modes**: per encoder, which of ``g*``'s modes its ``k`` directions carry
+  (:func:`prh.metrics.theory_cca.mode_profile`: the held-out R^2 of each ``g_j`` from its top
+  ``k`` principal directions, carried at R^2 >= 0.5), the first :data:`BELOW_CUT` modes below
+  the cut included: a missing direction is named with the mode that took its place.
 - **cc**: the same held-out canonical correlation between two encoders' embeddings (the
   ``k`` strongest pairs, width-fair; ``cc_raw`` beside), for every pair: the modalities
   matrix's ``cc`` beside mutual-kNN, CKA and the rotation scores.
@@ -34,6 +38,9 @@ from typing import Any
 import numpy as np
 
 from prh.features import last_layer
+
+BELOW_CUT = 4
+"""Modes below the cut each encoder's profile also reads (``g_{k+1} .. g_{k+4}``)."""
 
 STILL_REASON = (
     "the still world's pair kernel is diag(p): every eigenvalue is 1, no gap at any k, so the "
@@ -92,17 +99,21 @@ def theory_scores(
 ) -> dict[str, Any]:
     """Name -> the held-out theory CCA of each feature set (module docstring), or
     ``{"skipped": reason}`` for a world without a gap."""
+    from prh.metrics.theory_cca import mode_profile
     from prh.world import has_theory
 
     if not has_theory(world):
         return {"skipped": reason}
     k = world.gap_k
-    g_fit, g_test = world.theory_embedding(fit_ids, k), world.theory_embedding(test_ids, k)
+    wide = (world.theory_embedding(fit_ids, k + BELOW_CUT),
+            world.theory_embedding(test_ids, k + BELOW_CUT))  # fmt: skip
+    g_fit, g_test = wide[0][:, :k], wide[1][:, :k]
     out: dict[str, Any] = {}
     own: dict[str, tuple] = {}  # modality -> its theory of the fit and test states, and ceiling
     for name in train:
         a, b = last_layer(train[name], dims[name]), last_layer(test[name], dims[name])
         out[name] = two_readouts(a, g_fit, b, g_test, k, n_boot=n_boot, seed=seed)
+        out[name]["modes"] = mode_profile(a, wide[0], b, wide[1], components=k).to_dict()
         m = modality_of(name)
         if m not in own:
             own[m] = own_targets(world, m, (fit_ids, test_ids), k)
@@ -295,4 +306,5 @@ def log_theory(ctx: Any, value: Mapping[str, Any]) -> None:
     if "skipped" in tc:
         return
     for name, r in tc.items():
-        ctx.log(f"  {name:<18} theory cc {fig(r['mean'])} {interval(*r['ci'])}")
+        modes = f"; g* modes: {r['modes']['describe']}" if "modes" in r else ""
+        ctx.log(f"  {name:<18} theory cc {fig(r['mean'])} {interval(*r['ci'])}{modes}")
