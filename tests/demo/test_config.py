@@ -37,8 +37,9 @@ OLD_SETTINGS = {
 def test_every_flat_setting_routes_and_round_trips():
     # the flat view names every setting (``corpus``, added since, is valid only with world
     # ``corpus`` and the steps it turns off: tests/demo/test_corpus_demo.py; ``embed_dim``,
-    # added since, is 0 unless the control sets it: test_the_control_s_encoders_have_the_main_width)
-    assert set(OLD_SETTINGS) | {"corpus", "embed_dim"} == set(DEFAULT.to_dict())
+    # added since, is 0 unless the control sets it: test_the_control_s_encoders_have_the_main_width;
+    # ``literal_samples``, added since: test_the_literal_step_s_budget_is_its_own)
+    assert set(OLD_SETTINGS) | {"corpus", "embed_dim", "literal_samples"} == set(DEFAULT.to_dict())
     # a part's settings: its fields, those of a library config it holds (ImageRecipe.encoder)
     n_fields = sum(len(c.settings()) for c in PARTS.values()) + len(fields(DemoConfig)) - len(PARTS)
     assert len(SETTINGS) == n_fields  # one name per field: no two parts share a setting name
@@ -54,7 +55,7 @@ def test_every_flat_setting_routes_and_round_trips():
         assert got == want, name
     # all at once, and the digest callers' names
     others = {k: v for k, v in OLD_SETTINGS.items() if k != "preset"}
-    new = {"corpus": "", "embed_dim": 0}
+    new = {"corpus": "", "embed_dim": 0, "literal_samples": 131072}
     assert demo_config("default", **others).to_dict() == {**OLD_SETTINGS, **new, "preset": "tiny"}
     cfg = DEFAULT.with_settings(**OLD_SETTINGS)
     assert cfg.to_dict() == {**OLD_SETTINGS, **new}
@@ -191,9 +192,17 @@ def test_the_literal_twin_is_the_text_recipe_on_literal_captions():
     lit = FULL.literal_config()
     assert lit.world == "moving-literal" and lit.control == "" and lit.literal == ""
     assert (lit.sweep, lit.measure) == (FULL.sweep, FULL.measure)
-    assert lit.text == replace(FULL.text, doc_captions=1)  # it trains no next-token run
+    # it trains no next-token run, and its text-good runs at their own budget
+    assert lit.text == replace(FULL.text, doc_captions=1, samples=FULL.text.literal_samples)
     assert protocol.backend(lit).train == replace(protocol.backend(FULL).train,
                                                   world="moving-literal")  # fmt: skip
+    # trained by the converged recipe: cosine decay, the 5% warm-up uncapped; the partial side
+    # by the same on the world's own captions
+    conv = protocol.converged_backend(lit)
+    assert (conv.train.optim.min_lr_frac, conv.train.optim.warmup_frac) == (0.1, 0.05)
+    assert conv.warmup_max_batches == 0 and conv.curve_every == 131072 // 8
+    part = protocol.converged_backend(FULL.partial_config())
+    assert part.train == replace(conv.train, world="moving")
     assert lit.sweep.curve_seeds == 3 and lit.image.modalities == ()
     assert not lit.caption.build and DEFAULT.control_config().literal == ""
     with pytest.raises(InputError, match=r"^demo: this config has no literal-caption world$"):
@@ -203,3 +212,20 @@ def test_the_literal_twin_is_the_text_recipe_on_literal_captions():
     with pytest.raises(InputError, match=r"^demo: literal 'nowhere'"):
         demo_config(literal="nowhere")
     assert demo_config(world="cave", literal="moving-literal").literal == "moving-literal"
+
+
+def test_the_literal_step_s_budget_is_its_own():
+    """``literal_samples`` sets the literal step's runs (both caption kinds, the twin's config
+    and the partial side's), not the sweep's; off a multiple of eval_every it is refused."""
+    cfg = demo_config("default", literal_samples=65536)
+    assert cfg.text.samples == 32768 and cfg.text.literal_samples == 65536
+    for twin, world in ((cfg.literal_config(), "moving-literal"), (cfg.partial_config(), "moving")):
+        assert (twin.text.samples, twin.world, twin.literal, twin.control) == (65536, world, "", "")
+        assert twin.image.modalities == () and twin.caption.zero_pair is False
+    assert DEFAULT.digest() == demo_config("default", literal_samples=65536).digest()  # ADDED
+    with pytest.raises(
+        InputError, match=r"literal_samples \(1000\) must be a multiple of eval_every"
+    ):
+        demo_config("default", literal_samples=1000)
+    with pytest.raises(InputError, match="literal_samples must be >= 1, got 0"):
+        demo_config("default", literal_samples=0)

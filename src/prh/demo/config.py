@@ -103,6 +103,12 @@ class TextRecipe(_Part):
         The fair next-token protocol: each next-token training row is a document of
         ``doc_captions`` captions of one scene (so a continuation is predictable from its prefix
         only through the scene), of at most ``doc_max_len`` tokens.
+    literal_samples : int
+        Budget of the literal step's text-good runs, on literal and on partial captions alike,
+        trained to the theory's optimum (:func:`prh.demo.protocol.converged_backend`: cosine
+        decay and a 5% warm-up; at the sweep's 32,768 samples and constant rate the literal run
+        traded ``g7`` for a mode below the cut in every seed measured, docs/training.md, "The
+        last direction"). The sample-efficiency curves keep the sweep's protocol.
     """
 
     preset: str = "tiny"
@@ -114,10 +120,11 @@ class TextRecipe(_Part):
     next_token_factor: int = 1
     doc_captions: int = 4
     doc_max_len: int = 192
+    literal_samples: int = 131_072
 
     def __post_init__(self) -> None:
         self._at_least(1, "samples", "batch_size", "train_scenes", "max_len", "doc_captions",
-                       "doc_max_len")  # fmt: skip
+                       "doc_max_len", "literal_samples")  # fmt: skip
         if not 1 <= self.next_token_factor <= 1000:
             raise InputError(
                 f"demo: next_token_factor must be in 1..1000, got {self.next_token_factor}"
@@ -412,6 +419,11 @@ class DemoConfig:
                     f"demo: law sample count {s} must be a multiple of eval_every ({every}) and "
                     f"at most samples ({samples})"
                 )
+        if self.text.literal_samples % every:
+            raise InputError(
+                f"demo: literal_samples ({self.text.literal_samples}) must be a multiple of "
+                f"eval_every ({every})"
+            )
 
     def _check_world(self) -> None:
         """The world and the control's are registry names, and differ (sizes against the
@@ -500,7 +512,14 @@ class DemoConfig:
         return self.with_settings(
             name=f"{self.name}-literal", world=self.literal, control="", literal="",
             modalities=(), captioner=False, zero_pair_captioner=False, doc_captions=1,
+            samples=self.text.literal_samples,
         )  # fmt: skip
+
+    def partial_config(self) -> DemoConfig:
+        """The literal step's partial-caption side: :meth:`literal_config` on ``world`` itself
+        (its text-good runs at ``literal_samples`` with the literal runs' recipe, so that the two
+        caption kinds differ in their captions alone)."""
+        return replace(self.literal_config(), name=f"{self.name}-partial", world=self.world)
 
     def to_dict(self) -> dict[str, Any]:
         """Every setting by its flat name (what ``demo.json`` and ``summary.json`` record, and
@@ -529,7 +548,7 @@ SETTINGS: dict[str, tuple[str, str]] = {
 :meth:`DemoConfig.digest` take."""
 
 
-ADDED = ("literal", "corpus", "embed_dim")
+ADDED = ("literal", "corpus", "embed_dim", "literal_samples")
 """Settings added after the demo folders' step-cost files were named (``costs-<digest>``, the
 one cache named by every setting): left out of :meth:`DemoConfig.digest` of all settings, so a
 folder keeps the costs it recorded; a step they add records its cost under its own name."""

@@ -7,11 +7,13 @@ literal twin (``DemoConfig.literal``, the world ``moving-literal``: the same sta
 and pair kernel, captions that state every factor) makes text identify the state, and the
 theory predicts canonical correlations of 1 in all ``k`` directions. This step:
 
-1. trains text-good on the twin at the text-good recipe and budget, ``curve_seeds`` seeds
-   (a :class:`~prh.scaling.grid.RunSet` of the cave runner into ``OUT/literal/sweep-<hash>/``,
-   its own sweep: no other run's seed or random stream moves);
-2. embeds its held-out and bridge states' literal captions (``OUT/literal/features/``) and the
-   partial runs' other seeds (``good-s<j>``) where the modalities step did not;
+1. trains text-good on the twin's literal captions and again on the world's partial captions,
+   ``curve_seeds`` seeds each, both at ``literal_samples`` with the converged text recipe
+   (:func:`prh.demo.protocol.converged_backend`: cosine decay, 5% warm-up), so that the two
+   kinds differ in their captions alone (a :class:`~prh.scaling.grid.RunSet` of the cave runner
+   per kind into ``OUT/literal/sweep-<kind>-<hash>/``, their own sweeps: no other run's seed or
+   random stream moves; the sweep's text-good keeps its curves' protocol);
+2. embeds their held-out and bridge states' captions (``OUT/literal/features/``);
 3. reads each literal run against g* and against its own modality's theory (literal captions'
    :func:`prh.demo.theory.theory_scores`), and every image-good ~ text pair, literal and partial,
    seed by seed (width-fair held-out canonical correlation, :func:`prh.demo.theory.two_readouts`)
@@ -27,6 +29,7 @@ Everything it computes is cached under ``OUT/literal/``; a rerun reuses it.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -41,7 +44,7 @@ from prh.scaling.grid import RunSet
 
 IMAGE = "image-good"
 """The image encoder both text runs are read against."""
-TEXT = {"literal": "text-literal", "partial": "text-good"}
+TEXT = {"literal": "text-literal", "partial": "text-partial"}
 """Caption kind -> its text-good run's evidence name (seed 0; seed ``j`` adds ``-s<j>``)."""
 
 
@@ -50,22 +53,27 @@ def seed_name(base: str, j: int) -> str:
     return base if j == 0 else f"{base}-s{j}"
 
 
-def literal_runs(ctx: Context) -> dict[str, dict[str, Any]]:
-    """Train (or reuse) the twin's text-good runs (``ctx`` is the twin's); name -> ``{"dir",
-    "train_seconds"}``, seed 0 first."""
-    cfg = ctx.cfg
-    runner = protocol.backend(cfg)
-    runs = RunSet("prh-demo-literal", (("text", "good", cfg.text.samples),),
-                  seeds=cfg.sweep.curve_seeds)  # fmt: skip
-    sweep = protocol.sweep_dir(ctx.out, cfg)
-    _, rows = run_cells(ctx, runs, runner, sweep, what="literal ", tag="literal: ")
-    by_id = {r["cell_id"]: r for r in rows}
+def literal_runs(ctxs: Mapping[str, Context]) -> dict[str, dict[str, Any]]:
+    """Train (or reuse) the step's text-good runs, caption kind -> its context (the twin's for
+    ``literal``, :meth:`~prh.demo.config.DemoConfig.partial_config`'s for ``partial``);
+    evidence name -> ``{"dir", "train_seconds"}``, literal first, seed 0 first."""
     out = {}
-    for cell in runs.cells(cfg.seed):
-        row = by_id[cell.cell_id(runner.name, runner.options())]
-        out[seed_name(TEXT["literal"], cell.seed - cfg.seed)] = {
-            "dir": sweep / row["extra"]["run_dir"], "train_seconds": row["extra"]["train_seconds"]
-        }  # fmt: skip
+    for kind, ctx in ctxs.items():
+        cfg = ctx.cfg
+        seeds = cfg.sweep.curve_seeds
+        runner = protocol.converged_backend(cfg, runs=seeds)
+        runs = RunSet(f"prh-demo-literal-{kind}", (("text", "good", cfg.text.samples),),
+                      seeds=seeds)  # fmt: skip
+        blob = json.dumps({"options": runner.options(), "seed": cfg.seed}, sort_keys=True)
+        sweep = ctx.out / f"sweep-{kind}-{hashlib.sha256(blob.encode()).hexdigest()[:10]}"
+        _, rows = run_cells(ctx, runs, runner, sweep, what=f"{kind} ", tag=f"{kind}: ")
+        by_id = {r["cell_id"]: r for r in rows}
+        for cell in runs.cells(cfg.seed):
+            row = by_id[cell.cell_id(runner.name, runner.options())]
+            out[seed_name(TEXT[kind], cell.seed - cfg.seed)] = {
+                "dir": sweep / row["extra"]["run_dir"], "kind": kind, "ctx": ctx,
+                "train_seconds": row["extra"]["train_seconds"],
+            }  # fmt: skip
     return out
 
 
@@ -75,27 +83,22 @@ def _embed(ctx: Context, name: str, run: Path) -> dict[str, Path]:
     return steps.embed_text(ctx, name, run.name, lambda: load_encoder(str(run)))
 
 
-def feature_sets(
-    ctx: Context, lctx: Context, runs: Mapping[str, Any], text_runs: Mapping[str, Path],
-    sets: Mapping[str, Mapping[str, Path]],
-) -> dict[str, dict[str, dict[str, Path]]]:  # fmt: skip
-    """``{"literal", "partial"}`` -> evidence name -> feature files, seed 0 first: the twin's
-    runs on literal captions, text-good's seeds on partial ones (the modalities step's files
-    where it embedded them)."""
-    literal = {n: _embed(lctx, n.removeprefix("text-"), r["dir"]) for n, r in runs.items()}
-    partial = {}
-    for j in range(len(runs)):
-        name, run = seed_name(TEXT["partial"], j), seed_name("good", j)
-        partial[name] = dict(sets[name]) if name in sets else _embed(ctx, run, text_runs[run])
-    return {"literal": literal, "partial": partial}
+def feature_sets(runs: Mapping[str, Any]) -> dict[str, dict[str, dict[str, Path]]]:
+    """``{"literal", "partial"}`` -> evidence name -> feature files, seed 0 first: each run's
+    captions of its own world, embedded under the step's folder."""
+    out: dict[str, dict[str, dict[str, Path]]] = {"literal": {}, "partial": {}}
+    for name, r in runs.items():
+        out[r["kind"]][name] = _embed(r["ctx"], name.removeprefix("text-"), r["dir"])
+    return out
 
 
 def measure(
     lctx: Context, worlds: Mapping[str, Any], image: Mapping[str, Path],
     texts: Mapping[str, Mapping[str, Mapping[str, Path]]],
 ) -> dict[str, Any]:  # fmt: skip
-    """``{"k", "theory_cc", "pairs"}`` (cached by the files): each literal run against g* and
-    its own theory; per caption kind, the image~text pairs seed by seed and the prediction."""
+    """``{"k", "theory_cc", "pairs"}`` (cached by the files): each run, literal and partial,
+    against g* and its own captions' theory; per caption kind, the image~text pairs seed by
+    seed and the prediction."""
     from prh.demo.modalities import load_sets
     from prh.demo.theory import theory_scores, two_readouts
     from prh.demo.world import scene_ids
@@ -112,9 +115,11 @@ def measure(
         test_ids, fit_ids = scene_ids(cfg, worlds["literal"])
         train, test, dims = load_sets(named)
         k = int(worlds["literal"].gap_k)
-        lit = {n: train[n] for n in texts["literal"]}
-        theory = theory_scores(worlds["literal"], lit, {n: test[n] for n in lit}, dims, fit_ids,
-                               test_ids, seed=cfg.seed)  # fmt: skip
+        theory: dict[str, Any] = {}
+        for kind, names in texts.items():  # each run against g* and its own captions' theory
+            own = {n: train[n] for n in names}
+            theory.update(theory_scores(worlds[kind], own, {n: test[n] for n in own}, dims,
+                                        fit_ids, test_ids, seed=cfg.seed))  # fmt: skip
         emb = {n: (last_layer(train[n], dims[n]), last_layer(test[n], dims[n])) for n in named}
         (i_fit, i_test), pairs = emb[IMAGE], {}
         for kind, names in texts.items():
@@ -156,9 +161,8 @@ def why_not(ctx: Context, worlds: Mapping[str, Any], image_runs: Mapping[str, Pa
 
 
 def step_literal(
-    ctx: Context, text_runs: Mapping[str, Path], sets: Mapping[str, Mapping[str, Path]] | None,
-    image_runs: Mapping[str, Path],
-) -> dict[str, Any]:  # fmt: skip
+    ctx: Context, sets: Mapping[str, Mapping[str, Path]] | None, image_runs: Mapping[str, Path]
+) -> dict[str, Any]:
     """Train, embed, measure and judge the twin (module docstring); ``{"world", "image", "seeds",
     "runs", "train_seconds", "k", "theory_cc", "pairs", "verdict"}``, or ``{"skipped": why}``."""
     from prh.demo.world import demo_world
@@ -173,14 +177,17 @@ def step_literal(
         ctx.log(f"  skipped: {reason or 'no feature sets'}")
         return {"skipped": reason or "no feature sets"}
     lctx = Context(lcfg, ctx.out / "literal", ctx.log, root=ctx.shared)
-    ctx.log(f"  world {lcfg.world}: text-good at {lcfg.text.samples} samples, "
-            f"{lcfg.sweep.curve_seeds} seed(s), against {IMAGE}")  # fmt: skip
-    runs = literal_runs(lctx)
-    texts = feature_sets(ctx, lctx, runs, text_runs, sets)
+    pctx = Context(ctx.cfg.partial_config(), ctx.out / "literal", ctx.log, root=ctx.shared)
+    ctx.log(f"  world {lcfg.world} and {ctx.cfg.world}: text-good at {lcfg.text.samples} "
+            f"samples (converged recipe), {lcfg.sweep.curve_seeds} seed(s) each, against "
+            f"{IMAGE}")  # fmt: skip
+    runs = literal_runs({"literal": lctx, "partial": pctx})
+    texts = feature_sets(runs)
     value = measure(lctx, worlds, sets[IMAGE], texts)
     verdict = judge_literal(*(pair_figures(value["pairs"][k]) for k in ("literal", "partial")))
     section = {
-        "world": lcfg.world, "image": IMAGE, "seeds": len(runs),
+        "world": lcfg.world, "image": IMAGE, "seeds": lcfg.sweep.curve_seeds,
+        "samples": lcfg.text.samples, "recipe": converged_recipe(lcfg),
         "runs": {n: str(r["dir"].relative_to(ctx.out)) for n, r in runs.items()},
         "train_seconds": {n: r["train_seconds"] for n, r in runs.items()},
         **value, "verdict": verdict.to_dict(),
@@ -194,6 +201,13 @@ def step_literal(
         first = runs[TEXT["literal"]]["dir"]
         section["captioners"] = literal_captioners(lctx, first, image_runs[IMAGE], sets[IMAGE])
     return section
+
+
+def converged_recipe(cfg: Any) -> dict[str, Any]:
+    """What the step's runs were trained with (``summary.json``'s ``literal.recipe``)."""
+    t = protocol.converged_backend(cfg).train
+    return {"samples": cfg.text.samples, "lr": t.optim.lr, "min_lr_frac": t.optim.min_lr_frac,
+            "warmup_frac": t.optim.warmup_frac, "batch_size": t.batch_size}  # fmt: skip
 
 
 def literal_spectral(

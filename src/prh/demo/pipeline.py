@@ -134,7 +134,7 @@ def run_demo(
     results["theory"] = _step(ctx, 11, "theory", lambda: step_theory(ctx, text, vision, runs, mod))
     results["control"] = _step(ctx, 12, "control", lambda: step_control(ctx))
     results["theory"]["targets"] = theory_targets(ctx, results)
-    results["literal"] = _step(ctx, 13, "literal", lambda: step_literal(ctx, runs, mod))
+    results["literal"] = _step(ctx, 13, "literal", lambda: step_literal(ctx, mod))
     return _step(ctx, 14, "report", lambda: write_outputs(ctx, results))
 
 
@@ -156,12 +156,12 @@ def step_theory(
     return value
 
 
-def step_literal(ctx: Context, runs: dict[str, Path], mod: ModalityEvidence) -> dict[str, Any]:
+def step_literal(ctx: Context, mod: ModalityEvidence) -> dict[str, Any]:
     """The literal-caption twin against the modalities step's image-good encoder
     (:func:`prh.demo.literal.step_literal`)."""
     from prh.demo.literal import step_literal as literal
 
-    return literal(ctx, runs, mod.sets, mod.image_runs)
+    return literal(ctx, mod.sets, mod.image_runs)
 
 
 def theory_targets(ctx: Context, results: dict[str, Any]) -> list[dict[str, Any]]:

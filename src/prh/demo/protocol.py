@@ -77,6 +77,33 @@ def backend(cfg: DemoConfig) -> CaveBackend:
     )
 
 
+CONVERGED_MIN_LR = 0.1
+"""The converged text recipe's cosine floor, a fraction of the peak learning rate."""
+CONVERGED_CURVE_POINTS = 8
+"""``--eval-theory`` points along a converged run (its curve must not fall)."""
+
+
+def converged_backend(cfg: DemoConfig, runs: int = 1) -> CaveBackend:
+    """The cave runner with the text recipe trained to the theory's optimum (issue 31, item 4;
+    the literal step's runs, :mod:`prh.demo.literal`): cosine decay to
+    :data:`CONVERGED_MIN_LR` of the peak rate and the trainer's 5% warm-up, uncapped, at
+    ``cfg.text.samples`` (the literal twin's ``literal_samples``); a curve point every
+    1/:data:`CONVERGED_CURVE_POINTS` of the run. Measured on literal captions (docs/training.md,
+    "The last direction"): the sweep's recipe (constant rate, warm-up of 8 batches) at 32,768
+    samples carried ``g7`` in none of 3 seeds, this one at 131,072 carried all of ``g1``-``g8``
+    in 3 of 3. ``runs`` cells at a time: a lone run gets every thread."""
+    base = backend(cfg)
+    t = base.train
+    every = cfg.text.samples // CONVERGED_CURVE_POINTS // t.batch_size * t.batch_size
+    return replace(
+        base,
+        train=replace(t, optim=replace(t.optim, min_lr_frac=CONVERGED_MIN_LR)),
+        warmup_max_batches=0,
+        curve_every=max(t.batch_size, every),
+        threads=cfg.threads if runs > 1 else cfg.workers * cfg.threads,
+    )
+
+
 def text_recipe(cfg: DemoConfig) -> TrainConfig:
     """The :class:`~prh.training.TrainConfig` every text run of the demo starts from: the text
     recipe on the demo's world, a constant learning rate after warm-up."""

@@ -130,7 +130,10 @@ class LiteralSummary:
     text-good on partial ones, against the same image encoder, and the rule's verdict
     (:mod:`prh.demo.literal_rule`); ``skipped`` its reason when the demo did not run it.
 
-    ``theory_cc``: each literal run against g* and its own theory; ``pairs``: per caption kind
+    ``samples``, ``recipe``: the budget and converged recipe both caption kinds' runs trained
+    with (:func:`prh.demo.protocol.converged_backend`; absent before it, when the partial side
+    was the sweep's text-good). ``theory_cc``: each run, literal and partial, against g* and its
+    own captions' theory (with its g* mode profile); ``pairs``: per caption kind
     (``literal``, ``partial``) the image~text pair seed by seed and the predicted ``k``
     correlations; ``verdict``: ``{label, reason, basis, rule, figures}``; ``captioners``
     (``--full``): the paired and zero-pair captioners on literal captions with their
@@ -141,6 +144,8 @@ class LiteralSummary:
     world: str = ""
     image: str = ""
     seeds: int = 0
+    samples: int | None = None
+    recipe: Section | None = None
     runs: dict[str, str] = field(default_factory=dict)
     train_seconds: dict[str, float] = field(default_factory=dict)
     k: int | None = None
@@ -161,8 +166,8 @@ class LiteralSummary:
             return {"skipped": self.skipped}
         d = dataclasses.asdict(self)
         del d["skipped"]
-        for key in ("spectral", "captioners"):  # older summaries lack them; only --full
-            if d[key] is None:  # builds the captioners
+        for key in ("spectral", "captioners", "samples", "recipe"):  # older summaries lack them
+            if d[key] is None:  # (only --full builds the captioners)
                 del d[key]
         return d
 
