@@ -30,7 +30,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing
 from collections.abc import Mapping
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -56,25 +58,54 @@ def seed_name(base: str, j: int) -> str:
 def literal_runs(ctxs: Mapping[str, Context]) -> dict[str, dict[str, Any]]:
     """Train (or reuse) the step's text-good runs, caption kind -> its context (the twin's for
     ``literal``, :meth:`~prh.demo.config.DemoConfig.partial_config`'s for ``partial``);
-    evidence name -> ``{"dir", "train_seconds"}``, literal first, seed 0 first."""
+    evidence name -> ``{"dir", "kind", "ctx", "train_seconds"}``, literal first, seed 0 first.
+
+    When every cell fits the workers at once (the default demo: one seed a kind, 2 workers),
+    the kinds train side by side, each sweep in a process of its own; else one after the
+    other, each on the pool."""
+    cfg = next(iter(ctxs.values())).cfg
+    cells = len(ctxs) * cfg.sweep.curve_seeds
+    together = 1 < cells <= cfg.workers
+    if together:
+        spawn = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(len(ctxs), mp_context=spawn) as ex:
+            futures = {k: ex.submit(_kind_sweep, c.cfg, c.out, c.shared, k, cells)
+                       for k, c in ctxs.items()}  # fmt: skip
+            done = {k: f.result() for k, f in futures.items()}
+    else:
+        done = {k: _kind_sweep(c.cfg, c.out, c.shared, k, cfg.sweep.curve_seeds, c.log)
+                for k, c in ctxs.items()}  # fmt: skip
     out = {}
     for kind, ctx in ctxs.items():
-        cfg = ctx.cfg
-        seeds = cfg.sweep.curve_seeds
-        runner = protocol.converged_backend(cfg, runs=seeds)
-        runs = RunSet(f"prh-demo-literal-{kind}", (("text", "good", cfg.text.samples),),
-                      seeds=seeds)  # fmt: skip
-        blob = json.dumps({"options": runner.options(), "seed": cfg.seed}, sort_keys=True)
-        sweep = ctx.out / f"sweep-{kind}-{hashlib.sha256(blob.encode()).hexdigest()[:10]}"
-        _, rows = run_cells(ctx, runs, runner, sweep, what=f"{kind} ", tag=f"{kind}: ")
+        sweep, rows, ids = done[kind]
+        if together:
+            ctx.log(f"  {kind}: {len(rows)} run(s) in {sweep.name}")
         by_id = {r["cell_id"]: r for r in rows}
-        for cell in runs.cells(cfg.seed):
-            row = by_id[cell.cell_id(runner.name, runner.options())]
-            out[seed_name(TEXT[kind], cell.seed - cfg.seed)] = {
-                "dir": sweep / row["extra"]["run_dir"], "kind": kind, "ctx": ctx,
-                "train_seconds": row["extra"]["train_seconds"],
+        for j, cid in enumerate(ids):
+            out[seed_name(TEXT[kind], j)] = {
+                "dir": sweep / by_id[cid]["extra"]["run_dir"], "kind": kind, "ctx": ctx,
+                "train_seconds": by_id[cid]["extra"]["train_seconds"],
             }  # fmt: skip
     return out
+
+
+def _kind_sweep(
+    cfg: Any, out: Path, root: Path, kind: str, runs: int, log: Any = None
+) -> tuple[Path, list[dict[str, Any]], list[str]]:
+    """One caption kind's runs into ``out/sweep-<kind>-<hash>`` (module-level: a child process
+    runs it when the kinds train side by side): the sweep, its rows and the cells' ids, seed 0
+    first. ``runs``: cells training at once (a lone run gets every thread)."""
+    ctx = Context(cfg, out, log or (lambda _m: None), root=root)
+    runner = protocol.converged_backend(cfg, runs=runs)
+    cells = RunSet(f"prh-demo-literal-{kind}", (("text", "good", cfg.text.samples),),
+                   seeds=cfg.sweep.curve_seeds)  # fmt: skip
+    blob = json.dumps({"options": runner.options(), "seed": cfg.seed}, sort_keys=True)
+    sweep = out / f"sweep-{kind}-{hashlib.sha256(blob.encode()).hexdigest()[:10]}"
+    workers = 1 if log is None else cfg.workers
+    _, rows = run_cells(ctx, cells, runner, sweep, what=f"{kind} ", tag=f"{kind}: ",
+                        workers=workers)  # fmt: skip
+    ids = [c.cell_id(runner.name, runner.options()) for c in cells.cells(cfg.seed)]
+    return sweep, rows, ids
 
 
 def _embed(ctx: Context, name: str, run: Path) -> dict[str, Path]:
