@@ -55,7 +55,7 @@ def test_every_flat_setting_routes_and_round_trips():
         assert got == want, name
     # all at once, and the digest callers' names
     others = {k: v for k, v in OLD_SETTINGS.items() if k != "preset"}
-    new = {"corpus": "", "embed_dim": 0, "literal_samples": 131072}
+    new = {"corpus": "", "embed_dim": 0, "literal_samples": 32768}
     assert demo_config("default", **others).to_dict() == {**OLD_SETTINGS, **new, "preset": "tiny"}
     cfg = DEFAULT.with_settings(**OLD_SETTINGS)
     assert cfg.to_dict() == {**OLD_SETTINGS, **new}
@@ -71,7 +71,7 @@ def _changed(cfg) -> set[str]:
 
 def test_presets_differ_from_default_only_where_meant():
     assert _changed(FULL) == {"name", "next_token_factor", "curve_seeds", "heldout_runs",
-                              "modalities", "zero_pair_captioner"}  # fmt: skip
+                              "modalities", "zero_pair_captioner", "literal_samples"}  # fmt: skip
     assert _changed(QUICK) == {
         "name", "eval_scenes", "bridge_scenes", "samples", "law_rhos", "law_samples",
         "heldout_samples", "heldout_runs", "null", "bootstrap", "decoder_steps",
@@ -217,6 +217,7 @@ def test_the_literal_twin_is_the_text_recipe_on_literal_captions():
 def test_the_literal_step_s_budget_is_its_own():
     """``literal_samples`` sets the literal step's runs (both caption kinds, the twin's config
     and the partial side's), not the sweep's; off a multiple of eval_every it is refused."""
+    assert (DEFAULT.text.literal_samples, FULL.text.literal_samples) == (32768, 131072)
     cfg = demo_config("default", literal_samples=65536)
     assert cfg.text.samples == 32768 and cfg.text.literal_samples == 65536
     for twin, world in ((cfg.literal_config(), "moving-literal"), (cfg.partial_config(), "moving")):
