@@ -24,13 +24,13 @@ def test_presets_are_valid_and_quick_is_smaller():
     )
     assert demo_config("quick") == QUICK and demo_config(seed=None) == DEFAULT
     assert demo_config("full") == FULL and demo_config("default", seed=3).seed == 3
-    # --full is the default protocol with what claims 2 and 3 need and issue 13's other
-    # encoders and captioner, nothing else changed
+    # --full is the default protocol with what claims 2 and 3 need, issue 13's other encoders
+    # and captioner, and the literal step's runs trained to the optimum, nothing else changed
     assert FULL.sweep.curve_seeds >= 3 and FULL.text.nt_samples == 4 * FULL.text.samples
     assert FULL.sweep.heldout_runs * len(FULL.sweep.heldout_samples) >= 12
     changed = {k for k, v in FULL.to_dict().items() if DEFAULT.to_dict()[k] != v}
     assert changed == {"name", "curve_seeds", "next_token_factor", "heldout_runs", "modalities",
-                       "zero_pair_captioner"}  # fmt: skip
+                       "zero_pair_captioner", "literal_samples"}  # fmt: skip
     with pytest.raises(InputError, match="unknown preset 'huge'"):
         demo_config("huge")
 
