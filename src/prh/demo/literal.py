@@ -69,11 +69,12 @@ def literal_runs(ctxs: Mapping[str, Context]) -> dict[str, dict[str, Any]]:
     if together:
         spawn = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(len(ctxs), mp_context=spawn) as ex:
-            futures = {k: ex.submit(_kind_sweep, c.cfg, c.out, c.shared, k, cells)
-                       for k, c in ctxs.items()}  # fmt: skip
+            futures = {k: ex.submit(_kind_sweep, c.cfg, c.out, c.shared, k, runs=cells,
+                                    workers=1) for k, c in ctxs.items()}  # fmt: skip
             done = {k: f.result() for k, f in futures.items()}
     else:
-        done = {k: _kind_sweep(c.cfg, c.out, c.shared, k, cfg.sweep.curve_seeds, c.log)
+        done = {k: _kind_sweep(c.cfg, c.out, c.shared, k, runs=cfg.sweep.curve_seeds,
+                               workers=cfg.workers, log=c.log)
                 for k, c in ctxs.items()}  # fmt: skip
     out = {}
     for kind, ctx in ctxs.items():
@@ -90,18 +91,18 @@ def literal_runs(ctxs: Mapping[str, Context]) -> dict[str, dict[str, Any]]:
 
 
 def _kind_sweep(
-    cfg: Any, out: Path, root: Path, kind: str, runs: int, log: Any = None
+    cfg: Any, out: Path, root: Path, kind: str, *, runs: int, workers: int, log: Any = None
 ) -> tuple[Path, list[dict[str, Any]], list[str]]:
     """One caption kind's runs into ``out/sweep-<kind>-<hash>`` (module-level: a child process
-    runs it when the kinds train side by side): the sweep, its rows and the cells' ids, seed 0
-    first. ``runs``: cells training at once (a lone run gets every thread)."""
+    runs it when the kinds train side by side, with no log): the sweep, its rows and the cells'
+    ids, seed 0 first. ``runs``: cells training at once (a lone run gets every thread);
+    ``workers``: this sweep's pool."""
     ctx = Context(cfg, out, log or (lambda _m: None), root=root)
     runner = protocol.converged_backend(cfg, runs=runs)
     cells = RunSet(f"prh-demo-literal-{kind}", (("text", "good", cfg.text.samples),),
                    seeds=cfg.sweep.curve_seeds)  # fmt: skip
     blob = json.dumps({"options": runner.options(), "seed": cfg.seed}, sort_keys=True)
     sweep = out / f"sweep-{kind}-{hashlib.sha256(blob.encode()).hexdigest()[:10]}"
-    workers = 1 if log is None else cfg.workers
     _, rows = run_cells(ctx, cells, runner, sweep, what=f"{kind} ", tag=f"{kind}: ",
                         workers=workers)  # fmt: skip
     ids = [c.cell_id(runner.name, runner.options()) for c in cells.cells(cfg.seed)]
@@ -257,11 +258,12 @@ def literal_spectral(
 
 def log_literal(ctx: Context, s: Mapping[str, Any]) -> None:
     """One line per literal run against the theory, one per pair, the verdict."""
+    from prh.demo.theory import modes_note
+
     for name, r in s["theory_cc"].items():
         own = r["own"]
-        modes = f"; g* modes: {r['modes']['describe']}" if "modes" in r else ""
         ctx.log(f"  {name:<18} cc vs g* {fig(r['mean'])} {interval(*r['ci'])}; vs its own "
-                f"theory {fig(own['mean'])} {interval(*own['ci'])}{modes}")  # fmt: skip
+                f"theory {fig(own['mean'])} {interval(*own['ci'])}{modes_note(r)}")  # fmt: skip
     for kind, p in s["pairs"].items():
         ccs = " ".join(fig(x["mean"]) for x in p["seeds"])
         pred = sum(p["predicted"]) / len(p["predicted"])

@@ -306,5 +306,10 @@ def log_theory(ctx: Any, value: Mapping[str, Any]) -> None:
     if "skipped" in tc:
         return
     for name, r in tc.items():
-        modes = f"; g* modes: {r['modes']['describe']}" if "modes" in r else ""
-        ctx.log(f"  {name:<18} theory cc {fig(r['mean'])} {interval(*r['ci'])}{modes}")
+        ctx.log(f"  {name:<18} theory cc {fig(r['mean'])} {interval(*r['ci'])}{modes_note(r)}")
+
+
+def modes_note(r: Mapping[str, Any]) -> str:
+    """``"; g* modes: <its mode profile in words>"`` for a log line, ``""`` for a score from
+    before the profile."""
+    return f"; g* modes: {r['modes']['describe']}" if "modes" in r else ""
