@@ -32,7 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="3 seeds of the efficiency curves, next-token at 4x the budget, 12 held-out law "
         "points (what claims 2 and 3 need), three image/sketch encoders and the zero-pair "
-        "captioner (42 minutes on 2 cores when last measured, commit 8eda0c7)",
+        "captioner (71 minutes on 2 cores of a slow machine when last measured, commit 8af56ca; "
+        "about 50 on the machine that ran commit 8eda0c7's in 42)",
     )
     size.add_argument("--scale", action="store_true", help="the one-GPU preset for a photo "
                       "corpus (--corpus; COCO, Flickr30k: budgets in docs/caption.md)")  # fmt: skip

@@ -15,12 +15,14 @@ measured at 12 min 45 s wall and 1,336.5 CPU-seconds from an empty folder on 2 q
 05 s before the trunk was folded and the spectral draws cached), ``full`` measured at 41 min 48 s
 wall and 4,252.7 CPU-seconds from an empty folder on 2 cores (commit 8eda0c7, with
 :data:`DEMO_IMAGE_ENCODER`; within issue 31's 60 minutes, which the scratch CNN's recipe missed at
-97.9 minutes at commit 4df7d94). The sizes below were chosen from measured costs
-(``docs/reproduce.md``, section "Demo"): a tiny-preset JEPA sample costs about 3.7 ms of CPU, a
-next-token document of four captions about 6.8 ms, EfficientNet-Lite0 about 0.15 CPU-seconds per
-224 px image, an image/sketch encoder (:data:`DEMO_IMAGE_ENCODER`: frozen EfficientNet-Lite0 maps
-under a trained head, the scratch CNN beside it, 25,600 pairs) about 79 seconds wall in the default
-demo.
+97.9 minutes at commit 4df7d94), then at 71 min 14 s and 7,078.4 CPU-seconds with the literal
+step's 131,072-sample runs (commit 8af56ca) on a machine whose unchanged steps took 1.28-1.72x as
+long: about 50 minutes on 8eda0c7's machine, an estimate. The sizes below were chosen from
+measured costs (``docs/reproduce.md``, section "Demo"): a tiny-preset JEPA sample costs about 3.7
+ms of CPU, a next-token document of four captions about 6.8 ms, EfficientNet-Lite0 about 0.15
+CPU-seconds per 224 px image, an image/sketch encoder (:data:`DEMO_IMAGE_ENCODER`: frozen
+EfficientNet-Lite0 maps under a trained head, the scratch CNN beside it, 25,600 pairs) about 79
+seconds wall in the default demo.
 
 - ``quick``: claim 1 only has the figures it needs; claims 2 and 3 are INCONCLUSIVE by their
   rules (one seed, too few held-out points).
