@@ -49,3 +49,30 @@ def test_both_kinds_train_at_one_recipe_side_by_side_or_in_turn_to_the_same_weig
     # a second call reuses every run
     again = literal_runs(together)
     assert {n: r["dir"] for n, r in again.items()} == {n: r["dir"] for n, r in a.items()}
+
+
+def test_the_full_preset_s_literal_sweeps_keep_the_recorded_folders(tmp_path):
+    """``--full``'s literal runs (3 seeds a kind, in turn on the pool) land in the folders of the
+    recorded run (docs/results/demo-full, commit 8af56ca), so a rerun into that ``OUT`` finds
+    them; the two caption kinds never share a folder."""
+    from prh.demo import demo_config, protocol
+    from prh.demo.literal import kind_sweep_dir
+
+    cfg = demo_config("full")
+    names = {}
+    for kind, kcfg in (("literal", cfg.literal_config()), ("partial", cfg.partial_config())):
+        runner = protocol.converged_backend(kcfg, runs=kcfg.sweep.curve_seeds)
+        names[kind] = kind_sweep_dir(tmp_path, kind, runner, kcfg.seed).name
+    assert names == {"literal": "sweep-literal-0d3aaef786", "partial": "sweep-partial-da8cc9b7f7"}
+
+
+def test_hashed_dir_depends_on_what_it_records_not_on_key_order(tmp_path):
+    from prh.demo.protocol import hashed_dir
+
+    opts = {"lr": 1e-3, "samples": 512}
+    a = hashed_dir(tmp_path, "sweep", {"options": opts, "seed": 0})
+    assert a == hashed_dir(tmp_path, "sweep", {"seed": 0, "options": {"samples": 512, "lr": 1e-3}})
+    assert a.parent == tmp_path and a.name.startswith("sweep-") and len(a.name) == 16
+    assert a != hashed_dir(tmp_path, "sweep", {"options": opts, "seed": 1})
+    assert a != hashed_dir(tmp_path, "sweep", {"options": {**opts, "samples": 1024}, "seed": 0})
+    assert a != hashed_dir(tmp_path, "sweep-x", {"options": opts, "seed": 0})

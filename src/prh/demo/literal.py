@@ -29,7 +29,6 @@ Everything it computes is cached under ``OUT/literal/``; a rerun reuses it.
 from __future__ import annotations
 
 import hashlib
-import json
 import multiprocessing
 from collections.abc import Mapping
 from concurrent.futures import ProcessPoolExecutor
@@ -90,6 +89,12 @@ def literal_runs(ctxs: Mapping[str, Context]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def kind_sweep_dir(out: Path, kind: str, runner: Any, seed: int) -> Path:
+    """``out/sweep-<kind>-<hash>``: one folder per (caption kind, runner options, seed), so a
+    rerun finds the runs it trained and a preset with other options keeps its own."""
+    return protocol.hashed_dir(out, f"sweep-{kind}", {"options": runner.options(), "seed": seed})
+
+
 def _kind_sweep(
     cfg: Any, out: Path, root: Path, kind: str, *, runs: int, workers: int, log: Any = None
 ) -> tuple[Path, list[dict[str, Any]], list[str]]:
@@ -101,8 +106,7 @@ def _kind_sweep(
     runner = protocol.converged_backend(cfg, runs=runs)
     cells = RunSet(f"prh-demo-literal-{kind}", (("text", "good", cfg.text.samples),),
                    seeds=cfg.sweep.curve_seeds)  # fmt: skip
-    blob = json.dumps({"options": runner.options(), "seed": cfg.seed}, sort_keys=True)
-    sweep = out / f"sweep-{kind}-{hashlib.sha256(blob.encode()).hexdigest()[:10]}"
+    sweep = kind_sweep_dir(out, kind, runner, cfg.seed)
     _, rows = run_cells(ctx, cells, runner, sweep, what=f"{kind} ", tag=f"{kind}: ",
                         workers=workers)  # fmt: skip
     ids = [c.cell_id(runner.name, runner.options()) for c in cells.cells(cfg.seed)]

@@ -148,12 +148,19 @@ def next_token_recipe(cfg: DemoConfig, recipe: TrainConfig) -> TrainConfig | Non
     return replace(nt, doc_captions=text.doc_captions)
 
 
+def hashed_dir(parent: Path, prefix: str, desc: dict[str, Any]) -> Path:
+    """``parent/<prefix>-<hash>``, the hash the first 10 hex digits of the SHA-256 of ``desc`` as
+    sorted JSON: every demo sweep's folder, so that runs differing in what ``desc`` records never
+    share one and a rerun with the same ``desc`` finds its runs."""
+    blob = json.dumps(desc, sort_keys=True, default=list)
+    return Path(parent) / f"{prefix}-{hashlib.sha256(blob.encode()).hexdigest()[:10]}"
+
+
 def sweep_dir(out: Path, cfg: DemoConfig) -> Path:
     """``OUT/sweep-<hash>``: one folder per (grid, runner options, seed), so a quick and a full
     demo in one ``OUT`` keep their own sweeps."""
     desc = {"grid": grid(cfg).describe(), "options": backend(cfg).options(), "seed": cfg.seed}
-    blob = json.dumps(desc, sort_keys=True, default=list)
-    return Path(out) / f"sweep-{hashlib.sha256(blob.encode()).hexdigest()[:10]}"
+    return hashed_dir(out, "sweep", desc)
 
 
 def run_name(cell: Cell, base_seed: int = 0) -> str:
@@ -251,8 +258,7 @@ def image_sweep_dir(out: Path, cfg: DemoConfig) -> Path:
     (the run set is recorded by its family only, :class:`~prh.scaling.grid.RunSet`)."""
     runner = image_backend(cfg, Path(out) / "modalities" / "render_cache")
     desc = {"runs": image_runs(cfg).describe(), "options": runner.options(), "seed": cfg.seed}
-    blob = json.dumps(desc, sort_keys=True, default=list)
-    return Path(out) / "modalities" / f"sweep-{hashlib.sha256(blob.encode()).hexdigest()[:10]}"
+    return hashed_dir(Path(out) / "modalities", "sweep", desc)
 
 
 def image_run_dirs(cfg: DemoConfig, rows: list[dict[str, Any]], sweep: Path) -> dict[str, Path]:
