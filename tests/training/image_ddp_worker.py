@@ -7,6 +7,7 @@ import torch.distributed as dist
 from safetensors.torch import save_file
 
 from prh.training import train_config
+from prh.training.distributed import leave_process_group
 from prh.training.image import train_image
 from prh.training.image_config import ImageConfig
 
@@ -17,4 +18,5 @@ image = ImageConfig(image_size=16, render_views=3, cache_dir=str(out / "cache"))
 run, model = train_image(cfg, image, out / "run", False, threads=1, workers=1)
 state = {k: v.contiguous() for k, v in model.state_dict().items()}
 save_file(state, str(out / f"rank{dist.get_rank()}.st"))
-dist.destroy_process_group()
+dist.barrier()  # no rank leaves while another still talks to it
+leave_process_group()

@@ -1,14 +1,12 @@
 """Two CPU processes with torchrun (gloo) train like one process with the same global batch."""
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 from fakes import assert_same_training, fake_factory, tiny_config
 from safetensors.torch import load_file
+from torchrun_launch import launch
 
 from prh.training.api import _train
 
@@ -18,12 +16,7 @@ VIEWS = ("good", "next-token")
 
 @pytest.mark.slow
 def test_two_process_ddp_matches_single_process(tmp_path):
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    port = str(29500 + os.getpid() % 2000)
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
-           "--master-port", port, str(HERE / "ddp_worker.py"), str(tmp_path), *VIEWS]  # fmt: skip
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    launch(HERE / "ddp_worker.py", [str(tmp_path), *VIEWS], 29500, timeout=120)
     for views in VIEWS:
         r0, r1 = (load_file(str(tmp_path / f"{views}-rank{r}.st")) for r in (0, 1))
         # Ranks end bitwise identical (DDP all-reduces gradients; same optimiser on both).

@@ -144,18 +144,12 @@ def test_trained_image_encoder_beats_its_random_init_on_colour(tmp_path, cache):
 
 @pytest.mark.slow
 def test_two_process_image_run_matches_one_process(tmp_path):
-    import os
-    import subprocess
-    import sys
     from pathlib import Path
 
+    from torchrun_launch import launch
+
     worker = Path(__file__).parent / "image_ddp_worker.py"
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    port = str(31500 + os.getpid() % 2000)
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
-           "--master-port", port, str(worker), str(tmp_path)]  # fmt: skip
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    launch(worker, [str(tmp_path)], 31500, timeout=180)
     r0, r1 = (load_file(str(tmp_path / f"rank{r}.st")) for r in (0, 1))
     assert all(torch.equal(r0[k], r1[k]) for k in r0)  # DDP keeps the ranks identical
     assert (tmp_path / "run" / "model.safetensors").exists()

@@ -7,9 +7,10 @@ heavy dependencies (torch, transformers) inside ``run``, so ``prh --help`` stays
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import NoReturn
 
 from prh import __version__
@@ -75,7 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        with released():  # every output lock the command took
+        with released(), _process_group_left():  # every lock taken; a torchrun group joined
             return int(args._run(args) or 0)
     except PrhError as e:
         print(f"prh {args._command}: error: {e}", file=sys.stderr)
@@ -96,6 +97,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"prh {args._command}: error: {hint}", file=sys.stderr)
         return 2
+
+
+@contextlib.contextmanager
+def _process_group_left() -> Iterator[None]:
+    """Leave the ``torchrun`` process group a command joined, however the command ends
+    (``prh.training.distributed.leave_process_group``); commands that never imported torch's
+    distributed package pay nothing."""
+    try:
+        yield
+    finally:
+        if "torch.distributed" in sys.modules:
+            from prh.training.distributed import leave_process_group
+
+            leave_process_group()
 
 
 def _describe_os_error(e: OSError) -> str:

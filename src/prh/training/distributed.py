@@ -60,6 +60,18 @@ def init_distributed(device_type: str) -> DistInfo:
     return DistInfo(dist.get_rank(), dist.get_world_size(), int(os.environ.get("LOCAL_RANK", "0")))
 
 
+def leave_process_group() -> None:
+    """Destroy the default process group when this process joined one (a no-op otherwise).
+
+    torch asks every trainer process to call ``destroy_process_group`` before it exits: a
+    process that leaves its group to interpreter finalization tears gloo's and the store's
+    threads down in an unspecified order. ``prh`` calls this once per command, so one
+    ``torchrun ... prh train`` process that ran several trainings still leaves once.
+    """
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+
+
 class GatherRows(torch.autograd.Function):
     """``(b, E)`` per rank -> ``(W b, E)`` in rank order, identical on every rank."""
 
