@@ -29,6 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
+from mode_rows import mode_cells, mode_header, read_modes
+
 K = 8  # the moving cave's gap_k
 BELOW = 4  # modes below the cut also read (g9 .. g12)
 
@@ -57,17 +59,6 @@ def _embed(model: str, split: str, ids: list[int], out: Path, image_size: int) -
     return last_layer(f.features, f.layer_dims)[[row[i] for i in ids]]
 
 
-def score(x_fit, x_test, g_fit, g_test) -> dict:
-    """The width-fair cc against the first ``K`` columns of ``g`` and the held-out R^2 of every
-    column (``g`` may hold modes below the cut after the first ``K``)."""
-    from prh.metrics.theory_cca import mode_profile, width_fair_cc
-
-    cc = width_fair_cc(x_fit, g_fit[:, :K], x_test, g_test[:, :K], components=K, n_boot=200)
-    modes = mode_profile(x_fit, g_fit, x_test, g_test, components=K).to_dict()
-    return {"cc": float(cc.mean), "ci": [float(v) for v in cc.ci], "r2": modes["r2"],
-            "r2_below": modes["r2_below"], "modes": modes["describe"]}  # fmt: skip
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("models", nargs="+", help="prh train image runs or frozen encoder specs")
@@ -83,16 +74,12 @@ def main() -> None:
         label = Path(model).name if Path(model).is_dir() else model.replace(":", "-")
         x_fit = _embed(model, "train", fit, out / f"{i}-{label}-train.safetensors", a.image_size)
         x_test = _embed(model, "test", test, out / f"{i}-{label}-test.safetensors", a.image_size)
-        rows.append({"model": model, **score(x_fit, x_test, g_fit, g_test)})
+        rows.append({"model": model, **read_modes(x_fit, x_test, g_fit, g_test, K)})
     (out / "image_reach.json").write_text(json.dumps(rows, indent=1))
-    modes = [f"{'g' + str(j + 1):>5}" for j in range(K + BELOW)]
-    print(f"{'encoder':<34} {'cc vs g*':>8} {'95% interval':>15}  "
-          + " ".join(modes[:K]) + " |" + " ".join(modes[K:]))  # fmt: skip
+    print(f"{'encoder':<34} {'cc vs g*':>8} {'95% interval':>15}  " + mode_header(K, BELOW))
     for r in rows:
         ci = f"[{r['ci'][0]:.3f}, {r['ci'][1]:.3f}]"
-        print(f"{r['model'][-34:]:<34} {r['cc']:8.3f} {ci:>15}  "
-              + " ".join(f"{v:5.2f}" for v in r["r2"]) + " |"
-              + " ".join(f"{v:5.2f}" for v in r["r2_below"]) + f"  {r['modes']}")  # fmt: skip
+        print(f"{r['model'][-34:]:<34} {r['cc']:8.3f} {ci:>15}  " + mode_cells(r))
 
 
 if __name__ == "__main__":

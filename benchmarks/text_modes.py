@@ -32,6 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
+from mode_rows import mode_cells, mode_header, read_modes
+
 K, BELOW, READOUT_PAIRS = 8, 4, 8192
 
 
@@ -67,19 +69,13 @@ def spectral_readout(run, world, k: int = K, n_pairs: int = READOUT_PAIRS, seed:
 
 
 def read(run, world) -> dict:
-    from prh.metrics.theory_cca import mode_profile, width_fair_cc
-
     fit, test = _states(world)
     g_fit, g_test = world.theory_embedding(fit, K + BELOW), world.theory_embedding(test, K + BELOW)
     x_fit, x_test = _embed(run, world, fit, 5, 0), _embed(run, world, test, 1, 1)
     if x_fit.shape[1] > K:
         mean, proj = spectral_readout(run, world)
         x_fit, x_test = (x_fit - mean) @ proj, (x_test - mean) @ proj
-    cc = width_fair_cc(x_fit, g_fit[:, :K], x_test, g_test[:, :K], components=K, n_boot=200)
-    modes = mode_profile(x_fit, g_fit, x_test, g_test, components=K).to_dict()
-    corr = [float(v) for v in cc.correlations]
-    return {"cc": float(cc.mean), "correlations": corr, "r2": modes["r2"],
-            "r2_below": modes["r2_below"], "modes": modes["describe"]}  # fmt: skip
+    return read_modes(x_fit, x_test, g_fit, g_test, K)
 
 
 def main() -> None:
@@ -114,12 +110,9 @@ def main() -> None:
         rows.append({"seed": seed, "train_s": round(time.time() - t0, 1),
                      **read(load_run(run_dir, device="cpu"), world)})  # fmt: skip
     (out / "text_modes.json").write_text(json.dumps({"args": vars(a), "rows": rows}, indent=1))
-    modes = [f"{'g' + str(j + 1):>5}" for j in range(K + BELOW)]
-    print(f"{'seed':>4} {'cc':>6} {'min':>6}  " + " ".join(modes[:K]) + " |" + " ".join(modes[K:]))
+    print(f"{'seed':>4} {'cc':>6} {'min':>6}  " + mode_header(K, BELOW))
     for r in rows:
-        print(f"{r['seed']:>4} {r['cc']:6.3f} {min(r['correlations']):6.3f}  "
-              + " ".join(f"{v:5.2f}" for v in r["r2"]) + " |"
-              + " ".join(f"{v:5.2f}" for v in r["r2_below"]) + f"  {r['modes']}")  # fmt: skip
+        print(f"{r['seed']:>4} {r['cc']:6.3f} {min(r['correlations']):6.3f}  " + mode_cells(r))
 
 
 if __name__ == "__main__":
