@@ -27,6 +27,7 @@ from prh.cli.train_flags import (
     views_and_rho,
 )
 from prh.cli.train_image import add_image_arguments, image_run_requested, run_image
+from prh.cli.train_restarts import add_restart_arguments, check_restart_flags
 from prh.errors import InputError
 from prh.models.config import PRESETS
 from prh.training.config import MAX_LEN, PRESET_DEFAULTS, VIEWS, TrainConfig
@@ -87,6 +88,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     for part, group in groups.items():  # the knobs derived from the configs, by their part
         add_field_flags(group, [f for f in TRAIN_KNOBS if f.part == part], None, per_preset)
     add_image_arguments(p.add_argument_group("images and sketches (--modality image|sketch)"))
+    add_restart_arguments(p.add_argument_group("best of N seeds (a moving world, good views)"))
     _config_flags(p)
 
 
@@ -203,6 +205,7 @@ def run(args: argparse.Namespace) -> int:
     from prh.training.preflight import preflight
     from prh.training.rundir import run_state
 
+    check_restart_flags(args)
     if image_run_requested(args):
         from prh.cli.train_checks import flag_rules
 
@@ -233,6 +236,8 @@ def run(args: argparse.Namespace) -> int:
         if args.narration_stride is not None and not cfg.narration_len:  # given at its default
             raise InputError("--narration-stride applies to narrations: give --narration-len too")
         preflight(cfg, args.out, on_cpu=device.type == "cpu")
+        if args.restarts is not None:
+            return _text_restarts(args, cfg, progress)
         over = run_state(Path(args.out)) == "incomplete"
         run_dir = train(cfg, args.out, progress, device=args.device, threads=args.threads)
         if over:
@@ -242,3 +247,14 @@ def run(args: argparse.Namespace) -> int:
             )
     print(run_dir)
     return 0
+
+
+def _text_restarts(args: argparse.Namespace, cfg: TrainConfig, progress: bool) -> int:
+    """``--restarts N`` of a text run: each seed an ordinary :func:`prh.training.train` run."""
+    from prh.cli.train_restarts import run_restarts
+    from prh.training.api import read_run_config, train
+
+    def train_one(c: TrainConfig, folder: Path, resume: str) -> Path:
+        return train(c, folder, progress, resume=resume, device=args.device, threads=args.threads)
+
+    return run_restarts(args, [cfg], train_one, lambda folder: [read_run_config(folder)])

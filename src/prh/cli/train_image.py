@@ -97,9 +97,23 @@ def run_image(args: argparse.Namespace, rules: Mapping[str, Any] | None = None) 
 
     preflight_image(train, image, args.out, args.render_cache)  # issue 36
     kw = {"device": args.device, "threads": args.threads, "workers": workers}
+    if args.restarts is not None:
+        return _image_restarts(args, train, image, progress, kw)
     run_dir, _ = train_image(train, image, args.out, progress, **kw)
     print(run_dir)
     return 0
+
+
+def _image_restarts(args, train, image, progress: bool, kw: dict[str, Any]) -> int:
+    """``--restarts N`` of an image or sketch run: each seed an ordinary image run (one render
+    cache for all when ``--render-cache`` is given: renders do not depend on the seed)."""
+    from prh.cli.train_restarts import run_restarts
+    from prh.training.image import read_image_config, train_image
+
+    def train_one(t: TrainConfig, folder, resume: str):
+        return train_image(t, image, folder, progress, resume=resume, **kw)[0]
+
+    return run_restarts(args, [train, image], train_one, lambda f: read_image_config(f)[:2])
 
 
 def check_image_resume(args: argparse.Namespace) -> None:
