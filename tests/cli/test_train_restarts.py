@@ -43,6 +43,14 @@ def test_restarts_need_good_views_on_a_moving_world(bad_input, tmp_path, flags, 
     assert not (tmp_path / "r").exists()
 
 
+def test_restarts_refused_on_a_corpus(bad_input, tmp_path):
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text('{"image": "a", "captions": ["a red cube", "one red cube"]}\n')
+    argv = ["train", "--corpus", str(corpus), "--restarts", "2", "--out", str(tmp_path / "r")]
+    bad_input(argv, inputs=[corpus], match=f"--corpus {corpus} has no pair kernel")
+    assert not (tmp_path / "r").exists()
+
+
 def test_restarts_refused_under_torchrun_and_with_resume(bad_input, tmp_path, monkeypatch):
     bad_input([*MOVING, "--resume", str(tmp_path), "--restarts", "2"],
               match="--restarts starts new runs; --resume takes one run")  # fmt: skip

@@ -106,6 +106,11 @@ def check_restarts(cfg: Any, n: int, pairs: int, env: dict[str, str] | None = No
             f"--restarts chooses by the good views' own objective; --views {cfg.views} trains "
             "on other pairs"
         )
+    if getattr(cfg, "corpus", None):
+        raise InputError(
+            f"--restarts needs a world that moves: --corpus {cfg.corpus} has no pair kernel to "
+            "choose by (train with --world moving)"
+        )
     if not moves(build_world(cfg)):
         raise InputError(
             f"--restarts needs a world that moves: on {cfg.world or 'cave'!r} the pair kernel has "
