@@ -87,8 +87,8 @@ def seed_dir(out: str | Path, seed: int) -> Path:
 
 def check_restarts(cfg: Any, n: int, pairs: int, env: dict[str, str] | None = None) -> None:
     """Refuse a restarts request before any folder: fewer than 2 restarts, fewer than
-    :data:`MIN_PAIRS` pairs, views other than good, a world that does not move, or a
-    ``torchrun`` launch (each line names the problem)."""
+    :data:`MIN_PAIRS` pairs, views other than good, a caption corpus or a world that does not
+    move, or a ``torchrun`` launch (each line names the problem)."""
     import os
 
     from prh.training.data import build_world
@@ -106,7 +106,7 @@ def check_restarts(cfg: Any, n: int, pairs: int, env: dict[str, str] | None = No
             f"--restarts chooses by the good views' own objective; --views {cfg.views} trains "
             "on other pairs"
         )
-    if getattr(cfg, "corpus", None):
+    if cfg.corpus:
         raise InputError(
             f"--restarts needs a world that moves: --corpus {cfg.corpus} has no pair kernel to "
             "choose by (train with --world moving)"
