@@ -30,12 +30,11 @@ import numpy as np
 
 
 def objective(run: str, pairs: int, draw: int, k: int) -> np.ndarray:
-    """The run's top-``k`` cross-view eigenvalues on ``pairs`` fresh positive pairs."""
-    from prh.bridge.spectral import cross_view_spectrum
-    from prh.training.moving import run_positive_pairs
+    """The run's top-``k`` cross-view eigenvalues on ``pairs`` fresh positive pairs (what
+    ``prh train --restarts`` sums, :func:`prh.training.restarts.heldout_eigenvalues`)."""
+    from prh.training.restarts import heldout_eigenvalues
 
-    a, b = run_positive_pairs(run, pairs, seed=draw).embedding()
-    return cross_view_spectrum(np.asarray(a, float), np.asarray(b, float)).eigenvalues[:k]
+    return np.asarray(heldout_eigenvalues(run, pairs, draw)[:k])
 
 
 def loss_tail(run: str) -> float:

@@ -107,7 +107,7 @@ def test_restarts_train_every_seed_and_keep_the_largest_objective(tmp_path, caps
     code = main([*MOVING, *FAST, "--restarts", "2", "--out", str(out), "--seed", "3",
                  "--lr", "5e-4"])  # fmt: skip
     err = capsys.readouterr().err
-    assert code == 2 and "seed-3: started with another optim.lr" in err and err.count("\n") == 1
+    assert code == 2 and "seed-3: started with another lr" in err and err.count("\n") == 1
     assert json.loads((out / "restarts.json").read_text()) == record
 
 

@@ -22,11 +22,17 @@ def test_the_largest_objective_is_chosen_and_a_tie_goes_to_the_lower_seed():
     assert d["chosen"] == "seed-1" and [r["objective"] for r in d["restarts"]] == [0.5, 0.9]
 
 
-def test_same_recipe_names_the_first_nested_field_that_differs():
-    a = train_config("tiny", world="moving", seed=0)
-    assert same_recipe(a, train_config("tiny", world="moving", seed=0)) is None
-    assert same_recipe(a, train_config("tiny", world="moving", seed=1)) == "seed"
-    assert same_recipe(a, train_config("tiny", world="moving", seed=0, lr=5e-4)) == "optim.lr"
+def test_same_recipe_names_the_first_flat_key_that_differs():
+    from prh.cli.train import flat_config
+
+    def flat(**kw):
+        return flat_config(train_config("tiny", world="moving", **kw))
+
+    assert same_recipe(flat(seed=0), flat(seed=0)) is None
+    assert same_recipe(flat(seed=0), flat(seed=1)) == "seed"
+    assert same_recipe(flat(seed=0), flat(seed=0, lr=5e-4)) == "lr"
+    wide = flat(seed=0, model_overrides={"embed_dim": 16})
+    assert same_recipe(flat(seed=0), wide) == "model.embed_dim"
 
 
 @pytest.mark.slow

@@ -257,4 +257,5 @@ def _text_restarts(args: argparse.Namespace, cfg: TrainConfig, progress: bool) -
     def train_one(c: TrainConfig, folder: Path, resume: str) -> Path:
         return train(c, folder, progress, resume=resume, device=args.device, threads=args.threads)
 
-    return run_restarts(args, [cfg], train_one, lambda folder: [read_run_config(folder)])
+    return run_restarts(args, [cfg], train_one, lambda folder: [read_run_config(folder)],
+                        lambda configs: flat_config(configs[0]))  # fmt: skip

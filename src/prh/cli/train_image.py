@@ -109,11 +109,13 @@ def _image_restarts(args, train, image, progress: bool, kw: dict[str, Any]) -> i
     cache for all when ``--render-cache`` is given: renders do not depend on the seed)."""
     from prh.cli.train_restarts import run_restarts
     from prh.training.image import read_image_config, train_image
+    from prh.training.image_layers import flat_image_config
 
     def train_one(t: TrainConfig, folder, resume: str):
         return train_image(t, image, folder, progress, resume=resume, **kw)[0]
 
-    return run_restarts(args, [train, image], train_one, lambda f: read_image_config(f)[:2])
+    return run_restarts(args, [train, image], train_one, lambda f: read_image_config(f)[:2],
+                        lambda configs: flat_image_config(*configs))  # fmt: skip
 
 
 def check_image_resume(args: argparse.Namespace) -> None:

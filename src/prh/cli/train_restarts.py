@@ -1,10 +1,12 @@
 """``prh train --restarts N``: train seeds ``SEED .. SEED+N-1`` into ``OUT/seed-S`` and keep the
 one with the largest held-out JEPA objective (:mod:`prh.training.restarts`).
 
-Text and image/sketch runs share it: each passes its own ``train_one(cfg, folder, resume)``
-and ``stored(folder)``. A rerun of the same command continues the seeds it finds (finished ones
-are loaded, started ones resume from their checkpoint), so a stopped N-seed job loses at most
-one seed's unsaved steps; a seed folder of another recipe is refused.
+Text and image/sketch runs share it: each passes its own ``train_one(cfg, folder, resume)``,
+``stored(folder)`` (a seed folder's configs) and ``recipe(configs)`` (configs as the flat keys
+``--config`` reads back: ``flat_config``, ``flat_image_config``). A rerun of the same command
+continues the seeds it finds (finished ones are loaded, started ones resume from their
+checkpoint), so a stopped N-seed job loses at most one seed's unsaved steps; a seed folder of
+another recipe is refused.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ def run_restarts(
     configs: Sequence[Any],
     train_one: TrainOne,
     stored: Callable[[Path], Sequence[Any]],
+    recipe: Callable[[Sequence[Any]], dict[str, Any]],
 ) -> int:
     """Train, choose and print the chosen run. ``configs``: the run's configs, the
     :class:`~prh.training.TrainConfig` first (its seed is the first restart's)."""
@@ -58,10 +61,14 @@ def run_restarts(
     pairs = args.restart_pairs or restarts.DEFAULT_PAIRS
     restarts.check_restarts(cfg, n, pairs)
     seeds = list(range(cfg.seed, cfg.seed + n))
-    modes = plan(Path(args.out), seeds, configs, stored)
+
+    def seeded(seed: int) -> list[Any]:
+        return [dataclasses.replace(cfg, seed=seed), *configs[1:]]
+
+    modes = plan(Path(args.out), seeds, lambda s: recipe(seeded(s)), lambda f: recipe(stored(f)))
 
     def one(seed: int, folder: Path) -> Path:
-        return train_one(dataclasses.replace(cfg, seed=seed), folder, modes[seed])
+        return train_one(seeded(seed)[0], folder, modes[seed])
 
     choice = restarts.run_restarts(one, seeds, args.out, pairs, report=_say)
     _say(f"chose seed {choice.chosen.seed} (OUT/{restarts.RESTARTS_FILE} lists every seed)")
@@ -69,9 +76,15 @@ def run_restarts(
     return 0
 
 
-def plan(out: Path, seeds: list[int], configs: Sequence[Any], stored) -> dict[int, str]:
+def plan(
+    out: Path,
+    seeds: list[int],
+    wanted: Callable[[int], dict[str, Any]],
+    stored: Callable[[Path], dict[str, Any]],
+) -> dict[int, str]:
     """Each seed's resume mode: ``"never"`` for a new folder, ``"auto"`` for one this command
-    started before; refuses ``out`` holding anything else, or a seed folder of another recipe."""
+    started before; refuses ``out`` holding anything else, or a seed folder whose ``stored``
+    recipe is not the ``wanted`` one of its seed (both flat keys)."""
     from prh.locks import SUFFIX
     from prh.training.restarts import RESTARTS_FILE, same_recipe, seed_dir
     from prh.training.rundir import run_state
@@ -89,12 +102,10 @@ def plan(out: Path, seeds: list[int], configs: Sequence[Any], stored) -> dict[in
         if run_state(folder) not in ("started", "finished"):
             modes[s] = "never"
             continue
-        wanted = [dataclasses.replace(configs[0], seed=s), *configs[1:]]
-        for have, want in zip(stored(folder), wanted):
-            field = same_recipe(have, want)
-            if field is not None:
-                raise InputError(f"{folder}: started with another {field} than this command's; "
-                                 "give a new --out")  # fmt: skip
+        key = same_recipe(stored(folder), wanted(s))
+        if key is not None:
+            raise InputError(f"{folder}: started with another {key} than this command's; "
+                             "give a new --out")  # fmt: skip
         modes[s] = "auto"
     return modes
 

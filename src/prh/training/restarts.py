@@ -20,7 +20,6 @@ pair kernel is ``diag(p)``, every eigenvalue 1, and the objective cannot tell em
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,7 +84,7 @@ def seed_dir(out: str | Path, seed: int) -> Path:
     return Path(out) / f"seed-{seed}"
 
 
-def check_restarts(cfg: Any, n: int, pairs: int, env: dict[str, str] | None = None) -> None:
+def check_restarts(cfg: Any, n: int, pairs: int) -> None:
     """Refuse a restarts request before any folder: fewer than 2 restarts, fewer than
     :data:`MIN_PAIRS` pairs, views other than good, a caption corpus or a world that does not
     move, or a ``torchrun`` launch (each line names the problem)."""
@@ -116,7 +115,7 @@ def check_restarts(cfg: Any, n: int, pairs: int, env: dict[str, str] | None = No
             f"--restarts needs a world that moves: on {cfg.world or 'cave'!r} the pair kernel has "
             "no gap, so the objective cannot tell restarts apart (train with --world moving)"
         )
-    if int((env if env is not None else os.environ).get("WORLD_SIZE", "1")) > 1:
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
         raise InputError(
             "--restarts trains its seeds one after another in one process; under torchrun, "
             "train each seed as its own run"
@@ -159,15 +158,8 @@ def run_restarts(
     return choice
 
 
-def same_recipe(stored: Any, wanted: Any) -> str | None:
-    """The first field (dotted, ``optim.lr``) where a seed folder's stored config differs from
-    this command's (``None`` when they agree): a rerun continues only the recipe it started."""
-    a, b = _flat(dataclasses.asdict(stored)), _flat(dataclasses.asdict(wanted))
-    return next((k for k in b if a.get(k) != b[k]), None)
-
-
-def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        out.update(_flat(v, f"{prefix}{k}.") if isinstance(v, dict) and v else {prefix + k: v})
-    return out
+def same_recipe(stored: dict[str, Any], wanted: dict[str, Any]) -> str | None:
+    """The first key where a seed folder's stored recipe differs from this command's (``None``
+    when they agree), both as the flat keys ``--config`` and ``--set`` take (``lr``,
+    ``model.embed_dim``): a rerun continues only the recipe it started."""
+    return next((k for k in wanted if stored.get(k) != wanted[k]), None)
