@@ -200,8 +200,7 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from prh.device import resolve_device
-    from prh.training.api import read_run_config, train
-    from prh.training.lifecycle import read_stored
+    from prh.training.api import train
     from prh.training.preflight import preflight
     from prh.training.rundir import run_state
 
@@ -216,16 +215,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--print-config prints a new run's config; a run's own is its"
                          " config.json")  # fmt: skip
     if args.resume:
-        check_resume_out(args)
-        if args.config or args.set:
-            raise InputError("--config/--set start a new run (--out); --resume continues one as "
-                             "it was started")  # fmt: skip
-        check_resume_flags(args, read_run_config(args.resume), args.resume)
-        check_resume_model_flags(args, read_stored(Path(args.resume)), args.resume)
-        check_resume_threads(args.threads, args.resume)
-        run_dir = train(
-            None, args.resume, progress, resume=True, device=args.device, threads=args.threads
-        )
+        run_dir = _resume_text(args, progress)
     elif args.print_config:
         print(json.dumps(flat_config(config_from_args(args)), indent=2))
         return 0
@@ -247,6 +237,23 @@ def run(args: argparse.Namespace) -> int:
             )
     print(run_dir)
     return 0
+
+
+def _resume_text(args: argparse.Namespace, progress: bool) -> Path:
+    """``--resume RUN`` of a text run: the flags given must match the stored run's, then it
+    continues as it was started."""
+    from prh.training.api import read_run_config, train
+    from prh.training.lifecycle import read_stored
+
+    check_resume_out(args)
+    if args.config or args.set:
+        raise InputError("--config/--set start a new run (--out); --resume continues one as "
+                         "it was started")  # fmt: skip
+    check_resume_flags(args, read_run_config(args.resume), args.resume)
+    check_resume_model_flags(args, read_stored(Path(args.resume)), args.resume)
+    check_resume_threads(args.threads, args.resume)
+    return train(None, args.resume, progress, resume=True, device=args.device,
+                 threads=args.threads)  # fmt: skip
 
 
 def _text_restarts(args: argparse.Namespace, cfg: TrainConfig, progress: bool) -> int:
