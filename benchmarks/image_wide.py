@@ -55,6 +55,7 @@ def read(run_dir: Path, out: Path, world, fit, test) -> dict:
     x_fit = _embed(str(run_dir), "train", fit, out / f"{run_dir.name}-train.safetensors", 64)
     x_test = _embed(str(run_dir), "test", test, out / f"{run_dir.name}-test.safetensors", 64)
     a, b = run_positive_pairs(run_dir, READOUT_PAIRS, seed=READOUT_DRAW).embedding()
+    x_fit, x_test = x_fit[:, : a.shape[1]], x_test[:, : a.shape[1]]  # the padded rows' JEPA part
     mean, proj = spectral_projection(a.astype("float64"), b.astype("float64"), K)
     x_fit, x_test = (x_fit - mean) @ proj, (x_test - mean) @ proj
     return read_modes(x_fit, x_test, g_fit, g_test, K)
