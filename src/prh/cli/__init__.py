@@ -23,6 +23,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "prove": ("prh.cli.prove", "run executable checks of every theorem statement"),
     "serve": ("prh.cli.serve", "serve a web page that captions an image through one rotation"),
     "train": ("prh.cli.train", "train a text JEPA (good/bad/mixed views) or a next-token LM"),
+    "readout": (
+        "prh.cli.readout",
+        "keep a wide JEPA run's top-k cross-view components as its embedding",
+    ),
     "embed": ("prh.cli.embed", "embed world scenes or a corpus with a frozen encoder or a run"),
     "world": ("prh.cli.world", "sample the cave world: scene images, sketches and captions"),
     "data": ("prh.cli.data", "inspect a caption corpus (COCO, Flickr, CSV, JSONL, HF datasets)"),

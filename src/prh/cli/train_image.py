@@ -124,12 +124,19 @@ def check_image_resume(args: argparse.Namespace) -> None:
     from pathlib import Path
 
     from prh.training.image import read_image_config
+    from prh.training.image_config import image_model_config
 
     check_resume_out(args)
     train, image, _ = read_image_config(Path(args.resume))
     check_resume_flags(args, train, args.resume)
     check_resume_flags(args, train, args.resume, flags=("train_scenes",))
     check_resume_flags(args, image, args.resume, flags=IMAGE_RUN_FLAGS, fields=IMAGE_FIELDS)
+    stored = image_model_config(train, image).embed_dim
+    if args.embed_dim is not None and args.embed_dim != stored:
+        raise InputError(
+            f"--embed-dim {args.embed_dim}: the run in {args.resume} was started "
+            f"with {stored}; --resume continues it unchanged (leave the flag out)"
+        )
     if args.modality != "text" and args.modality != image.modality:
         raise InputError(
             f"--modality {args.modality}: the run in {args.resume} was started with "
@@ -139,9 +146,11 @@ def check_image_resume(args: argparse.Namespace) -> None:
 
 
 def refuse_text_only(args: argparse.Namespace) -> None:
-    """The text-only knobs (vocabulary, model shape): refused on an image run."""
+    """The text-only knobs (vocabulary, model shape but the output width): refused on an image
+    run."""
     m = args.modality
-    text_only = [k for k in TEXT_ONLY_KNOBS if getattr(args, k, None) is not None]
+    text_only = [k for k in TEXT_ONLY_KNOBS
+                 if k != "embed_dim" and getattr(args, k, None) is not None]  # fmt: skip
     if text_only:
         flag = "--" + text_only[0].replace("_", "-")
         raise InputError(f"{flag} applies to text runs; --modality {m} takes the image flags")
@@ -177,14 +186,15 @@ def image_configs(args: argparse.Namespace, rules: Mapping[str, Any] | None = No
     too (without them, the configs' own)."""
     from prh.training.config_layers import merge
     from prh.training.image_config import IMAGE_VIEWS, check_image_run, image_model_config
-    from prh.training.image_layers import image_layered_configs
+    from prh.training.image_layers import WIDTH, image_layered_configs
 
     _refuse_text_only_flags(args, IMAGE_VIEWS, TrainConfig.views)
     lower = _image_layers(args, rules or {})
     views, rho = views_and_rho(args, merge(lower))
     given = given_field_flags(args, IMAGE_KNOBS)  # the flags left out: the layers' values
     flags = {"world": args.world, "train_scenes": args.train_scenes, **shared_overrides(args),
-             "modality": args.modality, "cache_dir": args.render_cache, **given}  # fmt: skip
+             "modality": args.modality, "cache_dir": args.render_cache, **given,
+             WIDTH: args.embed_dim}  # fmt: skip
     if args.views or args.rho is not None:
         flags.update(views=views, rho=rho)
     layer = {k: v for k, v in flags.items() if v is not None}

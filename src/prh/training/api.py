@@ -270,18 +270,23 @@ class LoadedRun(Run):
 
 
 def load_run(
-    run_dir: str | os.PathLike[str], device: str | None = None, tokenizer_loader: Any = None
+    run_dir: str | os.PathLike[str],
+    device: str | None = None,
+    tokenizer_loader: Any = None,
+    readout: bool = True,
 ) -> Run:
     """Load a run folder of any modality as one :class:`~prh.training.lifecycle.Run` (a
     :class:`LoadedRun` or a :class:`~prh.training.image.LoadedImageRun`): the final
-    ``model.safetensors`` or, for an unfinished run, the latest checkpoint.
+    ``model.safetensors`` or, for an unfinished run, the latest checkpoint; read through its
+    stored read-out (``prh readout``, :mod:`prh.training.readout`) unless ``readout`` is false.
 
     Raises
     ------
     CheckpointError
-        Not a run directory, missing or corrupt weights, weights of another model.
+        Not a run directory, missing or corrupt weights, weights of another model, a read-out of
+        other weights.
     """
-    return load_task_run(run_dir, device, lambda s: task_for(s, tokenizer_loader))
+    return load_task_run(run_dir, device, lambda s: task_for(s, tokenizer_loader), readout)
 
 
 def task_for(stored: Any, tokenizer_loader: Any = None) -> Task:

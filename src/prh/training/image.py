@@ -364,9 +364,12 @@ class LoadedImageRun(Run):
         return self.encode(images, batch_size)[:, -1, :E]
 
 
-def load_image_run(run_dir: str | os.PathLike[str], device: str | None = None) -> LoadedImageRun:
+def load_image_run(
+    run_dir: str | os.PathLike[str], device: str | None = None, readout: bool = True
+) -> LoadedImageRun:
     """Load an image run: ``model.safetensors``, or the latest checkpoint of an unfinished run
-    (:func:`prh.training.lifecycle.load_run` with an :class:`ImageTask`)."""
-    run = load_run(run_dir, device, lambda _: ImageTask())
+    (:func:`prh.training.lifecycle.load_run` with an :class:`ImageTask`), read through its
+    stored read-out unless ``readout`` is false."""
+    run = load_run(run_dir, device, lambda _: ImageTask(), readout)
     assert isinstance(run, LoadedImageRun)
     return run

@@ -3,11 +3,13 @@ file < ``--set`` < flags, as :mod:`prh.training.config_layers` does for text run
 
 Keys are the :class:`~prh.training.TrainConfig` keys an image or sketch run takes (every flat key
 of :func:`~prh.training.config_layers.known_keys` but the text-only ones, :data:`TEXT_ONLY`, and
-the ``model.*`` shape keys) and the :class:`~prh.training.ImageConfig` fields (``image_size``,
-``render_views``, ``cache_dir``, ``backbone``, ``freeze_until``, ...). An image run's saved
-``config.json`` is a config file as it stands: its ``"train"`` and ``"image"`` sections give the
-keys; the text-only keys its ``"train"`` section records at their defaults, and its ``"model"``
-section (derived from the preset and the image settings), are skipped.
+the ``model.*`` shape keys other than ``model.embed_dim``, the JEPA's output width) and the
+:class:`~prh.training.ImageConfig` fields (``image_size``, ``render_views``, ``cache_dir``,
+``backbone``, ``freeze_until``, ...). An image run's saved ``config.json`` is a config file as it
+stands: its ``"train"`` and ``"image"`` sections give the keys (an output width it was given, in
+``model_overrides``, as ``model.embed_dim``); the text-only keys its ``"train"`` section records at
+their defaults, and its ``"model"`` section (derived from the preset and the image settings), are
+skipped.
 """
 
 from __future__ import annotations
@@ -26,14 +28,16 @@ from prh.training.image_config import DEFAULT_TRAIN_SCENES, ImageConfig
 TEXT_ONLY = ("vocab_size", "max_len", "corpus", "world_themes", "theme_strength",
              "doc_captions", "doc_style", "narration_len", "narration_stride")  # fmt: skip
 IMAGE_FIELDS = tuple(f.name for f in fields(ImageConfig))
+WIDTH = "model.embed_dim"  # the one model key an image run takes: its JEPA's output width
 # What an image run starts from when no layer says otherwise (the flags' defaults).
 IMAGE_RUN_DEFAULTS = {"world": "cave", "train_scenes": DEFAULT_TRAIN_SCENES}
 
 
 def image_keys() -> dict[str, str]:
     """``{key: type}`` of every key an image run's layer may set."""
-    train = {k: t for k, t in known_keys().items() if k not in TEXT_ONLY and "." not in k}
-    return {**train, **{f.name: str(f.type) for f in fields(ImageConfig)}}
+    keys = known_keys()
+    train = {k: t for k, t in keys.items() if k not in TEXT_ONLY and "." not in k}
+    return {**train, WIDTH: keys[WIDTH], **{f.name: str(f.type) for f in fields(ImageConfig)}}
 
 
 def _refusal(key: str, where: str) -> InputError:
@@ -54,8 +58,10 @@ def flatten_image(d: Mapping[str, Any], where: str) -> dict[str, Any]:
     "model"}``) as flat keys, type-checked; text-only and unknown keys refused."""
     if isinstance(d.get("image"), dict):  # a stored image run: its derived parts skipped
         skip = (*TEXT_ONLY, "steps", "model_overrides")  # recorded or derived, not settings
-        train = {k: v for k, v in (d.get("train") or {}).items() if k not in skip}
-        d = {**train, **d["image"]}
+        stored = d.get("train") or {}
+        train = {k: v for k, v in stored.items() if k not in skip}
+        width = (stored.get("model_overrides") or {}).get("embed_dim")
+        d = {**train, **d["image"], **({WIDTH: width} if width is not None else {})}
     known, out = image_keys(), {}
     for key, value in d.items():
         if key not in known:
@@ -75,10 +81,17 @@ def image_layered_configs(
     """The run's configs of flat-key ``layers`` (lowest first) over :data:`IMAGE_RUN_DEFAULTS`:
     the image keys go to the :class:`ImageConfig`, the rest through
     :func:`~prh.training.config_layers.layered_config`."""
+    from dataclasses import replace
+
     layers = [IMAGE_RUN_DEFAULTS, *layers]
-    image = {k: v for k, v in merge(layers).items() if k in IMAGE_FIELDS}
-    train = [{k: v for k, v in layer.items() if k not in IMAGE_FIELDS} for layer in layers]
-    return layered_config(train), ImageConfig(**image)
+    merged = merge(layers)
+    image = {k: v for k, v in merged.items() if k in IMAGE_FIELDS}
+    own = (*IMAGE_FIELDS, WIDTH)  # the width is set as given, not against a text preset's
+    train = layered_config([{k: v for k, v in layer.items() if k not in own} for layer in layers])
+    if merged.get(WIDTH) is not None:
+        train = replace(train, model_overrides={**train.model_overrides,
+                                                "embed_dim": merged[WIDTH]})  # fmt: skip
+    return train, ImageConfig(**image)
 
 
 def flat_image_config(train: TrainConfig, image: ImageConfig) -> dict[str, Any]:
@@ -88,7 +101,8 @@ def flat_image_config(train: TrainConfig, image: ImageConfig) -> dict[str, Any]:
 
     keep = image_keys()
     kept = {k: v for k, v in flat_fields(train).items() if k in keep}
-    return {**kept, **image.to_dict()}
+    width = train.model_overrides.get("embed_dim")
+    return {**kept, **({WIDTH: width} if width is not None else {}), **image.to_dict()}
 
 
 def print_image_config(train: TrainConfig, image: ImageConfig) -> int:

@@ -396,16 +396,22 @@ def evaluators(
 
 
 def load_run(
-    run_dir: str | os.PathLike[str], device: str | None, task_of: Callable[[dict[str, Any]], Task]
+    run_dir: str | os.PathLike[str],
+    device: str | None,
+    task_of: Callable[[dict[str, Any]], Task],
+    readout: bool = True,
 ) -> Run:
     """Load a run folder with the task ``task_of(stored config)``: the final
     ``model.safetensors`` or, for an unfinished run, the latest checkpoint
-    (:func:`prh.training.load_run` picks the task its ``config.json`` names).
+    (:func:`prh.training.load_run` picks the task its ``config.json`` names); read through its
+    ``readout.safetensors`` when it has one and ``readout`` is true
+    (:func:`prh.training.readout.read_out`).
 
     Raises
     ------
     CheckpointError
-        Not a run directory, missing or corrupt weights, weights of another model.
+        Not a run directory, missing or corrupt weights, weights of another model, a read-out of
+        other weights.
     """
     run = Path(run_dir)
     try:
@@ -418,7 +424,12 @@ def load_run(
     step = load_trained(model, run, cfg.steps)
     dev = resolve_device(device)
     model.to(dev).eval()
-    return task.as_run(model, cfg, mcfg, run, step, dev)
+    loaded = task.as_run(model, cfg, mcfg, run, step, dev)
+    if not readout:
+        return loaded
+    from prh.training.readout import read_out
+
+    return read_out(loaded)
 
 
 def barrier(info: DistInfo) -> None:
