@@ -43,15 +43,17 @@ def _states():
     return world, split_sample(world, "train", 500, from_end=True), split_sample(world, "test", 216)
 
 
-def _embed(model: str, split: str, ids: list[int], out: Path, image_size: int) -> np.ndarray:
-    """The last layer of ``model`` on the renders of ``ids`` of ``split`` (the whole split is
-    embedded once into ``out`` and reused)."""
+def _embed(
+    model: str, split: str, ids: list[int], out: Path, image_size: int, modality: str = "image"
+) -> np.ndarray:
+    """The last layer of ``model`` on the renders (or sketches) of ``ids`` of ``split`` (the
+    whole split is embedded once into ``out`` and reused)."""
     from prh.encoders.embed_files import embed_to_files
     from prh.encoders.embed_request import EmbedRequest
     from prh.features import last_layer, load_features
 
     if not out.exists():
-        req = EmbedRequest(modality="image", model=model, world="moving", split=split,
+        req = EmbedRequest(modality=modality, model=model, world="moving", split=split,
                            out=str(out), image_size=image_size, no_progress=True)  # fmt: skip
         embed_to_files(req)
     f = load_features(out)

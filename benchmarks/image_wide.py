@@ -18,7 +18,9 @@ eigenproblem of 8,192 fresh positive pairs of its training law
 ``benchmarks/image_reach.py`` reads every image encoder (the demo's states, width-fair held-out cc
 against ``g*`` with its 95% interval, the held-out R^2 of ``g1``-``g12``). At width 8 the read-out
 is an invertible linear map of the embedding, which leaves the canonical correlations unchanged.
-Prints one table; figures in docs/training.md ("Wider than the gap").
+``--modality sketch`` trains the same encoder on sketches and reads it against the sketch
+modality's own theory embedding (:func:`prh.world.observation.theory_of_observations`; a
+sketch shows no colour). Prints one table; figures in docs/training.md ("Wider than the gap").
 """
 
 from __future__ import annotations
@@ -35,25 +37,35 @@ from mode_rows import mode_cells, mode_header, read_modes, spectral_projection
 READOUT_PAIRS, READOUT_DRAW = 8192, 123
 
 
-def recipe(samples: int, seed: int, width: int, cache: str | None):
-    """The demo's image recipe at ``samples`` pairs and output width ``width``."""
+def recipe(samples: int, seed: int, width: int, cache: str | None, modality: str = "image"):
+    """The demo's image recipe at ``samples`` pairs and output width ``width`` (``modality``
+    ``sketch``: the same encoder on sketches)."""
     from prh.demo.config import DEMO_IMAGE_ENCODER
     from prh.training.image_layers import image_layered_configs
 
     flat = {"world": "moving", "views": "good", "samples": samples, "batch_size": 128,
             "lr": 3e-3, "seed": seed, "train_scenes": 1944, "checkpoint_every": 0,
-            **{**DEMO_IMAGE_ENCODER.to_dict(), "cache_dir": cache}}  # fmt: skip
+            **DEMO_IMAGE_ENCODER.to_dict(), "cache_dir": cache, "modality": modality}  # fmt: skip
     train, image = image_layered_configs([flat])
     return dataclasses.replace(train, model_overrides={"embed_dim": width}), image
 
 
-def read(run_dir: Path, out: Path, world, fit, test) -> dict:
-    """The run's width-fair reading against ``g*`` through its spectral read-out."""
+def read(run_dir: Path, out: Path, world, fit, test, modality: str = "image") -> dict:
+    """The run's width-fair reading against its modality's own theory embedding (``g*`` for
+    renders) through its spectral read-out."""
     from prh.training.moving import run_positive_pairs
+    from prh.world.observation import theory_of_observations
 
-    g_fit, g_test = world.theory_embedding(fit, K + BELOW), world.theory_embedding(test, K + BELOW)
-    x_fit = _embed(str(run_dir), "train", fit, out / f"{run_dir.name}-train.safetensors", 64)
-    x_test = _embed(str(run_dir), "test", test, out / f"{run_dir.name}-test.safetensors", 64)
+    if modality == "image":
+        g_fit, g_test = (world.theory_embedding(ids, K + BELOW) for ids in (fit, test))
+    else:
+        g_fit, g_test = (
+            theory_of_observations(world, modality, ids, K + BELOW) for ids in (fit, test)
+        )
+    x_fit, x_test = (
+        _embed(str(run_dir), split, ids, out / f"{run_dir.name}-{split}.safetensors", 64, modality)
+        for split, ids in (("train", fit), ("test", test))
+    )
     a, b = run_positive_pairs(run_dir, READOUT_PAIRS, seed=READOUT_DRAW).embedding()
     x_fit, x_test = x_fit[:, : a.shape[1]], x_test[:, : a.shape[1]]  # the padded rows' JEPA part
     mean, proj = spectral_projection(a.astype("float64"), b.astype("float64"), K)
@@ -69,6 +81,8 @@ def main() -> None:
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--render-cache", default=None, help="a shared render cache folder")
     ap.add_argument("--threads", type=int, default=2)
+    own = "sketch: read against the sketch modality's own theory embedding"
+    ap.add_argument("--modality", choices=("image", "sketch"), default="image", help=own)
     a = ap.parse_args()
     from prh.training.image import train_image
 
@@ -79,10 +93,10 @@ def main() -> None:
         run_dir = out / f"s{seed}"
         t0 = time.time()
         if not (run_dir / "model.safetensors").exists():
-            train, image = recipe(a.samples, seed, a.embed_dim, a.render_cache)
+            train, image = recipe(a.samples, seed, a.embed_dim, a.render_cache, a.modality)
             train_image(train, image, run_dir, progress=False, threads=a.threads)
         t1 = time.time()
-        row = read(run_dir, out, world, fit, test)
+        row = read(run_dir, out, world, fit, test, a.modality)
         rows.append({"seed": seed, "train_s": round(t1 - t0, 1),
                      "read_s": round(time.time() - t1, 1), **row})  # fmt: skip
         print(
