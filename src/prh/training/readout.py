@@ -165,7 +165,8 @@ def attach_readout(model: nn.Module, readout: Readout) -> nn.Module:
 
 def read_out(run: Any) -> Any:
     """``run`` read through its stored read-out, or ``run`` itself when it has none (a loaded
-    :class:`~prh.training.lifecycle.Run`; its model and ``model_config`` replaced)."""
+    :class:`~prh.training.lifecycle.Run`: its model gets the read-out in place, by
+    :func:`attach_readout`; the returned run's ``model_config`` says ``embed_dim = k``)."""
     from dataclasses import replace
 
     r = load_readout(run.path, int(run.model_config.embed_dim))
