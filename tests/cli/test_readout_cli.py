@@ -106,3 +106,19 @@ def test_a_wide_image_run_keeps_its_width_and_refuses_another_on_resume(bad_inpu
     assert image_model_config(train, image).embed_dim == 12
     bad_input(["train", "--resume", str(run), "--embed-dim", "16"],
               match="--embed-dim 16: the run in .* was started with 12")  # fmt: skip
+
+
+@pytest.mark.slow
+def test_readout_of_an_unfinished_or_next_token_run(bad_input, wide, tmp_path):
+    import shutil
+
+    unfinished = tmp_path / "unfinished"
+    shutil.copytree(wide, unfinished)
+    (unfinished / "model.safetensors").unlink()
+    bad_input(["readout", str(unfinished), "--k", "8"], match="no model.safetensors")
+    lm = tmp_path / "lm"
+    argv = ["train", "--preset", "tiny", "--world", "moving", "--views", "next-token", *FAST]
+    assert main([*argv, "--samples", "64", "--out", str(lm)]) == 0
+    bad_input(["readout", str(lm), "--k", "8", "--pairs", "1024"],
+              match="a next-token run has no JEPA embedding")  # fmt: skip
+    assert not (lm / "readout.safetensors").exists()
