@@ -17,10 +17,11 @@ from prh.models.config import ModelConfig
 from prh.training.config import OPTIM_FIELDS, OptimConfig, TrainConfig
 
 # Flags derived from the configs' fields (prh.cli.config_flags): the optimiser and whitening
-# knobs (both modalities), the vocabulary and the model's shape (text only).
+# knobs (both modalities), the vocabulary and the model's shape (text only, but for the JEPA's
+# output width, --embed-dim, which image runs take too).
 TRAIN_KNOBS = (*field_flags(OptimConfig), *field_flags(TrainConfig))
 MODEL_KNOBS = field_flags(ModelConfig, "model.")
-TEXT_ONLY_KNOBS = ("vocab_size", *(f.dest for f in MODEL_KNOBS))
+TEXT_ONLY_KNOBS = ("vocab_size", *(f.dest for f in MODEL_KNOBS if f.dest != "embed_dim"))
 # Text-world knobs an image run refuses unless left out or at the value that changes nothing.
 TEXT_WORLD_KNOBS = {"world_themes": 0, "theme_strength": None, "doc_captions": 1,
                     "doc_style": None, "narration_len": 0, "narration_stride": None}  # fmt: skip

@@ -149,8 +149,7 @@ def refuse_text_only(args: argparse.Namespace) -> None:
     """The text-only knobs (vocabulary, model shape but the output width): refused on an image
     run."""
     m = args.modality
-    text_only = [k for k in TEXT_ONLY_KNOBS
-                 if k != "embed_dim" and getattr(args, k, None) is not None]  # fmt: skip
+    text_only = [k for k in TEXT_ONLY_KNOBS if getattr(args, k, None) is not None]
     if text_only:
         flag = "--" + text_only[0].replace("_", "-")
         raise InputError(f"{flag} applies to text runs; --modality {m} takes the image flags")
