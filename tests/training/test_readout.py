@@ -127,3 +127,13 @@ def test_readouts_that_cannot_be_measured_are_refused_in_one_line(wide_run):
     ):
         with pytest.raises(InputError, match=what):
             check_readout(raw, k, pairs)
+
+
+def test_a_malformed_readout_file_is_one_checkpoint_error(tmp_path):
+    from prh.io import write_tensors
+
+    meta = {"k": "1", "width": "4", "pairs": "512", "draw": "0", "weights_sha256": "0" * 64}
+    arrays = {"mean": np.zeros(4), "projection": np.array(1.0), "eigenvalues": np.zeros(4)}
+    write_tensors(tmp_path / FILE, arrays, meta)
+    with pytest.raises(CheckpointError, match="not a prh read-out"):
+        load_readout(tmp_path, 4)

@@ -125,7 +125,10 @@ def load_readout(run_dir: str | os.PathLike[str], width: int) -> Readout | None:
         sha = meta["weights_sha256"]
     except (KeyError, ValueError) as e:
         raise CheckpointError(f"{path}: not a prh read-out ({e})") from None
-    if r.mean.shape != (width,) or r.projection.ndim != 2 or r.width != width:
+    if r.projection.ndim != 2 or r.mean.shape != (r.width,):
+        raise CheckpointError(f"{path}: not a prh read-out (mean {r.mean.shape}, projection "
+                              f"{r.projection.shape})")  # fmt: skip
+    if r.width != width:
         raise CheckpointError(f"{path}: reads a {r.width}-wide embedding; the run's is {width}")
     weights = run_dir / "model.safetensors"
     if not weights.is_file() or sha256_file(weights) != sha:
