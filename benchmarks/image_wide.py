@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 from image_reach import BELOW, K, _embed, _states
-from mode_rows import mode_cells, mode_header, read_modes, spectral_projection
+from mode_rows import mode_cells, mode_header, read_modes
 
 READOUT_PAIRS, READOUT_DRAW = 8192, 123
 
@@ -54,6 +54,7 @@ def read(run_dir: Path, out: Path, world, fit, test, modality: str = "image") ->
     """The run's width-fair reading against its modality's own theory embedding (``g*`` for
     renders) through its spectral read-out."""
     from prh.training.moving import run_positive_pairs
+    from prh.training.readout import readout_of_pairs
     from prh.world.observation import theory_of_observations
 
     if modality == "image":
@@ -68,9 +69,8 @@ def read(run_dir: Path, out: Path, world, fit, test, modality: str = "image") ->
     )
     a, b = run_positive_pairs(run_dir, READOUT_PAIRS, seed=READOUT_DRAW).embedding()
     x_fit, x_test = x_fit[:, : a.shape[1]], x_test[:, : a.shape[1]]  # the padded rows' JEPA part
-    mean, proj = spectral_projection(a.astype("float64"), b.astype("float64"), K)
-    x_fit, x_test = (x_fit - mean) @ proj, (x_test - mean) @ proj
-    return read_modes(x_fit, x_test, g_fit, g_test, K)
+    r = readout_of_pairs(a, b, K)  # what prh readout stores
+    return read_modes(r.apply(x_fit), r.apply(x_test), g_fit, g_test, K)
 
 
 def main() -> None:

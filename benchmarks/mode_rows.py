@@ -25,17 +25,6 @@ def read_modes(x_fit, x_test, g_fit, g_test, k: int) -> dict:
     }
 
 
-def spectral_projection(a, b, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(mean, projection (w, k))``: the top ``k`` components of the cross-view eigenproblem
-    of positive pairs ``a``, ``b`` (``(n, w)`` each; see
-    :func:`prh.bridge.spectral.cross_view_spectrum`): how a JEPA wider than ``k`` is read, from
-    its own pairs, with no theory and no held-out state."""
-    from prh.bridge.spectral import cross_view_spectrum
-
-    spec = cross_view_spectrum(a, b)
-    return spec.mean, spec.whiten @ spec.vectors[:, :k]
-
-
 def mode_header(k: int, below: int) -> str:
     """``   g1    g2 ... |   g9 ...``: the column heads of :func:`mode_cells`."""
     heads = [f"{'g' + str(j + 1):>5}" for j in range(k + below)]

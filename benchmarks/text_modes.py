@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mode_rows import mode_cells, mode_header, read_modes, spectral_projection
+from mode_rows import mode_cells, mode_header, read_modes
 
 K, BELOW, READOUT_PAIRS = 8, 4, 8192
 
@@ -54,6 +54,8 @@ def _embed(run, world, ids, n: int, seed: int) -> np.ndarray:
 def spectral_readout(run, world, k: int = K, n_pairs: int = READOUT_PAIRS, seed: int = 123):
     """``(mean, projection (w, k))``: the top ``k`` cross-view components of the run's own
     positive pairs (lag pairs of training states, one caption each, fresh wordings)."""
+    from prh.training.readout import readout_of_pairs
+
     train = {int(i) for i in world.split("train")}
     a, b = world.pairs(4 * n_pairs, seed=seed)
     keep = [j for j in range(len(a)) if int(a[j]) in train and int(b[j]) in train][:n_pairs]
@@ -62,7 +64,8 @@ def spectral_readout(run, world, k: int = K, n_pairs: int = READOUT_PAIRS, seed:
     for side, off in ((a, 0), (b, 1)):
         caps = [world.captions(int(side[j]), 1, 10_000 + 2 * j + off)[0] for j in keep]
         halves.append(np.asarray(run.encode_texts(caps))[:, -1, :w].astype(np.float64))
-    return spectral_projection(*halves, k)
+    r = readout_of_pairs(*halves, k)
+    return r.mean, r.projection
 
 
 def read(run, world) -> dict:
