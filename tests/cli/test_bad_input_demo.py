@@ -27,6 +27,8 @@ def no_steps(monkeypatch):
         (["--samples", "4096"], r"law sample count 8192 must be .* at most samples \(4096\)"),
         (["--image-samples", "0"], r"argument --image-samples"),
         (["--image-samples", "1000"], r"image_samples \(1000\) must be a positive multiple"),
+        (["--image-embed-dim", "0"], r"argument --image-embed-dim"),
+        (["--image-embed-dim", "4"], r"image_embed_dim 4 is below the encoders' width 8"),
         (["--workers", "0"], r"argument --workers"),
         (["--workers", "two"], r"argument --workers"),
         (["--full"], r"argument --full: not allowed with argument --quick"),
@@ -56,6 +58,17 @@ def test_image_samples_sets_every_image_run_budget(monkeypatch, tmp_path):
     assert main(["demo", "--full", "--out", str(tmp_path / "b")]) == 0
     assert seen[0].image.samples == 12800 and seen[1] == FULL
     assert seen[0] == FULL.with_settings(image_samples=12800)
+    assert main(["demo", "--image-embed-dim", "16", "--out", str(tmp_path / "c")]) == 0
+    assert seen[2].image.embed_dim == 16 and seen[1].image.embed_dim == 0
+
+
+def test_wide_image_runs_on_a_still_world_are_refused(bad_input, no_steps, tmp_path):
+    """A read-out needs lag pairs: refused before any folder exists (the default preset trains an
+    image run; the quick one has none to widen)."""
+    out = tmp_path / "demo"
+    args = ["demo", "--world", "cave", "--control", "none", "--image-embed-dim", "64"]
+    line = bad_input([*args, "--out", out], match=r"image_embed_dim 64 needs a moving world")
+    assert line.startswith("prh demo: error: demo: ") and not out.exists()
 
 
 def test_a_regular_file_as_out_is_refused_and_kept(bad_input, no_steps, tmp_path):

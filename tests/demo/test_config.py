@@ -38,8 +38,10 @@ def test_every_flat_setting_routes_and_round_trips():
     # the flat view names every setting (``corpus``, added since, is valid only with world
     # ``corpus`` and the steps it turns off: tests/demo/test_corpus_demo.py; ``embed_dim``,
     # added since, is 0 unless the control sets it: test_the_control_s_encoders_have_the_main_width;
-    # ``literal_samples``, added since: test_the_literal_step_s_budget_is_its_own)
-    assert set(OLD_SETTINGS) | {"corpus", "embed_dim", "literal_samples"} == set(DEFAULT.to_dict())
+    # ``literal_samples``, added since: test_the_literal_step_s_budget_is_its_own;
+    # ``image_embed_dim``, added since: tests/demo/test_image_readout.py)
+    added = {"corpus", "embed_dim", "literal_samples", "image_embed_dim"}
+    assert set(OLD_SETTINGS) | added == set(DEFAULT.to_dict())
     # a part's settings: its fields, those of a library config it holds (ImageRecipe.encoder)
     n_fields = sum(len(c.settings()) for c in PARTS.values()) + len(fields(DemoConfig)) - len(PARTS)
     assert len(SETTINGS) == n_fields  # one name per field: no two parts share a setting name
@@ -55,7 +57,7 @@ def test_every_flat_setting_routes_and_round_trips():
         assert got == want, name
     # all at once, and the digest callers' names
     others = {k: v for k, v in OLD_SETTINGS.items() if k != "preset"}
-    new = {"corpus": "", "embed_dim": 0, "literal_samples": 32768}
+    new = {"corpus": "", "embed_dim": 0, "literal_samples": 32768, "image_embed_dim": 0}
     assert demo_config("default", **others).to_dict() == {**OLD_SETTINGS, **new, "preset": "tiny"}
     cfg = DEFAULT.with_settings(**OLD_SETTINGS)
     assert cfg.to_dict() == {**OLD_SETTINGS, **new}

@@ -167,6 +167,13 @@ def test_report_section_and_summary(tmp_path):
     assert len(s["pairs"]) == 6 and s["probe"]["image-good"]["shape"] == 0.5
     pair = next(p for p in s["pairs"] if {p["x"], p["y"]} == {"text-good", "image-good"})
     assert pair["mutual_knn_ci"] == [0.11, 0.13] and pair["rotation_x_to_y"] == 0.97
+    assert s["readout"] is None and "read out to" not in html
+    # wide runs read out by their own pairs (image_embed_dim): the widths and the kept spectrum
+    section["readout"] = {"width": 16, "k": 2, "eigenvalues": {"image-good": [0.9, 0.6, 0.25]}}
+    html = modalities_html(section, tmp_path)
+    assert "trained 16 wide and read out to\n2" in html
+    assert "<b>image-good</b> 0.900 0.600 | 0.250" in html
+    assert modalities_summary(section)["readout"] == section["readout"]
 
 
 def test_same_scene_good_views_leave_the_rotation_free():

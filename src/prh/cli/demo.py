@@ -59,6 +59,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "25600)",
     )
     parser.add_argument(
+        "--image-embed-dim",
+        type=positive_int,
+        default=None,
+        metavar="W",
+        help="train each image/sketch encoder W wide and read it out to the encoders' width (8 "
+        "on the moving world) by its own positive pairs, as prh readout does (default: train at "
+        "that width); docs/demo.md",
+    )
+    parser.add_argument(
         "--world",
         choices=("moving", "cave"),
         default=None,
@@ -92,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
     corpus = str(Path(args.corpus).resolve()) if args.corpus else None
     cfg = demo_config(preset, seed=args.seed, workers=args.workers, samples=args.samples,
                       image_samples=args.image_samples, world=args.world, control=control,
+                      image_embed_dim=args.image_embed_dim,
                       corpus=corpus, vision=args.vision)  # fmt: skip
     from prh.progress import quiet_third_party
 

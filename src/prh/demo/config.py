@@ -218,11 +218,19 @@ class ImageRecipe(_Part):
         scene; default :data:`DEMO_IMAGE_ENCODER`); settings ``image_size`` (render side, px),
         ``backbone``, ``freeze_until``, ``backbone_size``, ``scratch_branch``
         (:mod:`prh.models.backbone`) and ``image_pool`` (its ``pool``).
+    embed_dim : int
+        Setting ``image_embed_dim``: the output width every image/sketch run trains at (0: the
+        demo's encoder width, :meth:`DemoConfig.encoder_width`). Wider than that, each run is
+        read out to the encoder width by its own positive pairs before anything reads it
+        (:func:`prh.training.readout_fit.fit_readout`, stored as the run's ``prh readout``):
+        the top cross-view components, with no theory and no held-out state. A whitened JEPA
+        wider than the gap holds the top eigenspace without trading a near-cut mode for a simpler
+        one below it (docs/training.md, "Wider than the gap"). Needs a moving world.
     """
 
     SETTING: ClassVar[dict[str, str]] = {
         "samples": "image_samples", "lr": "image_lr", "train_scenes": "image_train_scenes",
-        "encoder.pool": "image_pool",
+        "encoder.pool": "image_pool", "embed_dim": "image_embed_dim",
     }  # fmt: skip
     NESTED: ClassVar[dict[str, tuple[str, ...]]] = {
         "encoder": (
@@ -232,6 +240,7 @@ class ImageRecipe(_Part):
     ORDER: ClassVar[tuple[str, ...]] = (
         "modalities", "image_samples", "image_lr", "image_size", "image_train_scenes",
         "backbone", "freeze_until", "backbone_size", "scratch_branch", "image_pool",
+        "image_embed_dim",
     )  # fmt: skip
 
     modalities: tuple[str, ...] = ("image-good",)
@@ -239,6 +248,7 @@ class ImageRecipe(_Part):
     lr: float = 3e-3
     train_scenes: int = 1944
     encoder: ImageConfig = DEMO_IMAGE_ENCODER  # frozen: one shared default is safe
+    embed_dim: int = 0
 
     def __post_init__(self) -> None:
         unknown = [m for m in self.modalities if m not in MODALITY_RUNS]
@@ -248,6 +258,7 @@ class ImageRecipe(_Part):
                 f"{', '.join(MODALITY_RUNS)}"
             )
         self._at_least(2, "train_scenes")
+        self._at_least(0, "embed_dim")
 
 
 @dataclass(frozen=True)
@@ -407,6 +418,11 @@ class DemoConfig:
             )
         if self.caption.zero_pair and "image-good" not in self.image.modalities:
             raise InputError("demo: zero_pair_captioner needs the image-good run in modalities")
+        if self.image.embed_dim and self.image.embed_dim < self.encoder_width():
+            raise InputError(
+                f"demo: image_embed_dim {self.image.embed_dim} is below the encoders' width "
+                f"{self.encoder_width()}: a read-out keeps that many directions (0: train at it)"
+            )
 
     def _check_budgets(self) -> None:
         """The sweep's sample counts against the text recipe's budget and batch."""
@@ -480,13 +496,15 @@ class DemoConfig:
         """The control's config: the same budgets and sizes on ``control``, one seed, no
         captioner and no control of its own (:mod:`prh.demo.control` trains its good and bad
         text runs and its image/sketch runs). Its encoders have the main runs' output width
-        (:meth:`encoder_width`), not the control world's default: the same encoders."""
+        (:meth:`encoder_width`), not the control world's default: the same encoders. Its
+        image/sketch runs train at that width even where the main ones are wider
+        (``image_embed_dim``): a read-out needs lag pairs, which a still world does not have."""
         if not self.control:
             raise InputError("demo: this config has no control world")
         return self.with_settings(
             name=f"{self.name}-control", world=self.control, control="", literal="",
             curve_seeds=1, captioner=False, zero_pair_captioner=False,
-            embed_dim=self.encoder_width(),
+            embed_dim=self.encoder_width(), image_embed_dim=0,
         )  # fmt: skip
 
     def encoder_width(self) -> int:
@@ -504,6 +522,11 @@ class DemoConfig:
             return preset
         train = train_config(self.text.preset, world=self.world, world_seed=self.world_seed)
         return int(world_model_defaults(train).get("embed_dim", preset))
+
+    def reads_out_images(self) -> bool:
+        """Whether the image/sketch runs train wider than :meth:`encoder_width` and are read
+        out to it (``image_embed_dim``)."""
+        return self.image.embed_dim > self.encoder_width()
 
     def literal_config(self) -> DemoConfig:
         """The literal twin's config: the text recipe, budgets, sizes and seeds on ``literal``,
@@ -551,7 +574,7 @@ SETTINGS: dict[str, tuple[str, str]] = {
 :meth:`DemoConfig.digest` take."""
 
 
-ADDED = ("literal", "corpus", "embed_dim", "literal_samples")
+ADDED = ("literal", "corpus", "embed_dim", "literal_samples", "image_embed_dim")
 """Settings added after the demo folders' step-cost files were named (``costs-<digest>``, the
 one cache named by every setting): left out of :meth:`DemoConfig.digest` of all settings, so a
 folder keeps the costs it recorded; a step they add records its cost under its own name."""

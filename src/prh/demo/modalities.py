@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,6 +82,41 @@ def train_runs(ctx: Context) -> dict[str, Path]:
     if s.skipped:
         ctx.log(f"  {s.skipped} finished run(s) reused ({sweep.relative_to(ctx.out)})")
     return protocol.image_run_dirs(cfg, rows, sweep)
+
+
+def read_out_runs(
+    ctx: Context, runs: Mapping[str, Path], pairs: int | None = None
+) -> dict[str, list[float]]:
+    """Store each wide run's read-out to the encoders' width (``prh readout RUN --k K``: the top
+    cross-view components of ``pairs`` fresh positive pairs of its own training law, by default
+    ``prh readout``'s count and draw), so that every later step loads it that wide. A stored
+    read-out of these weights is kept (one fitted to other weights is measured again). Name ->
+    the cross-view eigenvalues of all its directions."""
+    import torch
+
+    from prh.errors import CheckpointError
+    from prh.training.api import load_run
+    from prh.training.readout import PAIRS, load_readout, save_readout
+    from prh.training.readout_fit import fit_readout
+
+    cfg, k, pairs = ctx.cfg, ctx.cfg.encoder_width(), pairs or PAIRS
+    torch.set_num_threads(max(1, cfg.workers * cfg.threads))
+    spectra = {}
+    for name, d in runs.items():
+        try:
+            r = load_readout(d, cfg.image.embed_dim)
+        except CheckpointError:  # the run was retrained since: measure it again
+            r = None
+        if r is None or (r.k, r.pairs) != (k, pairs):
+            t0 = time.time()
+            r = fit_readout(load_run(d, device="cpu", readout=False), k, pairs)
+            save_readout(d, r)
+            ctx.log(f"  {name}: read out {r.width} -> {k} wide on {r.pairs} of its own pairs "
+                    f"({time.time() - t0:.0f} s)")  # fmt: skip
+        spectra[name] = [float(v) for v in r.eigenvalues]
+        ctx.log(f"  {name} cross-view eigenvalues: "
+                + " ".join(f"{v:.3f}" for v in spectra[name]))  # fmt: skip
+    return spectra
 
 
 def run_settings(cfg: DemoConfig) -> dict[str, dict[str, Any]]:
@@ -357,6 +393,7 @@ def step_modalities(
         ctx.log("  no image or sketch encoder in this preset (the default demo trains one)")
         return ModalityEvidence({"skipped": "no image or sketch encoder in this preset"})
     runs = train_runs(ctx)
+    readouts = read_out_runs(ctx, runs) if cfg.reads_out_images() else {}
     images = embed_runs(ctx, runs)
     text = dict(text)
     if "good-s1" in text_runs:  # the within-modality control
@@ -388,6 +425,9 @@ def step_modalities(
         "heatmap": "modalities.png",
         "captioners": captioners,
     }
+    if readouts:  # the runs trained wide and read out by their own pairs
+        section["readout"] = {"width": cfg.image.embed_dim, "k": cfg.encoder_width(),
+                              "eigenvalues": readouts}  # fmt: skip
     return ModalityEvidence(section, dict(runs), sets)
 
 

@@ -223,6 +223,13 @@ def image_runs(cfg: DemoConfig) -> RunSet:
     return RunSet("prh-demo-modalities", runs)
 
 
+def image_width(cfg: DemoConfig) -> dict[str, int]:
+    """The image/sketch runs' model override: ``image_embed_dim`` when set (each run is read out
+    to the encoders' width after it trains, :func:`prh.demo.modalities.read_out_runs`), else
+    :func:`width`'s."""
+    return {"embed_dim": cfg.image.embed_dim} if cfg.reads_out_images() else width(cfg)
+
+
 def image_backend(cfg: DemoConfig, render_cache: Path) -> CaveImageBackend:
     """The image/sketch runner: the demo's image recipe, caches in ``render_cache``.
 
@@ -242,7 +249,7 @@ def image_backend(cfg: DemoConfig, render_cache: Path) -> CaveImageBackend:
             batch_size=cfg.text.batch_size,
             train_scenes=image.train_scenes,
             checkpoint_every=20,
-            model_overrides=width(cfg),
+            model_overrides=image_width(cfg),
         ),
         image=image.encoder,
         threads=cfg.threads if n > 1 else cfg.workers * cfg.threads,

@@ -70,6 +70,7 @@ def modalities_summary(
         "pairs": pairs,
         "pair_free": section["evidence"]["pair_free"],
         "targets": section["targets"],
+        "readout": section.get("readout"),
         "captioners": None
         if not cap
         else {
@@ -109,7 +110,18 @@ def modalities_context(section: dict[str, Any] | None, out: Path) -> dict[str, A
         "pair_free": _pair_free_table(ev["pair_free"]) if ev["pair_free"] else None,
         "targets": targets_table(section["targets"]),
         "captioners": _captioners(section.get("captioners")),
+        "readout": _readout(section.get("readout")),
     }
+
+
+def _readout(r: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The wide runs' read-out (``image_embed_dim``): widths and each run's top eigenvalues."""
+    if not r:
+        return None
+    k = r["k"]
+    runs = {n: " ".join(f"{v:.3f}" for v in ev[:k]) + (f" | {ev[k]:.3f}" if len(ev) > k else "")
+            for n, ev in r["eigenvalues"].items()}  # fmt: skip
+    return {"width": r["width"], "k": k, "runs": runs}
 
 
 def _probe_table(probe: dict[str, Any]) -> dict[str, Any]:

@@ -30,7 +30,8 @@ def demo_world(cfg: DemoConfig):
 
 
 def check_world_sizes(cfg: DemoConfig) -> None:
-    """Refuse, in one line, scene counts the world (and the control's) cannot give.
+    """Refuse, in one line, scene counts the world (and the control's) cannot give, and wide
+    image runs (``image_embed_dim``) on a world whose pairs cannot read them out.
 
     Raises
     ------
@@ -38,6 +39,7 @@ def check_world_sizes(cfg: DemoConfig) -> None:
         Naming the setting, the world and its split's size.
     """
     from prh.errors import InputError
+    from prh.world.registry import moves
 
     configs = (cfg, cfg.control_config()) if cfg.control else (cfg,)
     for c in configs:
@@ -53,6 +55,11 @@ def check_world_sizes(cfg: DemoConfig) -> None:
         for f, (want, have, split) in asks.items():
             if want > have:
                 raise InputError(f"demo: {f} {want} > the {have} {split} scenes of {where}")
+    if cfg.reads_out_images() and cfg.image.modalities and not moves(demo_world(cfg)):
+        raise InputError(
+            f"demo: image_embed_dim {cfg.image.embed_dim} needs a moving world (each wide run is "
+            f"read out by its own lag pairs); world {cfg.world!r} has none"
+        )
 
 
 def scene_ids(cfg: DemoConfig, world) -> tuple[list[int], list[int]]:

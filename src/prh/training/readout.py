@@ -32,6 +32,7 @@ from prh.errors import CheckpointError, InputError
 
 FILE = "readout.safetensors"
 DRAW = 123  # the pairs' seed: fixed, so one run gives one read-out
+PAIRS = 8192  # positive pairs the spectrum is measured on, by default
 MIN_PAIRS_PER_DIM = 16  # pairs per output direction below which the spectrum is refused
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from prh.errors import InputError
-from prh.training.readout import DRAW, MIN_PAIRS_PER_DIM, Readout, readout_of_pairs
+from prh.training.readout import DRAW, MIN_PAIRS_PER_DIM, PAIRS, Readout, readout_of_pairs
 
 
 def check_readout(run: Any, k: int, pairs: int) -> None:
@@ -30,7 +30,7 @@ def check_readout(run: Any, k: int, pairs: int) -> None:
                          f"world ({run.config.world or 'a corpus'}) has none")  # fmt: skip
 
 
-def fit_readout(run: Any, k: int, pairs: int = 8192, draw: int = DRAW) -> Readout:
+def fit_readout(run: Any, k: int, pairs: int = PAIRS, draw: int = DRAW) -> Readout:
     """The top-``k`` cross-view read-out of a JEPA ``run`` (loaded without a read-out), measured
     on ``pairs`` fresh positive pairs of its training law drawn with seed ``draw``."""
     from prh.training.moving import run_positive_pairs
