@@ -50,23 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="budget of the good/bad runs (samples; default 32768, 8192 with --quick); "
         "next-token gets the same, or 4x with --full",
     )
-    parser.add_argument(
-        "--image-samples",
-        type=positive_int,
-        default=None,
-        metavar="S",
-        help="budget of each image/sketch encoder (pairs, a multiple of the batch 128; default "
-        "25600)",
-    )
-    parser.add_argument(
-        "--image-embed-dim",
-        type=positive_int,
-        default=None,
-        metavar="W",
-        help="train each image/sketch encoder W wide and read it out to the encoders' width (8 "
-        "on the moving world) by its own positive pairs, as prh readout does (default: train at "
-        "that width); docs/demo.md",
-    )
+    _image_arguments(parser)
     parser.add_argument(
         "--world",
         choices=("moving", "cave"),
@@ -86,6 +70,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(default: the still cave for the moving world, none for the still one)",
     )
     parser.add_argument("--skip-prove", action="store_true", help="do not run the theorem checks")
+
+
+def _image_arguments(parser: argparse.ArgumentParser) -> None:
+    """The image/sketch encoders' recipe: their pairs and their width."""
+    parser.add_argument(
+        "--image-samples",
+        type=positive_int,
+        default=None,
+        metavar="S",
+        help="budget of each image/sketch encoder (pairs, a multiple of the batch 128; default "
+        "25600)",
+    )
+    parser.add_argument(
+        "--image-embed-dim",
+        type=positive_int,
+        default=None,
+        metavar="W",
+        help="train each image/sketch encoder W wide and read it out to the encoders' width (8 "
+        "on the moving world) by its own positive pairs, as prh readout does (default: train at "
+        "that width); docs/demo.md",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
