@@ -51,7 +51,7 @@ def test_wide_runs_are_read_out_once_and_load_that_wide(tmp_path):
     from prh.demo.world import demo_world, scene_ids
     from prh.features import last_layer, load_features
     from prh.training.image import draw_scenes, load_image_run
-    from prh.training.readout import FILE, load_readout
+    from prh.training.readout import FILE, Readout, load_readout, save_readout
     from prh.world.ids import scene_id
 
     cfg = demo_config("quick", image_embed_dim=16, **TOY)
@@ -74,7 +74,8 @@ def test_wide_runs_are_read_out_once_and_load_that_wide(tmp_path):
     got = last_layer(feats.features, feats.layer_dims)
     assert got.shape == (len(ids), 8)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
-    # a second pass keeps the stored read-out; a stale one (other weights) is measured again
+    # a second pass keeps the stored read-out; a stale one (other weights, another draw) is
+    # measured again
     before = (d / FILE).stat().st_mtime_ns
     logs.clear()
     read_out_runs(ctx, runs, pairs=512)
@@ -88,3 +89,7 @@ def test_wide_runs_are_read_out_once_and_load_that_wide(tmp_path):
     assert any("read out 16 -> 8" in m for m in logs)
     again = load_readout(d, 16)  # tied to these weights again; the same draw, the same read-out
     np.testing.assert_allclose(again.projection, r.projection, rtol=1e-6, atol=1e-9)
+    save_readout(d, Readout(r.mean, r.projection, r.eigenvalues, 512, 7))  # `prh readout --draw 7`
+    logs.clear()
+    read_out_runs(ctx, runs, pairs=512)
+    assert any("read out 16 -> 8" in m for m in logs) and load_readout(d, 16).draw == 123

@@ -90,13 +90,13 @@ def read_out_runs(
     """Store each wide run's read-out to the encoders' width (``prh readout RUN --k K``: the top
     cross-view components of ``pairs`` fresh positive pairs of its own training law, by default
     ``prh readout``'s count and draw), so that every later step loads it that wide. A stored
-    read-out of these weights is kept (one fitted to other weights is measured again). Name ->
-    the cross-view eigenvalues of all its directions."""
+    read-out of these weights, width, pairs and draw is kept (any other is measured again).
+    Name -> the cross-view eigenvalues of all its directions."""
     import torch
 
     from prh.errors import CheckpointError
     from prh.training.api import load_run
-    from prh.training.readout import PAIRS, load_readout, save_readout
+    from prh.training.readout import DRAW, PAIRS, load_readout, save_readout
     from prh.training.readout_fit import fit_readout
 
     cfg, k, pairs = ctx.cfg, ctx.cfg.encoder_width(), pairs or PAIRS
@@ -107,7 +107,7 @@ def read_out_runs(
             r = load_readout(d, cfg.image.embed_dim)
         except CheckpointError:  # the run was retrained since: measure it again
             r = None
-        if r is None or (r.k, r.pairs) != (k, pairs):
+        if r is None or (r.k, r.pairs, r.draw) != (k, pairs, DRAW):  # not the demo's own
             t0 = time.time()
             r = fit_readout(load_run(d, device="cpu", readout=False), k, pairs)
             save_readout(d, r)
