@@ -327,13 +327,27 @@ def read_tensors(path: str | os.PathLike[str]) -> dict[str, Any]:
     CheckpointError
         A missing file, or bytes that are not safetensors.
     """
-    from safetensors.numpy import load_file
+    return read_tensors_and_metadata(path)[0]
+
+
+def read_tensors_and_metadata(
+    path: str | os.PathLike[str],
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """A safetensors file's numpy arrays and its string metadata, in one read.
+
+    Raises
+    ------
+    CheckpointError
+        A missing file, or bytes that are not safetensors.
+    """
+    from safetensors import safe_open
 
     p = Path(path)
     if not p.is_file():
         raise CheckpointError(f"{p}: missing file")
     try:
-        return load_file(str(p))
+        with safe_open(str(p), framework="numpy") as f:
+            return {k: f.get_tensor(k) for k in f.keys()}, dict(f.metadata() or {})
     except Exception as e:  # safetensors raises its own error types on bad bytes
         raise CheckpointError(f"{p}: not a readable safetensors file ({e})") from None
 

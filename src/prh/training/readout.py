@@ -29,6 +29,7 @@ import torch
 from torch import nn
 
 from prh.errors import CheckpointError, InputError
+from prh.training.rundir import MODEL_FILE
 
 FILE = "readout.safetensors"
 DRAW = 123  # the pairs' seed: fixed, so one run gives one read-out
@@ -77,7 +78,7 @@ def readout_of_pairs(a: np.ndarray, b: np.ndarray, k: int, draw: int = DRAW) -> 
 
 def weights_file(run_dir: Path) -> Path:
     """The weights a read-out belongs to: ``model.safetensors`` (a finished run only)."""
-    path = run_dir / "model.safetensors"
+    path = run_dir / MODEL_FILE
     if not path.is_file():
         raise InputError(f"{run_dir}: no model.safetensors (an unfinished run); finish it "
                          "before reading it out")  # fmt: skip
@@ -108,18 +109,14 @@ def load_readout(run_dir: str | os.PathLike[str], width: int) -> Readout | None:
         An unreadable file, one fitted to other weights (the run retrained since), or one whose
         width is not the run's embedding width.
     """
-    from safetensors import safe_open
-
-    from prh.io import read_tensors
+    from prh.io import read_tensors_and_metadata
     from prh.provenance import sha256_file
 
     run_dir = Path(run_dir)
     path = run_dir / FILE
     if not path.exists():
         return None
-    arrays = read_tensors(path)
-    with safe_open(str(path), "np") as f:
-        meta = f.metadata() or {}
+    arrays, meta = read_tensors_and_metadata(path)
     try:
         r = Readout(arrays["mean"], arrays["projection"], arrays["eigenvalues"],
                     int(meta["pairs"]), int(meta["draw"]))  # fmt: skip
@@ -131,7 +128,7 @@ def load_readout(run_dir: str | os.PathLike[str], width: int) -> Readout | None:
                               f"{r.projection.shape})")  # fmt: skip
     if r.width != width:
         raise CheckpointError(f"{path}: reads a {r.width}-wide embedding; the run's is {width}")
-    weights = run_dir / "model.safetensors"
+    weights = run_dir / MODEL_FILE
     if not weights.is_file() or sha256_file(weights) != sha:
         raise CheckpointError(f"{path}: fitted to other weights than {weights} (retrained "
                               "since?); rerun prh readout or delete the file")  # fmt: skip
