@@ -34,8 +34,6 @@ from pathlib import Path
 from image_reach import BELOW, K, _embed, _states
 from mode_rows import mode_cells, mode_header, read_modes
 
-READOUT_PAIRS, READOUT_DRAW = 8192, 123
-
 
 def recipe(samples: int, seed: int, width: int, cache: str | None, modality: str = "image"):
     """The demo's image recipe at ``samples`` pairs and output width ``width`` (``modality``
@@ -54,7 +52,7 @@ def read(run_dir: Path, out: Path, world, fit, test, modality: str = "image") ->
     """The run's width-fair reading against its modality's own theory embedding (``g*`` for
     renders) through its spectral read-out."""
     from prh.training.moving import run_positive_pairs
-    from prh.training.readout import readout_of_pairs
+    from prh.training.readout import DRAW, PAIRS, readout_of_pairs
     from prh.world.observation import theory_of_observations
 
     if modality == "image":
@@ -67,7 +65,7 @@ def read(run_dir: Path, out: Path, world, fit, test, modality: str = "image") ->
         _embed(str(run_dir), split, ids, out / f"{run_dir.name}-{split}.safetensors", 64, modality)
         for split, ids in (("train", fit), ("test", test))
     )
-    a, b = run_positive_pairs(run_dir, READOUT_PAIRS, seed=READOUT_DRAW).embedding()
+    a, b = run_positive_pairs(run_dir, PAIRS, seed=DRAW).embedding()
     x_fit, x_test = x_fit[:, : a.shape[1]], x_test[:, : a.shape[1]]  # the padded rows' JEPA part
     r = readout_of_pairs(a, b, K)  # what prh readout stores
     return read_modes(r.apply(x_fit), r.apply(x_test), g_fit, g_test, K)

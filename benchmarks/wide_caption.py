@@ -7,11 +7,11 @@ image-good run swapped.
 Each image run (a ``prh train --modality image`` folder; a stored ``prh readout`` applies) is
 embedded as the demo's modalities step embeds image-good (``prh.demo.modalities.embed_runs``:
 the held-out and bridge states of the moving world), then given the two captioners of the
-literal step (``prh.demo.captioner.zero_pair_captioners``: a paired map and a zero-pair one under
-one text-only decoder trained on TEXT_RUN's literal captions) and judged by the literal step's
-targets (``prh.demo.literal_caption.literal_captioner_targets``). The config is ``--full``'s
-literal twin, so the demo's own image-good run reproduces the demo's figures. Prints one row per
-image run; figures in docs/training.md ("Captioners through the 16-wide image runs").
+literal step, judged by its targets (``prh.demo.literal_caption.literal_captioners``: a paired
+map and a zero-pair one under one text-only decoder trained on TEXT_RUN's literal captions). The
+config is ``--full``'s literal twin, so the demo's own image-good run reproduces the demo's
+figures. Prints one row per image run; figures in docs/training.md ("Captioners through the
+16-wide image runs").
 """
 
 from __future__ import annotations
@@ -25,10 +25,9 @@ from pathlib import Path
 def caption_row(out: Path, text_run: Path, image_run: Path) -> dict:
     """The literal step's captioners between ``text_run`` and ``image_run``, cached under
     ``out/<image run's name>``."""
-    from prh.demo.captioner import zero_pair_captioners
     from prh.demo.config import demo_config
     from prh.demo.context import Context
-    from prh.demo.literal_caption import literal_captioner_targets
+    from prh.demo.literal_caption import literal_captioners
     from prh.demo.modalities import embed_runs
 
     full = demo_config("full")
@@ -36,8 +35,7 @@ def caption_row(out: Path, text_run: Path, image_run: Path) -> dict:
     # the bridge and held-out states of the main world: the demo embeds image-good there
     features = embed_runs(Context(full, out / image_run.name, print), {"image-good": image_run})
     t0 = time.time()
-    cap = dict(zero_pair_captioners(ctx, text_run, image_run, features["image-good"]))
-    cap["targets"] = literal_captioner_targets(cap)
+    cap = literal_captioners(ctx, text_run, image_run, features["image-good"])
     cap.pop("evaluations", None)
     return {"image": str(image_run), "seconds": round(time.time() - t0, 1), **cap}
 
