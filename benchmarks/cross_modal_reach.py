@@ -75,7 +75,7 @@ def train_text(world: str, samples: int, seed: int, out: Path) -> Path:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("images", nargs="+", help="prh train image run folders")
+    ap.add_argument("images", nargs="+", help="prh train image or sketch run folders")
     ap.add_argument("--out", required=True)
     ap.add_argument("--text-samples", type=int, default=131072)
     ap.add_argument("--seeds", default="0")
