@@ -40,22 +40,26 @@ KINDS = {"literal": "moving-literal", "partial": "moving"}
 
 def modality(run: str) -> str:
     """The modality a ``prh train`` run folder was trained on (``image`` or ``sketch``)."""
-    return json.loads((Path(run) / "config.json").read_text()).get("modality", "image")
+    from prh.training.lifecycle import read_stored
+
+    return read_stored(Path(run)).get("modality", "image")
 
 
 def judged(a: tuple, b: tuple, predicted: list[float], floor_seed: int = 0) -> dict:
     """One pair's width-fair held-out cc (``a``, ``b``: ``(fit, test)`` rows), its prediction,
     the largest per-direction deviation from it, and the shuffled-rows floor."""
+    from prh.demo.literal_rule import largest_deviation
     from prh.demo.theory import two_readouts
 
     cc = two_readouts(a[0], b[0], a[1], b[1], K)
     order = np.random.default_rng(floor_seed).permutation(len(b[1]))
     floor = two_readouts(a[0], b[0], a[1], b[1][order], K, n_boot=2)["mean"]
-    got, want = np.sort(cc["correlations"])[::-1], np.sort(predicted)[::-1]
     return {
         "cc": cc["mean"], "ci": cc["ci"], "correlations": cc["correlations"],
-        "predicted": float(np.mean(predicted)), "predicted_each": [float(v) for v in want],
-        "worst_deviation": float(np.max(np.abs(got - want))), "shuffled": float(floor),
+        "predicted": float(np.mean(predicted)),
+        "predicted_each": sorted((float(v) for v in predicted), reverse=True),
+        "worst_deviation": largest_deviation(cc["correlations"], predicted),
+        "shuffled": float(floor),
     }  # fmt: skip
 
 

@@ -8,7 +8,8 @@ the shared correlation is about 0.995) and carry six unrelated Gaussian directio
 theory's ``[1, 1, 0, 0, 0, 0, 0, 0]`` (sketch ~ image, sketch ~ literal text). Each trial fits
 the width-fair canonical correlations on 500 rows and scores held-out rows
 (:func:`prh.demo.theory.two_readouts`, the demo's and ``cross_modal_reach.py``'s measure), then
-takes the largest deviation of the sorted correlations from the prediction. Prints, per
+takes the largest deviation of the sorted correlations from the prediction
+(:func:`prh.demo.literal_rule.largest_deviation`, the literal rule's own). Prints, per
 held-out size, the median worst deviation and the share of trials above 0.1: the rate at which
 the reading fails a pair that has what the theory predicts. Figures in docs/training.md
 ("Sketches across modalities").
@@ -24,8 +25,9 @@ PREDICTED = np.array([1, 1, 0, 0, 0, 0, 0, 0], dtype=float)
 FIT = 500
 
 
-def worst_deviation(rng: np.random.Generator, n_test: int) -> float:
+def trial(rng: np.random.Generator, n_test: int) -> float:
     """One trial's largest deviation of the held-out correlations from ``PREDICTED``."""
+    from prh.demo.literal_rule import largest_deviation
     from prh.demo.theory import two_readouts
 
     n = FIT + n_test
@@ -33,7 +35,7 @@ def worst_deviation(rng: np.random.Generator, n_test: int) -> float:
     a = np.hstack([shared, rng.normal(size=(n, 6))])
     b = np.hstack([shared + 0.1 * rng.normal(size=(n, 2)), rng.normal(size=(n, 6))])
     cc = two_readouts(a[:FIT], b[:FIT], a[FIT:], b[FIT:], 8, n_boot=2)
-    return float(np.max(np.abs(np.sort(cc["correlations"])[::-1] - PREDICTED)))
+    return largest_deviation(cc["correlations"], PREDICTED)
 
 
 def main() -> None:
@@ -45,7 +47,7 @@ def main() -> None:
     print(f"{'held-out rows':>13} {'trials':>6} {'median worst deviation':>22} {'share > 0.1':>11}")
     for n_test in (int(t) for t in a.tests.split(",")):
         rng = np.random.default_rng(a.seed)
-        w = np.array([worst_deviation(rng, n_test) for _ in range(a.trials)])
+        w = np.array([trial(rng, n_test) for _ in range(a.trials)])
         print(f"{n_test:>13} {a.trials:>6} {np.median(w):>22.3f} {np.mean(w > 0.1):>11.3f}")
 
 

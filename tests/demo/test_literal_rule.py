@@ -8,7 +8,13 @@ import math
 
 import pytest
 
-from prh.demo.literal_rule import RULE_LITERAL, TOLERANCE, PairFigures, judge_literal
+from prh.demo.literal_rule import (
+    RULE_LITERAL,
+    TOLERANCE,
+    PairFigures,
+    judge_literal,
+    largest_deviation,
+)
 from prh.scaling.claims import INCONCLUSIVE, NOT_SHOWN, SHOWN
 
 ONES = [1.0] * 8
@@ -94,3 +100,14 @@ def test_the_rule_reads_as_docs_demo_md_states_it():
 
     doc = (Path(__file__).resolve().parents[2] / "docs" / "demo.md").read_text()
     assert RULE_LITERAL in " ".join(doc.split())  # word for word, whatever the line breaks
+
+
+def test_largest_deviation_compares_both_profiles_sorted_descending():
+    # given in any order, read as 0.99 0.93 0.10 -0.16 against 1 1 0 0: the worst is -0.16's
+    measured = [0.10, -0.16, 0.99, 0.93]
+    assert largest_deviation(measured, [0.0, 1.0, 0.0, 1.0]) == pytest.approx(0.16)
+    # read in the given order instead, the first pair alone would deviate by 0.9
+    assert largest_deviation([0.1, 0.9], [1.0, 0.0]) == pytest.approx(0.1)
+    assert pair([measured], [1.0, 1.0, 0.0, 0.0]).deviation() == largest_deviation(
+        measured, [1.0, 1.0, 0.0, 0.0]
+    )

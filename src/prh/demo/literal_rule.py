@@ -79,12 +79,17 @@ class PairFigures:
         return (min(self.cc), max(self.cc)) if seeds >= MIN_SEEDS else tuple(self.state_ci)
 
     def deviation(self) -> float:
-        """The largest ``|measured - predicted|`` over the ``k`` directions, both descending
-        (the measured ones their seed means)."""
+        """:func:`largest_deviation` of the seed means of the ``k`` measured correlations."""
         k = len(self.predicted)
         mean = [sum(c[i] for c in self.correlations) / len(self.correlations) for i in range(k)]
-        got = sorted(mean, reverse=True)
-        return max(abs(g - p) for g, p in zip(got, sorted(self.predicted, reverse=True)))
+        return largest_deviation(mean, self.predicted)
+
+
+def largest_deviation(measured: Sequence[float], predicted: Sequence[float]) -> float:
+    """The largest ``|measured - predicted|`` over the directions, both sorted descending: how
+    far a pair's canonical correlations lie from the theory's, direction by direction."""
+    got, want = sorted(measured, reverse=True), sorted(predicted, reverse=True)
+    return max(abs(float(g) - float(p)) for g, p in zip(got, want))
 
 
 @dataclass(frozen=True)
